@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Handler handles a claimed batch and returns one result per task, in order:
+// nil acks the task, an error wrapping ErrRelease hands it back without
+// counting the attempt, any other error nacks it (retry with backoff, or dead
+// letter after its last attempt). A nil slice acks the whole batch; a shorter
+// one nacks the tasks without a result. A panic nacks the whole batch.
+//
+// ctx stays alive while the consumer shuts down, for up to
+// ConsumerOptions.ShutdownGrace; once it is cancelled, tasks the handler
+// reports with ctx's error are released rather than nacked.
+//
+// Delivery is at least once: a handler must tolerate seeing a task again
+// (after a crash or an expired lease) and should make its effect idempotent.
+type Handler func(ctx context.Context, tasks []*Claimed) []error
+
+// Each adapts a per-task function into a Handler that runs the batch's tasks
+// one after another; when ctx is cancelled the tasks not yet started are
+// released.
+func Each(f func(ctx context.Context, t *Claimed) error) Handler {
+	return func(ctx context.Context, tasks []*Claimed) []error {
+		errs := make([]error, len(tasks))
+		for i, t := range tasks {
+			if ctx.Err() != nil {
+				errs[i] = ErrRelease
+				continue
+			}
+			errs[i] = f(ctx, t)
+		}
+		return errs
+	}
+}
+
+// ConsumerOptions configure a Consumer. The zero value is usable.
+type ConsumerOptions struct {
+	// Workers claiming and handling batches in parallel; default 1.
+	Workers int
+	// BatchSize is the most tasks per claim; default 100, at most MaxClaim.
+	BatchSize int
+	// Lease each claim holds its tasks for; default 30s. Leases of a batch
+	// still being handled are extended every Lease/3.
+	Lease time.Duration
+	// MaxIdle is the longest an idle worker sleeps before claiming again. It
+	// is the sweep interval: a task whose holder died is back in work at most
+	// Lease + MaxIdle after it was claimed. Default 2s.
+	MaxIdle time.Duration
+	// Waker wakes idle workers when a task becomes due earlier than they
+	// planned; nil: they notice at their next MaxIdle tick.
+	Waker *Waker
+	// ShutdownGrace is how long running handlers may go on after Run's
+	// context is cancelled before their own context is cancelled; default 10s.
+	ShutdownGrace time.Duration
+	// OpTimeout bounds each Redis call of the consumer; default 5s.
+	OpTimeout time.Duration
+}
+
+// Consumer runs a pool of workers on one queue. Run it in a goroutine per
+// queue; many consumers (one per SKU) share one Waker and cost nothing but
+// a parked goroutine per worker while idle.
+type Consumer struct {
+	q    *Queue
+	h    Handler
+	o    ConsumerOptions
+	wake chan struct{}
+}
+
+// NewConsumer returns a consumer of q that passes batches to h.
+func NewConsumer(q *Queue, h Handler, o ConsumerOptions) *Consumer {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 100
+	}
+	o.BatchSize = min(o.BatchSize, MaxClaim)
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.MaxIdle <= 0 {
+		o.MaxIdle = 2 * time.Second
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 10 * time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 5 * time.Second
+	}
+	return &Consumer{q: q, h: h, o: o, wake: make(chan struct{}, 1)}
+}
+
+// Run claims and handles tasks until ctx is cancelled, then shuts down in
+// order: no new claims, running batches finish (or are released once
+// ShutdownGrace is over), their results are acked or nacked, and Run
+// returns. It returns nil after a shutdown, or the Waker's subscribe error.
+func (c *Consumer) Run(ctx context.Context) error {
+	if c.o.Waker != nil {
+		stop, err := c.o.Waker.register(ctx, c.q.k.wake, c.wake)
+		if err != nil {
+			return fmt.Errorf("queue %s: subscribe wake-ups: %w", c.q.name, err)
+		}
+		defer stop()
+	}
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	done := make(chan struct{})
+	var grace sync.WaitGroup
+	grace.Go(func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t := time.NewTimer(c.o.ShutdownGrace)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+				hcancel()
+			}
+		}
+	})
+	var workers sync.WaitGroup
+	for range c.o.Workers {
+		workers.Go(func() { c.work(ctx, hctx) })
+	}
+	workers.Wait()
+	close(done)
+	grace.Wait()
+	return nil
+}
+
+func (c *Consumer) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.o.OpTimeout)
+}
+
+func (c *Consumer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Consumer) work(ctx, hctx context.Context) {
+	for ctx.Err() == nil {
+		// The claim itself is not cancelled by shutdown: a reply lost to a
+		// cancel would leave tasks claimed until their lease expired.
+		octx, cancel := c.opCtx()
+		tasks, next, err := c.q.claim(octx, c.o.BatchSize, c.o.Lease)
+		cancel()
+		if err != nil {
+			c.q.o.Logger.Error("queue: claim failed", "queue", c.q.name, "err", err)
+			c.sleep(ctx, min(c.o.MaxIdle, time.Second))
+			continue
+		}
+		if len(tasks) > 0 {
+			if len(tasks) == c.o.BatchSize {
+				c.signal() // more may be due: let another idle worker claim too
+			}
+			c.process(hctx, tasks)
+			continue
+		}
+		d := c.o.MaxIdle
+		if !next.IsZero() {
+			d = min(d, next.Sub(c.q.o.Now()))
+		}
+		c.sleep(ctx, max(d, time.Millisecond))
+	}
+}
+
+func (c *Consumer) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-c.wake:
+	case <-t.C:
+	}
+}
+
+// process hands tasks to the handler while extending their leases, then
+// settles every task by the handler's result.
+func (c *Consumer) process(hctx context.Context, tasks []*Claimed) {
+	stopExtend := make(chan struct{})
+	var ext sync.WaitGroup
+	ext.Go(func() { c.extend(stopExtend, tasks) })
+	results := c.call(hctx, tasks)
+	close(stopExtend)
+	ext.Wait()
+
+	var ack, nack, rel []*Claimed
+	var causes []error
+	for i, t := range tasks {
+		var err error
+		switch {
+		case results == nil:
+		case i < len(results):
+			err = results[i]
+		default:
+			err = errors.New("queue: handler returned no result for the task")
+		}
+		switch {
+		case err == nil:
+			ack = append(ack, t)
+		case errors.Is(err, ErrRelease), hctx.Err() != nil && errors.Is(err, hctx.Err()):
+			rel = append(rel, t)
+		default:
+			nack = append(nack, t)
+			causes = append(causes, err)
+		}
+	}
+	log := c.q.o.Logger
+	octx, cancel := c.opCtx()
+	defer cancel()
+	if stale, err := c.q.AckBatch(octx, ack); err != nil || len(stale) > 0 {
+		log.Warn("queue: ack incomplete; unacked tasks will be redelivered", "queue", c.q.name, "stale", stale, "err", err)
+	}
+	if len(nack) > 0 {
+		if _, stale, err := c.q.NackBatch(octx, nack, causes); err != nil || len(stale) > 0 {
+			log.Warn("queue: nack incomplete", "queue", c.q.name, "stale", stale, "err", err)
+		}
+	}
+	if len(rel) > 0 {
+		if stale, err := c.q.Release(octx, rel...); err != nil || len(stale) > 0 {
+			log.Warn("queue: release incomplete", "queue", c.q.name, "stale", stale, "err", err)
+		}
+	}
+}
+
+func (c *Consumer) call(ctx context.Context, tasks []*Claimed) (results []error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("queue: handler panic: %v", p)
+			results = make([]error, len(tasks))
+			for i := range results {
+				results[i] = err
+			}
+		}
+	}()
+	return c.h(ctx, tasks)
+}
+
+// extend renews the batch's leases every Lease/3 until stop is closed.
+func (c *Consumer) extend(stop <-chan struct{}, tasks []*Claimed) {
+	t := time.NewTicker(c.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			octx, cancel := c.opCtx()
+			stale, err := c.q.extend(octx, c.o.Lease, tasks, false)
+			cancel()
+			if err != nil || len(stale) > 0 {
+				c.q.o.Logger.Warn("queue: lease extension failed; tasks may be redelivered",
+					"queue", c.q.name, "lost", stale, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,53 @@
+-- Enqueue library: the one source of the enqueue logic. The queue's own
+-- enqueue script is this file followed by enqueue.lua, and another package may
+-- prepend it to its own script (queue.EnqueueLua) to enqueue atomically with
+-- its own writes, passing the keys from (*Queue).EnqueueKeys in its KEYS.
+--
+-- queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, max_attempts, now_ms)
+--   ready, data, meta, wake: the four keys of EnqueueKeys, in that order
+--     (wake is the pub/sub channel of the queue; it shares the queue's hash tag)
+--   id, typ: non-empty strings; payload: string (may be empty)
+--   due_ms, now_ms: Unix milliseconds; a due time before now_ms runs at now_ms
+--   max_attempts: integer >= 1
+-- Returns 1 when the task was added, 0 when a task with this id already exists
+-- (pending, in flight or dead: nothing is changed). Publishes due_ms on wake
+-- when the new task became the earliest one, so a sleeping consumer re-plans.
+-- Raises an error, before any write, when an argument is malformed.
+--
+-- queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+--   Same, without the publish: returns 0 duplicate, 1 added, 2 added and now
+--   the earliest task (the caller publishes once for a batch).
+
+local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+  local due = tonumber(due_ms)
+  local maxa = tonumber(max_attempts)
+  local now = tonumber(now_ms)
+  if type(id) ~= 'string' or id == '' or type(typ) ~= 'string' or typ == ''
+      or type(payload) ~= 'string' or not due or not now or not maxa or maxa < 1 then
+    error('queue_enqueue: invalid arguments')
+  end
+  if due < now then
+    due = now
+  end
+  local m = '0|' .. string.format('%d', maxa) .. '|' .. string.format('%d', now) .. '||' .. typ
+  if redis.call('HSETNX', meta, id, m) == 0 then
+    return 0
+  end
+  redis.call('HSET', data, id, payload)
+  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  redis.call('ZADD', ready, due, id)
+  if first[1] == nil or tonumber(first[2]) > due then
+    return 2
+  end
+  return 1
+end
+
+local function queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, max_attempts, now_ms)
+  local r = queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+  if r == 2 then
+    local due = math.max(tonumber(due_ms), tonumber(now_ms))
+    redis.call('PUBLISH', wake, string.format('%d', due))
+    return 1
+  end
+  return r
+end

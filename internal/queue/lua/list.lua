@@ -1,0 +1,32 @@
+-- List tasks of one set in score order (prefixed by common.lua; standard KEYS). Read-only.
+-- ARGV[1] which: "ready" or "dead"  ARGV[2] offset  ARGV[3] count (the caller bounds it)
+-- Returns { id, score_ms, meta, payload, last_error, ... }; tasks whose
+-- metadata vanished are skipped.
+local key = KEYS[1]
+if ARGV[1] == 'dead' then
+  key = KEYS[5]
+end
+local off = tonumber(ARGV[2])
+local res = redis.call('ZRANGE', key, off, off + tonumber(ARGV[3]) - 1, 'WITHSCORES')
+local k = #res / 2
+if k == 0 then
+  return {}
+end
+local ids = {}
+for i = 1, k do
+  ids[i] = res[2 * i - 1]
+end
+local metas = redis.call('HMGET', KEYS[4], unpack(ids))
+local datas = redis.call('HMGET', KEYS[3], unpack(ids))
+local errs = redis.call('HMGET', KEYS[6], unpack(ids))
+local out = {}
+for i, id in ipairs(ids) do
+  if metas[i] then
+    out[#out + 1] = id
+    out[#out + 1] = res[2 * i]
+    out[#out + 1] = metas[i]
+    out[#out + 1] = datas[i] or ''
+    out[#out + 1] = errs[i] or ''
+  end
+end
+return out
