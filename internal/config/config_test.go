@@ -1,0 +1,108 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestDefaultsAreValidAndEmbedded(t *testing.T) {
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, ":8080", c.HTTP.Addr)
+	assert.True(t, c.EmbeddedRedis())
+	assert.True(t, c.EmbeddedSQL())
+	assert.Equal(t, StrategyLock, c.Stock.Strategy)
+	assert.Equal(t, 15*time.Minute, c.Order.PaymentTimeout)
+	assert.True(t, c.RateLimit.Enabled)
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	c, err := Load("", env(map[string]string{
+		"SECKILL_REDIS_ADDRS":        "127.0.0.1:7000, 127.0.0.1:7001,127.0.0.1:7002",
+		"SECKILL_MYSQL_DSN":          "root:@tcp(127.0.0.1:3306)/seckill?parseTime=true",
+		"SECKILL_HTTP_ADDR":          "127.0.0.1:9090",
+		"SECKILL_ADMIN_TOKEN":        "0123456789abcdef0123",
+		"SECKILL_RATE_LIMIT_ENABLED": "false",
+		"SECKILL_STOCK_LOCK_WAIT":    "20ms",
+		"SECKILL_WORKER_BATCH_SIZE":  "1000",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"}, c.Redis.Addrs)
+	assert.False(t, c.EmbeddedRedis())
+	assert.False(t, c.EmbeddedSQL())
+	assert.Equal(t, "127.0.0.1:9090", c.HTTP.Addr)
+	assert.Equal(t, "0123456789abcdef0123", c.Admin.Token)
+	assert.False(t, c.RateLimit.Enabled)
+	assert.Equal(t, 20*time.Millisecond, c.Stock.LockWait)
+	assert.Equal(t, 1000, c.Worker.BatchSize)
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("http:\n  addr: \":9000\"\nstock:\n  strategy: atomic\n"), 0o600))
+	c, err := Load(path, env(map[string]string{"SECKILL_HTTP_ADDR": ":9001"}))
+	require.NoError(t, err)
+	assert.Equal(t, ":9001", c.HTTP.Addr, "environment wins over the file")
+	assert.Equal(t, StrategyAtomic, c.Stock.Strategy, "file wins over the defaults")
+}
+
+func TestBadValuesNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		env map[string]string
+		key string
+	}{
+		{map[string]string{"SECKILL_HTTP_ADDR": "nonsense"}, "http.addr"},
+		{map[string]string{"SECKILL_HTTP_ADDR": ":99999"}, "http.addr"},
+		{map[string]string{"SECKILL_REDIS_ADDRS": "localhost"}, "redis.addrs"},
+		{map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "mysql.dsn"},
+		{map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/"}, "mysql.dsn"},
+		{map[string]string{"SECKILL_ADMIN_TOKEN": "short"}, "admin.token"},
+		{map[string]string{"SECKILL_STOCK_STRATEGY": "optimistic"}, "stock.strategy"},
+		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "soon"}, "http.read_timeout"},
+		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "-1s"}, "http.read_timeout"},
+		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "0"}, "worker.batch_size"},
+		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "many"}, "worker.batch_size"},
+		{map[string]string{"SECKILL_RATE_LIMIT_ENABLED": "maybe"}, "rate_limit.enabled"},
+		{map[string]string{"SECKILL_RATE_LIMIT_TRUSTED_PROXIES": "10.0.0.0/99"}, "rate_limit.trusted_proxies"},
+		{map[string]string{"SECKILL_LOG_LEVEL": "loud"}, "log.level"},
+		{map[string]string{"SECKILL_REDIS_KEY_PREFIX": "{x}"}, "redis.key_prefix"},
+	} {
+		_, err := Load("", env(tc.env))
+		var ce *Error
+		require.Error(t, err, "%v", tc.env)
+		require.True(t, errors.As(err, &ce), "%v: %v is not a *config.Error", tc.env, err)
+		assert.Equal(t, tc.key, ce.Key, "%v: %v", tc.env, err)
+		assert.Contains(t, err.Error(), tc.key)
+	}
+}
+
+func TestDSNErrorDoesNotEchoPassword(t *testing.T) {
+	_, err := Load("", env(map[string]string{"SECKILL_MYSQL_DSN": "root:hunter2@tcp(x:1)"}))
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestUnknownFileKeyIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("http:\n  adr: \":9000\"\n"), 0o600))
+	_, err := Load(path, env(nil))
+	var ce *Error
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, "http.adr", ce.Key)
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nope.yaml")
+}

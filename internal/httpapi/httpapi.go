@@ -1,0 +1,73 @@
+// Package httpapi is seckill's REST API: the shopper endpoints under /api/v1,
+// the admin endpoints under /admin, and the operational ones (/healthz,
+// /readyz, /metrics). Every route is in routes.go; handlers take their
+// dependencies as arguments; errors turn into HTTP status codes and the JSON
+// body {"error": code, "detail": text} in one place (errors.go).
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/config"
+)
+
+// Deps is what the API needs from the rest of the program.
+type Deps struct {
+	Log      *slog.Logger
+	HTTP     config.HTTP
+	Registry *prometheus.Registry
+	// Ready reports whether the backends answer; nil means always ready.
+	Ready func(context.Context) error
+	// Mode is "embedded" or "external", shown by /healthz.
+	Mode    string
+	Version string
+}
+
+// New returns the API's handler.
+func New(d Deps) http.Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	gin.SetMode(d.HTTP.GinMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	// Client addresses come only from the socket unless trusted proxies are
+	// configured for the rate limiter, which resolves them itself.
+	_ = r.SetTrustedProxies(nil)
+	r.NoRoute(func(c *gin.Context) { writeError(c, d.Log, errNotFound) })
+	r.NoMethod(func(c *gin.Context) { writeError(c, d.Log, errMethodNotAllowed) })
+
+	m := newHTTPMetrics(d.Registry)
+	r.Use(requestID(), recovery(d.Log), accessLog(d.Log), observe(m))
+	if len(d.HTTP.CORSOrigins) > 0 {
+		r.Use(cors(d.HTTP.CORSOrigins))
+	}
+	if d.HTTP.MaxBodyBytes > 0 {
+		r.Use(limitBody(d.HTTP.MaxBodyBytes))
+	}
+	routes(r, d)
+	return r
+}
+
+// NewServer returns an http.Server for h with the configured timeouts.
+func NewServer(cfg config.HTTP, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}

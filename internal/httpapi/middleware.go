@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+const requestIDKey = "request_id"
+
+// requestID takes X-Request-ID from the client when it is sane, makes one
+// otherwise, and echoes it in the response.
+func requestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader("X-Request-ID")
+		if !saneID(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(requestIDKey, id)
+		c.Header("X-Request-ID", id)
+		c.Next()
+	}
+}
+
+func saneID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog writes one structured line per request at debug level, and at
+// warn/error level for 4xx/5xx answers other than the expected sale outcomes.
+func accessLog(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		status := c.Writer.Status()
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		if !log.Enabled(c.Request.Context(), level) {
+			return
+		}
+		log.LogAttrs(c.Request.Context(), level, "http",
+			slog.String("request_id", c.GetString(requestIDKey)),
+			slog.String("method", c.Request.Method),
+			slog.String("route", c.FullPath()),
+			slog.Int("status", status),
+			slog.Duration("took", time.Since(start)),
+			slog.String("client", c.ClientIP()),
+		)
+	}
+}
+
+// recovery turns a panic into a logged 500 with the standard error body.
+func recovery(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+					panic(r)
+				}
+				writeError(c, log, fmt.Errorf("panic: %v", r))
+			}
+		}()
+		c.Next()
+	}
+}
+
+// limitBody caps request bodies; reading past the cap fails and the handler
+// answers 413.
+func limitBody(max int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > max {
+			writeError(c, slog.Default(), errBodyTooLarge)
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
+		c.Next()
+	}
+}
+
+// observe records request latency and status by route.
+func observe(m *httpMetrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		m.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).
+			Observe(time.Since(start).Seconds())
+	}
+}
+
+// cors answers preflights and sets Access-Control-Allow-Origin for the listed
+// origins only. With no origins configured it is not installed at all.
+func cors(origins []string) gin.HandlerFunc {
+	allowed := map[string]bool{}
+	for _, o := range origins {
+		allowed[o] = true
+	}
+	return func(c *gin.Context) {
+		origin := c.GetHeader("Origin")
+		if origin != "" && (allowed["*"] || allowed[origin]) {
+			c.Header("Access-Control-Allow-Origin", origin)
+			c.Header("Vary", "Origin")
+			c.Header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-User-ID, X-Request-ID")
+			c.Header("Access-Control-Allow-Methods", "GET, POST, PUT, OPTIONS")
+			if c.Request.Method == http.MethodOptions {
+				c.AbortWithStatus(http.StatusNoContent)
+				return
+			}
+		}
+		c.Next()
+	}
+}
