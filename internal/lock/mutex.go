@@ -49,7 +49,9 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 	begin := c.env.now()
 	ok, err := m.tryOnce(ctx, ttl, cfg.fencing)
 	start := begin
-	if err == nil && !ok {
+	if err != nil && ctx.Err() != nil {
+		err = &waitError{ctx.Err()}
+	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
 			start, err = c.waitFor(ctx, m.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {

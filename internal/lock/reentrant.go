@@ -45,7 +45,9 @@ func (o *Owner) reentrant(ctx context.Context, name string, ttl time.Duration, o
 	begin := c.env.now()
 	ok, err := r.tryOnce(ctx, ttl)
 	start := begin
-	if err == nil && !ok {
+	if err != nil && ctx.Err() != nil {
+		err = &waitError{ctx.Err()}
+	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
 			start, err = c.waitFor(ctx, r.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {

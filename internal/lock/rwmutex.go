@@ -92,7 +92,9 @@ func (rw *RWMutex) acquire(ctx context.Context, write bool, ttl time.Duration, o
 	begin := c.env.now()
 	ok, err := h.tryOnce(ctx, ttl, marker)
 	start := begin
-	if err == nil && !ok {
+	if err != nil && ctx.Err() != nil {
+		err = &waitError{ctx.Err()}
+	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
 			start, err = c.waitFor(ctx, rw.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {

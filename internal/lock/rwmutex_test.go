@@ -1,0 +1,185 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRWManyReadersOneWriter(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		rw := c.RWMutex("{sku:9}")
+		var readers []*RWHold
+		for range 10 {
+			r, err := rw.TryRLock(ctx, time.Minute)
+			require.NoError(t, err, "readers share the lock")
+			assert.False(t, r.Write())
+			readers = append(readers, r)
+		}
+		_, err := rw.TryLock(ctx, time.Minute)
+		assert.ErrorIs(t, err, ErrNotObtained, "readers exclude the writer")
+
+		// A reader releases only its own share.
+		require.NoError(t, readers[0].Unlock(ctx))
+		assert.ErrorIs(t, readers[0].Unlock(ctx), ErrNotHeld)
+		assert.EqualValues(t, 9, rdb.HLen(ctx, rw.Key()).Val())
+		for _, r := range readers[1:] {
+			held, err := r.Held(ctx)
+			require.NoError(t, err)
+			assert.True(t, held)
+			require.NoError(t, r.Unlock(ctx))
+		}
+
+		w, err := rw.TryLock(ctx, time.Minute)
+		require.NoError(t, err)
+		assert.True(t, w.Write())
+		_, err = rw.TryRLock(ctx, time.Minute)
+		assert.ErrorIs(t, err, ErrNotObtained, "the writer excludes readers")
+		_, err = rw.TryLock(ctx, time.Minute)
+		assert.ErrorIs(t, err, ErrNotObtained, "the writer excludes writers")
+		require.NoError(t, w.Extend(ctx, 2*time.Minute))
+		ttl, err := w.TTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Minute)
+		require.NoError(t, w.Unlock(ctx))
+		assert.Zero(t, rdb.Exists(ctx, rw.Key()).Val())
+	})
+}
+
+func TestRWWaitersWokenByRelease(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		rw := c.RWMutex("doc")
+		w, err := rw.TryLock(ctx, time.Minute)
+		require.NoError(t, err)
+		slow := WithBackoff(Backoff{Min: time.Hour, Max: time.Hour})
+		const readers = 4
+		got := make(chan error, readers)
+		for range readers {
+			go func() {
+				r, err := rw.RLock(ctx, time.Minute, slow, WithWaitTimeout(20*time.Second))
+				if err == nil {
+					err = r.Unlock(ctx)
+				}
+				got <- err
+			}()
+		}
+		eventually(t, "readers wait", func() bool { return c.notify.count(c.RWMutex("doc").keys.channel()) == readers })
+		require.NoError(t, w.Unlock(ctx))
+		for range readers {
+			require.NoError(t, <-got, "one write release wakes every reader")
+		}
+	})
+}
+
+// TestRWWriterNotStarved: readers keep overlapping so the lock is never free
+// of readers; a waiting writer still gets in because its marker turns new
+// readers away until the current ones leave.
+func TestRWWriterNotStarved(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		rw := c.RWMutex("hot")
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var reads atomic.Int64
+		var writing atomic.Bool
+		var overlap atomic.Bool
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r, err := rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+					if err != nil {
+						return
+					}
+					if writing.Load() {
+						overlap.Store(true)
+					}
+					reads.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					_ = r.Unlock(ctx)
+				}
+			})
+		}
+		eventually(t, "readers running", func() bool { return reads.Load() > 20 })
+
+		w, err := rw.Lock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+		require.NoError(t, err, "the writer is not starved")
+		writing.Store(true)
+		_, err = rw.TryRLock(ctx, time.Minute)
+		assert.ErrorIs(t, err, ErrNotObtained)
+		time.Sleep(20 * time.Millisecond)
+		writing.Store(false)
+		require.NoError(t, w.Unlock(ctx))
+		close(stop)
+		wg.Wait()
+		assert.False(t, overlap.Load(), "no reader held the lock with the writer")
+	})
+}
+
+func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		rw := c.RWMutex("m")
+		r, err := rw.TryRLock(ctx, time.Minute)
+		require.NoError(t, err)
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := rw.Lock(wctx, time.Minute)
+			done <- err
+		}()
+		eventually(t, "writer marker blocks new readers", func() bool {
+			_, err := rw.TryRLock(ctx, time.Minute)
+			return err != nil
+		})
+		cancel()
+		err = <-done
+		assert.ErrorIs(t, err, ErrNotObtained)
+		assert.ErrorIs(t, err, context.Canceled)
+		r2, err := rw.TryRLock(ctx, time.Minute)
+		require.NoError(t, err, "a writer that gave up removes its marker")
+		require.NoError(t, r2.Unlock(ctx))
+		require.NoError(t, r.Unlock(ctx))
+	})
+}
+
+func TestRWDeadHoldersExpire(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		rw := c.RWMutex("dead")
+		long, err := rw.TryRLock(ctx, time.Minute)
+		require.NoError(t, err)
+		short, err := rw.TryRLock(ctx, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.NoError(t, long.Unlock(ctx))
+		// The short reader dies; its share expires and the writer gets in.
+		w, err := rw.Lock(ctx, 50*time.Millisecond, WithWaitTimeout(10*time.Second))
+		require.NoError(t, err)
+		assert.ErrorIs(t, short.Unlock(ctx), ErrNotHeld, "an expired reader cannot release anything")
+		// The writer dies too; its expiry frees the key entirely.
+		eventually(t, "key expires", func() bool { return rdb.Exists(ctx, rw.Key()).Val() == 0 })
+		assert.ErrorIs(t, w.Unlock(ctx), ErrNotHeld)
+		assert.ErrorIs(t, w.Extend(ctx, time.Minute), ErrNotHeld)
+	})
+}
+
+func TestRWBadInput(t *testing.T) {
+	c, _ := newTestClient(t, false, Options{})
+	ctx := ctxT(t)
+	_, err := c.RWMutex("").TryRLock(ctx, time.Second)
+	assert.ErrorIs(t, err, ErrInvalidName)
+	_, err = c.RWMutex("x").Lock(ctx, 0)
+	assert.ErrorIs(t, err, ErrInvalidTTL)
+}

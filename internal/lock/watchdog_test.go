@@ -1,0 +1,141 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+func TestWatchdogKeepsLockAlive(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		const ttl = 150 * time.Millisecond
+		m, err := c.TryLock(ctx, "long", ttl, WithWatchdog(0))
+		require.NoError(t, err)
+		// Several TTLs later the lock is still ours.
+		time.Sleep(5 * ttl)
+		held, err := m.Held(ctx)
+		require.NoError(t, err)
+		assert.True(t, held)
+		assert.NoError(t, m.Err())
+		_, err = c.TryLock(ctx, "long", ttl)
+		assert.ErrorIs(t, err, ErrNotObtained)
+
+		require.NoError(t, m.Unlock(ctx))
+		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
+		time.Sleep(ttl)
+		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
+	})
+}
+
+func TestWatchdogCapStopsRenewal(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		const ttl = 100 * time.Millisecond
+		hook := &cmdCounter{}
+		rdb.AddHook(hook)
+		m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
+		require.NoError(t, err)
+		// After two renewals the watchdog stops, the key expires and the
+		// handle reports the loss.
+		closedWithin(t, m.Done(), "capped lock expires")
+		assert.ErrorIs(t, m.Err(), ErrLockLost)
+		// The local estimate runs from before each command was sent, so
+		// the handle gives up no later than Redis expires the key.
+		eventually(t, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+		renewals := 0
+		for _, cmd := range hook.take() {
+			if len(cmd) > 3 && cmd[3] == m.Key() && (cmd[0] == "evalsha" || cmd[0] == "eval") {
+				renewals++
+			}
+		}
+		assert.Equal(t, 2, renewals)
+		assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
+	})
+}
+
+func TestLostSignal(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		for _, tc := range []struct {
+			name   string
+			behind func(ctx context.Context, key string) error
+		}{
+			{"deleted", func(ctx context.Context, key string) error { return rdb.Del(ctx, key).Err() }},
+			{"overwritten", func(ctx context.Context, key string) error {
+				return rdb.Set(ctx, key, "someone-else", time.Minute).Err()
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := ctxT(t)
+				m, err := c.TryLock(ctx, "lost:"+tc.name, 150*time.Millisecond, WithWatchdog(0))
+				require.NoError(t, err)
+				work, cancel := m.Context(ctx)
+				defer cancel()
+				require.NoError(t, tc.behind(ctx, m.Key()))
+
+				closedWithin(t, m.Done(), "lost signal")
+				<-work.Done()
+				assert.ErrorIs(t, context.Cause(work), ErrLockLost)
+				assert.ErrorIs(t, m.Err(), ErrLockLost)
+				assert.Zero(t, m.Validity())
+				assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
+				if tc.name == "overwritten" {
+					assert.Equal(t, "someone-else", rdb.Get(ctx, m.Key()).Val(), "the other holder's lock is untouched")
+				}
+			})
+		}
+	})
+}
+
+func TestLostSignalWithoutWatchdogAtExpiry(t *testing.T) {
+	c, _ := newTestClient(t, false, Options{})
+	ctx := ctxT(t)
+	m, err := c.TryLock(ctx, "short", 50*time.Millisecond)
+	require.NoError(t, err)
+	closedWithin(t, m.Done(), "expiry")
+	assert.ErrorIs(t, m.Err(), ErrLockLost)
+}
+
+// TestLostSignalWhenRenewalsKeepFailing kills the only Redis server: every
+// renewal fails, and once the TTL has passed the handle reports the loss.
+func TestLostSignalWhenRenewalsKeepFailing(t *testing.T) {
+	t.Parallel()
+	srv := testsvc.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	m := NewMetrics("t")
+	c := New(rdb, Options{Metrics: m})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxT(t)
+	mu, err := c.TryLock(ctx, "fragile", 200*time.Millisecond, WithWatchdog(0))
+	require.NoError(t, err)
+	srv.Kill()
+	closedWithin(t, mu.Done(), "lost after failed renewals")
+	assert.ErrorIs(t, mu.Err(), ErrLockLost)
+	assert.Equal(t, 1.0, counterValue(t, m, "t_lock_lost_total", map[string]string{"kind": "mutex"}))
+	assert.Positive(t, counterValue(t, m, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "failed"}))
+}
+
+// TestValidityUsesInjectedClock shows the local expiry estimate follows the
+// injected clock, which a real clock could only show by sleeping.
+func TestValidityUsesInjectedClock(t *testing.T) {
+	clock := newFakeClock()
+	c, _ := newTestClient(t, false, Options{Now: clock.Now})
+	ctx := ctxT(t)
+	m, err := c.TryLock(ctx, "clock", time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, m.Validity())
+	clock.Advance(59 * time.Minute)
+	assert.Equal(t, time.Minute, m.Validity())
+	require.NoError(t, m.Extend(ctx, time.Hour))
+	assert.Equal(t, time.Hour, m.Validity())
+	clock.Advance(2 * time.Hour)
+	assert.Zero(t, m.Validity())
+	require.NoError(t, m.Unlock(ctx))
+}
