@@ -28,7 +28,7 @@ func deployments(t *testing.T, f func(t *testing.T, c *Client, rdb redis.Univers
 	}
 }
 
-func newTestClient(t *testing.T, cluster bool, opts Options) (*Client, redis.UniversalClient) {
+func newTestClient(t testing.TB, cluster bool, opts Options) (*Client, redis.UniversalClient) {
 	t.Helper()
 	rdb, prefix := testsvc.Universal(t, cluster)
 	opts.Prefix = prefix

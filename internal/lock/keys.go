@@ -13,7 +13,10 @@ const DefaultPrefix = "seckill:"
 //	seckill:lock:{sku:42}:fence     fencing counter (string: int64, no TTL)
 //	seckill:lock:{sku:42}:re        reentrant lock (hash: owner id -> hold count)
 //	seckill:lock:{sku:42}:rw        read-write lock (hash: r:/w:/p:<token> -> expiry ms)
-//	seckill:lock:{sku:42}:released  pub/sub channel of all three
+//
+// Each lock publishes its release on a pub/sub channel named like its key
+// (channels and keys are separate namespaces), so a script derives the
+// channel from KEYS[1] and no name is built on the hot path.
 //
 // All keys of one name share the hash tag, so each script touches one Cluster
 // slot, and a caller's own keys tagged "{sku:42}" live in the same slot too.
@@ -29,4 +32,3 @@ func (k keys) mutex() string     { return k.base }
 func (k keys) fence() string     { return k.base + ":fence" }
 func (k keys) reentrant() string { return k.base + ":re" }
 func (k keys) rw() string        { return k.base + ":rw" }
-func (k keys) channel() string   { return k.base + ":released" }

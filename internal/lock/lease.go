@@ -11,6 +11,14 @@ type renewer interface {
 	renew(ctx context.Context, ttl time.Duration) (bool, error)
 }
 
+// closedChan is the Done channel of handles that stopped holding before
+// anyone asked for Done, saving an allocation per release.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 const (
 	stateHeld = iota
 	stateReleased
@@ -38,13 +46,12 @@ type lease struct {
 	wdDone   chan struct{}
 }
 
-func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Time, cfg *config) {
+func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Time, watchdog bool, maxRenewals int) {
 	l.env, l.kind, l.h, l.ttl, l.expires = e, k, h, ttl, start.Add(ttl)
-	if cfg.watchdog {
+	if watchdog {
 		l.stop = make(chan struct{})
 		l.wdDone = make(chan struct{})
-		max := cfg.maxRenewals
-		if !e.goWatchdog(func() { l.watch(max) }) {
+		if !e.goWatchdog(func() { l.watch(maxRenewals) }) {
 			close(l.wdDone)
 		}
 	}
@@ -59,9 +66,7 @@ func (l *lease) Done() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.state != stateHeld {
-			close(l.done)
-		} else if l.stop == nil {
+		if l.stop == nil {
 			l.armLocked()
 		}
 	}
@@ -173,9 +178,10 @@ func (l *lease) finish(state int) bool {
 	}
 	l.state = state
 	if l.done == nil {
-		l.done = make(chan struct{})
+		l.done = closedChan
+	} else {
+		close(l.done)
 	}
-	close(l.done)
 	if l.timer != nil {
 		l.timer.Stop()
 	}

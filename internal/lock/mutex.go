@@ -18,6 +18,11 @@ type Mutex struct {
 	keys  keys
 	token string
 	fence int64
+
+	// Built once per acquisition and reused by every command, so the hot
+	// path does not convert them again.
+	keyv []string // {mutex key}
+	arg  any      // token
 }
 
 // TryLock makes one attempt to take the mutex called name for ttl: a single
@@ -45,7 +50,8 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 		return nil, ErrClosed
 	}
 	cfg := newConfig(c.backoff, opts)
-	m := &Mutex{c: c, owner: o, name: name, keys: newKeys(c.prefix, name), token: newToken()}
+	m := newMutex(c.prefix, name)
+	m.c, m.owner = c, o
 	begin := c.env.now()
 	ok, err := m.tryOnce(ctx, ttl, cfg.fencing)
 	start := begin
@@ -54,7 +60,7 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
-			start, err = c.waitFor(ctx, m.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {
+			start, err = c.waitFor(ctx, m.keys.mutex(), new(cfg), func(ctx context.Context) (bool, error) {
 				return m.tryOnce(ctx, ttl, cfg.fencing)
 			})
 		}
@@ -63,9 +69,16 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 	if err != nil {
 		return nil, err
 	}
-	m.lease.init(c.env, kindMutex, m, ttl, start, &cfg)
+	m.lease.init(c.env, kindMutex, m, ttl, start, cfg.watchdog, cfg.maxRenewals)
 	o.track(m)
 	return m, nil
+}
+
+func newMutex(prefix, name string) *Mutex {
+	m := &Mutex{name: name, keys: newKeys(prefix, name), token: newToken()}
+	m.keyv = []string{m.keys.mutex()}
+	m.arg = m.token
+	return m
 }
 
 // tryOnce is one acquisition attempt. A failure after the command may have
@@ -74,7 +87,7 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 func (m *Mutex) tryOnce(ctx context.Context, ttl time.Duration, fencing bool) (bool, error) {
 	rdb := m.c.rdb
 	if !fencing {
-		ok, err := rdb.SetNX(ctx, m.keys.mutex(), m.token, ttl).Result()
+		ok, err := rdb.SetNX(ctx, m.keyv[0], m.arg, ttl).Result()
 		if err != nil {
 			m.cleanup(ctx)
 		}
@@ -93,7 +106,7 @@ func (m *Mutex) tryOnce(ctx context.Context, ttl time.Duration, fencing bool) (b
 func (m *Mutex) cleanup(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 100*time.Millisecond)
 	defer cancel()
-	_ = unlockScript.Run(ctx, m.c.rdb, []string{m.keys.mutex()}, m.token, m.keys.channel()).Err()
+	_ = unlockScript.Run(ctx, m.c.rdb, m.keyv, m.arg).Err()
 }
 
 // Name returns the name the mutex was locked with.
@@ -143,7 +156,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 }
 
 func (m *Mutex) release(ctx context.Context) (bool, error) {
-	n, err := unlockScript.Run(ctx, m.c.rdb, []string{m.keys.mutex()}, m.token, m.keys.channel()).Int64()
+	n, err := unlockScript.Run(ctx, m.c.rdb, m.keyv, m.arg).Int64()
 	return n == 1, err
 }
 
@@ -176,7 +189,7 @@ func (m *Mutex) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 	if m.rl != nil {
 		return m.rl.extend(ctx, m, ttl)
 	}
-	n, err := extendScript.Run(ctx, m.c.rdb, []string{m.keys.mutex()}, m.token, ttl.Milliseconds()).Int64()
+	n, err := extendScript.Run(ctx, m.c.rdb, m.keyv, m.arg, ttl.Milliseconds()).Int64()
 	return n == 1, err
 }
 
@@ -187,7 +200,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	if m.rl != nil {
 		return m.rl.ttl(ctx, m)
 	}
-	ms, err := pttlScript.Run(ctx, m.c.rdb, []string{m.keys.mutex()}, m.token).Int64()
+	ms, err := pttlScript.Run(ctx, m.c.rdb, m.keyv, m.arg).Int64()
 	if err != nil {
 		return 0, err
 	}

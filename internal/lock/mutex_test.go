@@ -37,8 +37,9 @@ func TestMutexBasic(t *testing.T) {
 		// Another holder can neither lock nor unlock it.
 		_, err = c.TryLock(ctx, "order", time.Minute)
 		assert.ErrorIs(t, err, ErrNotObtained)
-		intruder := &Mutex{c: c, name: "order", keys: m.keys, token: newToken()}
-		intruder.lease.init(c.env, kindMutex, intruder, time.Minute, time.Now(), &config{})
+		intruder := newMutex(c.prefix, "order")
+		intruder.c = c
+		intruder.lease.init(c.env, kindMutex, intruder, time.Minute, time.Now(), false, 0)
 		assert.ErrorIs(t, intruder.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, intruder.Extend(ctx, time.Hour), ErrNotHeld)
 		assert.Equal(t, m.Token(), rdb.Get(ctx, m.Key()).Val())
@@ -94,7 +95,7 @@ func TestMutexNameWithTagKeepsIt(t *testing.T) {
 	assert.Equal(t, "seckill:lock:{sku:42}", c.Key("{sku:42}"))
 	assert.Equal(t, "seckill:lock:{sku:42}", c.Key("sku:42"))
 	k := newKeys("p:", "{sku:42}")
-	for _, key := range []string{k.mutex(), k.fence(), k.reentrant(), k.rw(), k.channel()} {
+	for _, key := range []string{k.mutex(), k.fence(), k.reentrant(), k.rw()} {
 		assert.True(t, rkey.HasTag(key), key)
 		assert.Equal(t, redisSlot("seckill:{sku:42}:stock"), redisSlot(key), key)
 	}
@@ -304,8 +305,8 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		// One subscriber for all local waiters: the Client shares one
 		// pub/sub connection.
 		eventually(t, "waiters subscribed", func() bool {
-			return c.notify.count(m.keys.channel()) == waiters &&
-				numSub(ctx, rdb, m.keys.channel()) == 1
+			return c.notify.count(m.keys.mutex()) == waiters &&
+				numSub(ctx, rdb, m.keys.mutex()) == 1
 		})
 		require.NoError(t, m.Unlock(ctx))
 		for range waiters {
@@ -317,7 +318,7 @@ func TestMutexPubSubWakeup(t *testing.T) {
 			}
 		}
 		eventually(t, "channel unsubscribed", func() bool {
-			return numSub(ctx, rdb, m.keys.channel()) == 0
+			return numSub(ctx, rdb, m.keys.mutex()) == 0
 		})
 	})
 }
@@ -353,7 +354,7 @@ func TestMutexBackoffFallback(t *testing.T) {
 			done <- err
 		}()
 		time.Sleep(20 * time.Millisecond)
-		assert.Zero(t, numSub(ctx, rdb, m.keys.channel()), "WithoutWakeup does not subscribe")
+		assert.Zero(t, numSub(ctx, rdb, m.keys.mutex()), "WithoutWakeup does not subscribe")
 		require.NoError(t, m.Unlock(ctx))
 		require.NoError(t, <-done)
 	})

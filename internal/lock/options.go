@@ -98,6 +98,9 @@ func WithoutWakeup() Option {
 }
 
 func newConfig(def Backoff, opts []Option) config {
+	if len(opts) == 0 {
+		return config{backoff: def} // does not escape: no allocation
+	}
 	cfg := config{backoff: def}
 	for _, o := range opts {
 		o(&cfg)

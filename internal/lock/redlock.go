@@ -114,7 +114,8 @@ func (r *Redlock) acquire(ctx context.Context, name string, ttl time.Duration, o
 		return nil, ErrInvalidTTL
 	}
 	cfg := newConfig(r.backoff, opts)
-	m := &Mutex{rl: r, name: name, keys: newKeys(r.prefix, name), token: newToken()}
+	m := newMutex(r.prefix, name)
+	m.rl = r
 	begin := r.env.now()
 	var start time.Time
 	var lastErr error
@@ -138,7 +139,7 @@ func (r *Redlock) acquire(ctx context.Context, name string, ttl time.Duration, o
 		return nil, err
 	}
 	m.lease.slack = r.drift(ttl)
-	m.lease.init(r.env, kindRedlock, m, ttl, start.Add(-m.lease.slack), &cfg)
+	m.lease.init(r.env, kindRedlock, m, ttl, start.Add(-m.lease.slack), cfg.watchdog, cfg.maxRenewals)
 	return m, nil
 }
 
@@ -148,7 +149,7 @@ func (r *Redlock) acquire(ctx context.Context, name string, ttl time.Duration, o
 func (r *Redlock) tryOnce(ctx context.Context, m *Mutex, ttl time.Duration) (time.Time, bool, error) {
 	start := r.env.now()
 	oks, errs := r.each(ctx, ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		return c.SetNX(ctx, m.keys.mutex(), m.token, ttl).Result()
+		return c.SetNX(ctx, m.keyv[0], m.arg, ttl).Result()
 	})
 	validity := ttl - r.env.now().Sub(start) - r.drift(ttl)
 	if oks >= r.Quorum() && validity > 0 {
@@ -198,7 +199,7 @@ func (r *Redlock) each(ctx context.Context, ttl time.Duration, f func(context.Co
 // any node still had the lock; the error is set only when no node answered.
 func (r *Redlock) release(ctx context.Context, m *Mutex) (bool, error) {
 	oks, errs := r.each(ctx, m.ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		n, err := unlockScript.Run(ctx, c, []string{m.keys.mutex()}, m.token, m.keys.channel()).Int64()
+		n, err := unlockScript.Run(ctx, c, m.keyv, m.arg).Int64()
 		return n == 1, err
 	})
 	if oks == 0 && len(errs) == len(r.nodes) {
@@ -212,7 +213,7 @@ func (r *Redlock) release(ctx context.Context, m *Mutex) (bool, error) {
 func (r *Redlock) extend(ctx context.Context, m *Mutex, ttl time.Duration) (bool, error) {
 	start := r.env.now()
 	oks, errs := r.each(ctx, ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		n, err := extendScript.Run(ctx, c, []string{m.keys.mutex()}, m.token, ttl.Milliseconds()).Int64()
+		n, err := extendScript.Run(ctx, c, m.keyv, m.arg, ttl.Milliseconds()).Int64()
 		return n == 1, err
 	})
 	if oks >= r.Quorum() && ttl-r.env.now().Sub(start)-r.drift(ttl) > 0 {
@@ -232,7 +233,7 @@ func (r *Redlock) ttl(ctx context.Context, m *Mutex) (time.Duration, error) {
 	var mu sync.Mutex
 	var ttls []time.Duration
 	_, errs := r.each(ctx, m.ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		ms, err := pttlScript.Run(ctx, c, []string{m.keys.mutex()}, m.token).Int64()
+		ms, err := pttlScript.Run(ctx, c, m.keyv, m.arg).Int64()
 		if err == nil && ms > 0 {
 			mu.Lock()
 			ttls = append(ttls, time.Duration(ms)*time.Millisecond)

@@ -50,7 +50,7 @@ func (o *Owner) reentrant(ctx context.Context, name string, ttl time.Duration, o
 	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
-			start, err = c.waitFor(ctx, r.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {
+			start, err = c.waitFor(ctx, r.keys.reentrant(), new(cfg), func(ctx context.Context) (bool, error) {
 				return r.tryOnce(ctx, ttl)
 			})
 		}
@@ -59,7 +59,7 @@ func (o *Owner) reentrant(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	r.lease.init(c.env, kindReentrant, r, ttl, start, &cfg)
+	r.lease.init(c.env, kindReentrant, r, ttl, start, cfg.watchdog, cfg.maxRenewals)
 	o.track(r)
 	return r, nil
 }
@@ -89,7 +89,7 @@ func (r *Reentrant) Unlock(ctx context.Context) (int64, error) {
 	}
 	r.stopWatchdog()
 	n, err := reentrantUnlockScript.Run(ctx, r.o.c.rdb, []string{r.keys.reentrant()},
-		r.o.id, r.keys.channel(), r.ttl.Milliseconds()).Int64()
+		r.o.id, r.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return 0, err
 	}

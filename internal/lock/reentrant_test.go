@@ -28,7 +28,7 @@ func TestReentrantDepthThree(t *testing.T) {
 		_, err := bob.TryLockReentrant(ctx, "cart", time.Minute)
 		assert.ErrorIs(t, err, ErrNotObtained)
 		intruder := &Reentrant{o: bob, name: "cart", keys: holds[0].keys}
-		intruder.lease.init(c.env, kindReentrant, intruder, time.Minute, time.Now(), &config{})
+		intruder.lease.init(c.env, kindReentrant, intruder, time.Minute, time.Now(), false, 0)
 		_, err = intruder.Unlock(ctx)
 		assert.ErrorIs(t, err, ErrNotHeld)
 		assert.Equal(t, "3", rdb.HGet(ctx, holds[0].Key(), "alice").Val())
@@ -98,7 +98,7 @@ func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 			}
 			done <- err
 		}()
-		eventually(t, "waiter subscribed", func() bool { return c.notify.count(h1.keys.channel()) == 1 })
+		eventually(t, "waiter subscribed", func() bool { return c.notify.count(h1.keys.reentrant()) == 1 })
 		_, err = h2.Unlock(ctx)
 		require.NoError(t, err)
 		_, err = h1.Unlock(ctx)

@@ -97,7 +97,7 @@ func (rw *RWMutex) acquire(ctx context.Context, write bool, ttl time.Duration, o
 	} else if err == nil && !ok {
 		err = ErrNotObtained
 		if wait {
-			start, err = c.waitFor(ctx, rw.keys.channel(), &cfg, func(ctx context.Context) (bool, error) {
+			start, err = c.waitFor(ctx, rw.keys.rw(), new(cfg), func(ctx context.Context) (bool, error) {
 				return h.tryOnce(ctx, ttl, marker)
 			})
 			if err != nil && marker > 0 {
@@ -109,7 +109,7 @@ func (rw *RWMutex) acquire(ctx context.Context, write bool, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	h.lease.init(c.env, k, h, ttl, start, &cfg)
+	h.lease.init(c.env, k, h, ttl, start, cfg.watchdog, cfg.maxRenewals)
 	rw.o.track(h)
 	return h, nil
 }
@@ -132,7 +132,7 @@ func (h *RWHold) dropMarker(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 100*time.Millisecond)
 	defer cancel()
 	for _, f := range []string{"p:" + h.token, h.field} {
-		_ = rwUnlockScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, f, h.rw.keys.channel()).Err()
+		_ = rwUnlockScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, f).Err()
 	}
 }
 
@@ -150,7 +150,7 @@ func (h *RWHold) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	h.stopWatchdog()
-	n, err := rwUnlockScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, h.field, h.rw.keys.channel()).Int64()
+	n, err := rwUnlockScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, h.field).Int64()
 	if err != nil {
 		return err
 	}

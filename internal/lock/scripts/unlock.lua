@@ -2,11 +2,11 @@
 -- then wake waiters.
 -- KEYS[1]  lock key
 -- ARGV[1]  token
--- ARGV[2]  pub/sub channel of the lock
+-- Publishes "1" (wake one waiter per process) on the channel named KEYS[1].
 -- Returns  1 released; 0 not held (expired or another token).
 if redis.call('GET', KEYS[1]) == ARGV[1] then
 	redis.call('DEL', KEYS[1])
-	redis.call('PUBLISH', ARGV[2], '1')
+	redis.call('PUBLISH', KEYS[1], '1')
 	return 1
 end
 return 0
