@@ -24,7 +24,7 @@
 //	P T :q:ready     ZSET id -> due time, Unix ms (pending: due or delayed)
 //	P T :q:inflight  ZSET id -> lease deadline, Unix ms
 //	P T :q:data      HASH id -> payload
-//	P T :q:meta      HASH id -> "attempts|max_attempts|enqueued_ms|token|type"
+//	P T :q:meta      HASH id -> "attempts|token|max_attempts|enqueued_ms|type"
 //	P T :q:dead      ZSET id -> time of death, Unix ms
 //	P T :q:err       HASH id -> last error
 //	P T :q:wake      pub/sub channel (not stored)

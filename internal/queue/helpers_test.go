@@ -89,3 +89,8 @@ func ctxT(t *testing.T) context.Context {
 func task(id string) queue.Task {
 	return queue.Task{ID: id, Type: "order", Payload: []byte("p-" + id)}
 }
+
+func newClient(t *testing.T, cluster bool) (redis.UniversalClient, string) {
+	t.Helper()
+	return testsvc.Universal(t, cluster)
+}

@@ -12,7 +12,7 @@ type keys struct {
 	ready    string // ZSET id -> due time (ms): pending tasks, due or delayed
 	inflight string // ZSET id -> lease deadline (ms): claimed tasks
 	data     string // HASH id -> payload
-	meta     string // HASH id -> "attempts|max_attempts|enqueued_ms|token|type"
+	meta     string // HASH id -> "attempts|token|max_attempts|enqueued_ms|type"
 	dead     string // ZSET id -> time of death (ms): dead letters
 	err      string // HASH id -> last error text
 	wake     string // pub/sub channel announcing a new earliest due time

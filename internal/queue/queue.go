@@ -47,12 +47,12 @@ var (
 // Limits that keep every script short however large the queue grows.
 const (
 	// MaxClaim caps the tasks one Claim moves (larger n is cut to it).
-	MaxClaim = 1000
+	MaxClaim = 500
 	// enqueueChunk is the number of tasks per enqueue script call; a batch is
 	// sent as one pipeline of such calls.
 	enqueueChunk = 256
 	// listMax caps Peek and ListDead.
-	listMax = 1000
+	listMax = MaxClaim
 )
 
 // Defaults for Options fields left zero.
@@ -417,9 +417,10 @@ func parseMeta(s string) (meta, bool) {
 	if len(parts) != 5 {
 		return meta{}, false
 	}
+	// attempts|token|max_attempts|enqueued_ms|type
 	a, err1 := strconv.Atoi(parts[0])
-	m, err2 := strconv.Atoi(parts[1])
-	e, err3 := strconv.ParseInt(parts[2], 10, 64)
+	m, err2 := strconv.Atoi(parts[2])
+	e, err3 := strconv.ParseInt(parts[3], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
 		return meta{}, false
 	}
@@ -690,13 +691,13 @@ func (q *Queue) list(ctx context.Context, which string, state State, offset, n i
 	return out, nil
 }
 
-// Peek returns up to n (at most 1000) pending tasks in due-time order,
+// Peek returns up to n (at most MaxClaim) pending tasks in due-time order,
 // without claiming them.
 func (q *Queue) Peek(ctx context.Context, n int) ([]Info, error) {
 	return q.list(ctx, "ready", StatePending, 0, n)
 }
 
-// ListDead returns up to n (at most 1000) dead letters from offset, oldest
+// ListDead returns up to n (at most MaxClaim) dead letters from offset, oldest
 // first, with payload and last error.
 func (q *Queue) ListDead(ctx context.Context, offset, n int) ([]Info, error) {
 	return q.list(ctx, "dead", StateDead, offset, n)

@@ -31,13 +31,10 @@ if n > 0 then
     local leases, newm, orphans = {}, {}, {}
     local deadline = now + lease
     for i, id in ipairs(ids) do
-      local m = parse_meta(metas[i])
-      if not m then
+      local ms = claim_meta(metas[i], token)
+      if not ms then
         orphans[#orphans + 1] = id
       else
-        m.attempts = m.attempts + 1
-        m.token = token
-        local ms = format_meta(m)
         newm[#newm + 1] = id
         newm[#newm + 1] = ms
         leases[#leases + 1] = deadline

@@ -3,7 +3,7 @@
 --   KEYS[1] ready    ZSET id -> due time (ms); pending tasks, due or delayed
 --   KEYS[2] inflight ZSET id -> lease deadline (ms); claimed tasks
 --   KEYS[3] data     HASH id -> payload
---   KEYS[4] meta     HASH id -> "attempts|max_attempts|enqueued_ms|token|type"
+--   KEYS[4] meta     HASH id -> "attempts|token|max_attempts|enqueued_ms|type"
 --   KEYS[5] dead     ZSET id -> time of death (ms); dead letters
 --   KEYS[6] err      HASH id -> last error text
 --   KEYS[7] wake     pub/sub channel (not stored), same hash tag
@@ -12,15 +12,30 @@ local function parse_meta(s)
   if not s then
     return nil
   end
-  local a, m, e, tok, typ = string.match(s, '^(%d+)|(%d+)|(%d+)|([^|]*)|(.*)$')
+  local a, tok, m, e, typ = string.match(s, '^(%d+)|([^|]*)|(%d+)|(%d+)|(.*)$')
   if not a then
     return nil
   end
   return { attempts = tonumber(a), max = tonumber(m), enq = e, token = tok, typ = typ }
 end
 
+-- claim_meta is the claim's hot path: the same meta with one more attempt
+-- and the new token, without parsing the rest. nil if s is malformed.
+local function claim_meta(s, token)
+  if not s then
+    return nil
+  end
+  local p1 = string.find(s, '|', 1, true)
+  local p2 = p1 and string.find(s, '|', p1 + 1, true)
+  local a = p2 and tonumber(string.sub(s, 1, p1 - 1))
+  if not a then
+    return nil
+  end
+  return string.format('%d', a + 1) .. '|' .. token .. string.sub(s, p2)
+end
+
 local function format_meta(m)
-  return string.format('%d', m.attempts) .. '|' .. string.format('%d', m.max) .. '|' .. m.enq .. '|' .. m.token .. '|' .. m.typ
+  return string.format('%d', m.attempts) .. '|' .. m.token .. '|' .. string.format('%d', m.max) .. '|' .. m.enq .. '|' .. m.typ
 end
 
 -- Drops every trace of the ids from the data, meta and err hashes.
@@ -34,7 +49,7 @@ local function forget(ids)
 end
 
 -- Keeps at most cap dead letters (cap <= 0: no limit) by removing the oldest,
--- at most 1000 per call so the script stays bounded. Returns the removed ids
+-- at most 500 per call so the script stays bounded. Returns the removed ids
 -- so the caller can report them.
 local function trim_dead(cap)
   if cap <= 0 then
@@ -44,8 +59,8 @@ local function trim_dead(cap)
   if excess <= 0 then
     return {}
   end
-  if excess > 1000 then
-    excess = 1000
+  if excess > 500 then
+    excess = 500
   end
   local ids = redis.call('ZRANGE', KEYS[5], 0, excess - 1)
   redis.call('ZREMRANGEBYRANK', KEYS[5], 0, excess - 1)

@@ -10,13 +10,24 @@
 --   due_ms, now_ms: Unix milliseconds; a due time before now_ms runs at now_ms
 --   max_attempts: integer >= 1
 -- Returns 1 when the task was added, 0 when a task with this id already exists
--- (pending, in flight or dead: nothing is changed). Publishes due_ms on wake
--- when the new task became the earliest one, so a sleeping consumer re-plans.
+-- (pending, in flight or dead: nothing is changed). Publishes the due time on
+-- wake when the new task became the earliest one, so a sleeping consumer
+-- re-plans; a busy queue (earlier tasks waiting) publishes nothing.
 -- Raises an error, before any write, when an argument is malformed.
 --
 -- queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
---   Same, without the publish: returns 0 duplicate, 1 added, 2 added and now
---   the earliest task (the caller publishes once for a batch).
+--   Same, without the wake-up: returns false for a duplicate, or the due time (ms,
+--   >= now_ms) of the added task, so a batch can publish once.
+--
+-- queue_earliest(ready) is the due time of the queue's first task, or nil.
+
+local function queue_earliest(ready)
+  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  if first[2] then
+    return tonumber(first[2])
+  end
+  return nil
+end
 
 local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
   local due = tonumber(due_ms)
@@ -29,25 +40,24 @@ local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms,
   if due < now then
     due = now
   end
-  local m = '0|' .. string.format('%d', maxa) .. '|' .. string.format('%d', now) .. '||' .. typ
+  -- attempts|token|max_attempts|enqueued_ms|type
+  local m = '0||' .. string.format('%d', maxa) .. '|' .. string.format('%d', now) .. '|' .. typ
   if redis.call('HSETNX', meta, id, m) == 0 then
-    return 0
+    return false
   end
   redis.call('HSET', data, id, payload)
-  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
   redis.call('ZADD', ready, due, id)
-  if first[1] == nil or tonumber(first[2]) > due then
-    return 2
-  end
-  return 1
+  return due
 end
 
 local function queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, max_attempts, now_ms)
-  local r = queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
-  if r == 2 then
-    local due = math.max(tonumber(due_ms), tonumber(now_ms))
-    redis.call('PUBLISH', wake, string.format('%d', due))
-    return 1
+  local first = queue_earliest(ready)
+  local due = queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+  if not due then
+    return 0
   end
-  return r
+  if first == nil or due < first then
+    redis.call('PUBLISH', wake, string.format('%d', due))
+  end
+  return 1
 end

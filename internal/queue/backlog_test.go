@@ -1,0 +1,123 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// callTimer records the round-trip time and argument count of every command.
+type callTimer struct {
+	mu    sync.Mutex
+	times []time.Duration
+	args  int
+}
+
+func (h *callTimer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *callTimer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *callTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Now()
+		err := next(ctx, cmd)
+		d := time.Since(start)
+		h.mu.Lock()
+		h.times = append(h.times, d)
+		h.args = max(h.args, len(cmd.Args()))
+		h.mu.Unlock()
+		return err
+	}
+}
+
+// TestBacklogDrainsInBoundedCalls fills a queue with 200,000 due tasks and
+// drains it; every script stays bounded in work (MaxClaim tasks per claim,
+// 256 per enqueue script), so no single call blocks Redis for long. It runs
+// on a private redis-server so that its SLOWLOG records exactly this test's
+// calls with their execution time inside Redis. Client round trips are only
+// logged; the server-side bound asserted is deliberately generous.
+func TestBacklogDrainsInBoundedCalls(t *testing.T) {
+	const backlog = 200_000
+	srv := testsvc.StartRedisServer(t)
+	c := srv.Client()
+	q, err := queue.New(c, "backlog", queue.Options{})
+	require.NoError(t, err)
+	timer := &callTimer{}
+	c.AddHook(timer)
+	ctx := ctxT(t)
+	// Log every command, scripts and the commands inside them, slower than 500µs.
+	require.NoError(t, c.ConfigSet(ctx, "slowlog-max-len", "100000").Err())
+	require.NoError(t, c.ConfigSet(ctx, "slowlog-log-slower-than", "500").Err())
+	require.NoError(t, c.SlowLogReset(ctx).Err())
+
+	batch := make([]queue.Task, 0, 256)
+	for i := range backlog {
+		batch = append(batch, queue.Task{ID: fmt.Sprintf("b%06d", i), Type: "order", Payload: []byte(`{"sku":42,"user":1234567}`)})
+		if len(batch) == cap(batch) || i == backlog-1 {
+			_, err := q.EnqueueBatch(ctx, batch)
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+	}
+	enqueueCalls := len(timer.times)
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(backlog), st.Due)
+
+	drained, claims := 0, 0
+	for {
+		got, err := q.Claim(ctx, queue.MaxClaim*10, time.Minute)
+		require.NoError(t, err)
+		if len(got) == 0 {
+			break
+		}
+		require.LessOrEqual(t, len(got), queue.MaxClaim, "claim size is capped")
+		claims++
+		stale, err := q.AckBatch(ctx, got)
+		require.NoError(t, err)
+		require.Empty(t, stale)
+		drained += len(got)
+	}
+	assert.Equal(t, backlog, drained)
+	assert.Equal(t, backlog/queue.MaxClaim, claims)
+
+	logs, err := c.SlowLogGet(ctx, -1).Result()
+	require.NoError(t, err)
+	var slowest redis.SlowLog
+	var scripts int
+	for _, l := range logs {
+		if len(l.Args) > 0 && (l.Args[0] == "evalsha" || l.Args[0] == "eval") {
+			scripts++
+			if l.Duration > slowest.Duration {
+				slowest = l
+			}
+		}
+	}
+	if scripts > 0 {
+		t.Logf("inside Redis: %d scripts took over 500µs; slowest %v (%s, %d args)", scripts, slowest.Duration, slowest.Args[0], len(slowest.Args))
+	}
+	assert.Less(t, slowest.Duration, 100*time.Millisecond, "no script blocks Redis for long (generous bound for noisy machines)")
+
+	timer.mu.Lock()
+	defer timer.mu.Unlock()
+	all := slices.Clone(timer.times)
+	slices.Sort(all)
+	p99 := all[len(all)*99/100]
+	t.Logf("client round trips (race detector included): %d calls (%d enqueue scripts of 256, %d claims of %d + acks): max %v, p99 %v, max args %d",
+		len(all), enqueueCalls, claims, queue.MaxClaim, all[len(all)-1], p99, timer.args)
+	// The largest call is one enqueue script of 256 tasks: EVALSHA sha numkeys,
+	// 4 keys, now and 5 arguments per task.
+	assert.LessOrEqual(t, timer.args, 3+4+1+5*256, "no call carries more than a bounded batch")
+}
