@@ -105,8 +105,9 @@ func New(rdb redis.UniversalClient, opts Options) *Client {
 }
 
 // Close stops the shared pub/sub connection and the watchdogs, and waits for
-// their goroutines. Waiting Lock calls fall back to backoff; new acquisitions
-// return ErrClosed. Held locks are not released: they expire by their TTL.
+// their goroutines. Waiting Lock calls and new acquisitions return ErrClosed.
+// Held locks are not released (handles can still Unlock them) and otherwise
+// expire by their TTL. Close is idempotent and always returns nil.
 func (c *Client) Close() error {
 	c.env.close()
 	c.notify.close()

@@ -28,8 +28,10 @@ type Mutex struct {
 // TryLock makes one attempt to take the mutex called name for ttl: a single
 // `SET key token NX PX ttl` (or, WithFencing, one script that also issues the
 // fence). It returns ErrNotObtained when another holder has it,
-// ErrInvalidName or ErrInvalidTTL for bad input, ErrClosed after Close, or
-// the Redis error.
+// ErrInvalidName or ErrInvalidTTL for bad input, ErrClosed after Close, an
+// error matching both ErrNotObtained and ctx.Err() when ctx is done, or the
+// Redis error (after which a token-checked release is attempted, in case the
+// SET landed and only its reply was lost).
 func (c *Client) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error) {
 	return c.acquire(ctx, nil, name, ttl, opts, false)
 }
