@@ -15,11 +15,11 @@ import (
 func TestWatchdogKeepsLockAlive(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		const ttl = 150 * time.Millisecond
+		const ttl = 300 * time.Millisecond
 		m, err := c.TryLock(ctx, "long", ttl, WithWatchdog(0))
 		require.NoError(t, err)
 		// Several TTLs later the lock is still ours.
-		time.Sleep(5 * ttl)
+		time.Sleep(4 * ttl)
 		held, err := m.Held(ctx)
 		require.NoError(t, err)
 		assert.True(t, held)
@@ -37,7 +37,7 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 func TestWatchdogCapStopsRenewal(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		const ttl = 100 * time.Millisecond
+		const ttl = 300 * time.Millisecond
 		hook := &cmdCounter{}
 		rdb.AddHook(hook)
 		m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
