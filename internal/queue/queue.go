@@ -496,10 +496,28 @@ func (q *Queue) Nack(ctx context.Context, c *Claimed, cause error) (dead bool, e
 	return len(deads) > 0, nil
 }
 
+// RetryAfter is Nack with an explicit delay instead of Options.Backoff (for
+// a handler that knows when to try again). A task on its last attempt still
+// becomes a dead letter.
+func (q *Queue) RetryAfter(ctx context.Context, c *Claimed, delay time.Duration, cause error) (dead bool, err error) {
+	deads, stale, err := q.nack(ctx, []*Claimed{c}, []error{cause}, func(int) time.Duration { return delay })
+	switch {
+	case err != nil:
+		return false, err
+	case len(stale) > 0:
+		return false, ErrStaleToken
+	}
+	return len(deads) > 0, nil
+}
+
 // NackBatch is Nack for many tasks; causes[i] belongs to cs[i] (missing or
 // nil causes are recorded as "failed"). It returns the ids that became dead
 // letters and the ids whose claim was stale (left untouched).
 func (q *Queue) NackBatch(ctx context.Context, cs []*Claimed, causes []error) (dead, stale []string, err error) {
+	return q.nack(ctx, cs, causes, q.o.Backoff)
+}
+
+func (q *Queue) nack(ctx context.Context, cs []*Claimed, causes []error, backoff func(int) time.Duration) (dead, stale []string, err error) {
 	now := q.o.Now()
 	for start := 0; start < len(cs); start += MaxClaim {
 		chunk := cs[start:min(start+MaxClaim, len(cs))]
@@ -510,7 +528,7 @@ func (q *Queue) NackBatch(ctx context.Context, cs []*Claimed, causes []error) (d
 			if j := start + i; j < len(causes) && causes[j] != nil {
 				msg = causes[j].Error()
 			}
-			retry := now.Add(q.o.Backoff(c.Attempt))
+			retry := now.Add(max(0, backoff(c.Attempt)))
 			argv = append(argv, c.Token, c.ID, ms(retry), msg)
 		}
 		v, err := nackScript.Run(ctx, q.c, q.k.all(), argv...).Slice()

@@ -324,9 +324,13 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 		assert.Equal(t, "pay", string(got[0].Payload))
 
 		// Back to dead, then delete for good.
-		_, err = q.Nack(ctx, got[0], errors.New("x"))
+		dead, err = q.RetryAfter(ctx, got[0], 5*time.Second, errors.New("x"))
 		require.NoError(t, err)
-		clk.Add(time.Second)
+		require.False(t, dead)
+		due, err = q.Score(ctx, "a")
+		require.NoError(t, err)
+		assert.Equal(t, clk.Now().Add(5*time.Second), due, "explicit delay")
+		clk.Add(5 * time.Second)
 		got, err = q.Claim(ctx, 1, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, got, 1)

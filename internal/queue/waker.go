@@ -34,6 +34,8 @@ func NewWaker(c redis.UniversalClient) *Waker {
 // register makes the Waker signal ch (without blocking) on each message of
 // channel, and returns the function that undoes it.
 func (w *Waker) register(ctx context.Context, channel string, ch chan struct{}) (func(), error) {
+	// The connection outlives the consumer that happened to open it.
+	ctx = context.WithoutCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

@@ -1,10 +1,12 @@
 -- List tasks of one set in score order (prefixed by common.lua; standard KEYS). Read-only.
--- ARGV[1] which: "ready" or "dead"  ARGV[2] offset  ARGV[3] count (the caller bounds it)
+-- ARGV[1] which: "ready", "inflight" or "dead"  ARGV[2] offset  ARGV[3] count (the caller bounds it)
 -- Returns { id, score_ms, meta, payload, last_error, ... }; tasks whose
 -- metadata vanished are skipped.
 local key = KEYS[1]
 if ARGV[1] == 'dead' then
   key = KEYS[5]
+elseif ARGV[1] == 'inflight' then
+  key = KEYS[2]
 end
 local off = tonumber(ARGV[2])
 local res = redis.call('ZRANGE', key, off, off + tonumber(ARGV[3]) - 1, 'WITHSCORES')
