@@ -11,11 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/migrations"
 )
 
@@ -30,6 +38,13 @@ type App struct {
 	// AdminToken is the configured token or, in embedded mode with none
 	// configured, one generated at start.
 	AdminToken string
+
+	Registry     *prometheus.Registry
+	Catalog      *catalog.Store
+	Stock        *stock.Store
+	Locks        *lock.Client
+	Orders       *order.Service
+	QueueMetrics *queue.Metrics
 
 	closers []func()
 }
@@ -72,12 +87,38 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 		}
 	}
 
+	a.build()
+
 	if a.AdminToken == "" && a.Embedded() {
 		a.AdminToken = randomToken()
 		log.Warn("EMBEDDED MODE: admin API enabled with a generated token", "admin_token", a.AdminToken)
 	}
 	ok = true
 	return a, nil
+}
+
+// build creates the services on the open connections.
+func (a *App) build() {
+	cfg := a.Cfg
+	a.Registry = prometheus.NewRegistry()
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	lockMetrics := lock.NewMetrics("seckill")
+	a.QueueMetrics = queue.NewMetrics("seckill")
+	a.Registry.MustRegister(lockMetrics, a.QueueMetrics)
+
+	a.Catalog = catalog.NewStore(a.DB, nil)
+	a.Stock = stock.NewStore(a.Redis, stock.StoreOptions{
+		Prefix:      cfg.Redis.KeyPrefix,
+		MaxAttempts: cfg.Order.MaxAttempts,
+		Queue:       queue.Options{Metrics: a.QueueMetrics, Logger: a.Log},
+	})
+	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
+	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
+	a.Orders = order.NewService(a.DB, a.Catalog, catalog.NewCache(a.Catalog, 2*time.Second), a.Stock, nil, order.Options{
+		PaymentTimeout: cfg.Order.PaymentTimeout,
+		Log:            a.Log,
+		Metrics:        order.NewMetrics(a.Registry),
+	})
 }
 
 // Migrate applies pending migrations.

@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/internal/httpapi"
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/ratelimit"
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // RunOptions says what a process runs.
@@ -23,29 +24,58 @@ type RunOptions struct {
 }
 
 // Run serves until ctx is cancelled, then shuts down in order: HTTP (in-flight
-// requests finish), workers (in-flight batches finish or return to the
-// queue); the caller closes Redis and SQL with Close afterwards.
+// requests finish), the buy path, workers (in-flight batches finish or return
+// to the queue); the caller closes Redis and SQL with Close afterwards.
 func (a *App) Run(ctx context.Context, opts RunOptions) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := a.Cfg
+	// Redis may have lost SKUs (a restart without persistence): rebuild them
+	// from SQL before taking orders.
+	if err := a.Orders.RebuildMissing(ctx); err != nil {
+		return fmt.Errorf("rebuild redis state: %w", err)
+	}
 
 	var srv *http.Server
-	var serveErr = make(chan error, 1)
+	var seller *stock.Seller
+	serveErr := make(chan error, 1)
 	if opts.API {
-		h := httpapi.New(httpapi.Deps{
-			Log:      a.Log,
-			HTTP:     a.Cfg.HTTP,
-			Registry: reg,
-			Ready:    a.Ready,
-			Mode:     a.mode(),
-			Version:  buildinfo.Version,
+		seller = stock.NewSeller(ctx, a.Redis, a.Stock, a.Locks, stock.SellerOptions{
+			Strategy:    cfg.Stock.Strategy,
+			LockTTL:     cfg.Stock.LockTTL,
+			LockWait:    cfg.Stock.LockWait,
+			BatchMax:    cfg.Stock.BatchMax,
+			BatchWait:   cfg.Stock.BatchWait,
+			OnStateLost: a.Orders.OnStateLost,
+			Log:         a.Log,
 		})
-		ln, err := net.Listen("tcp", a.Cfg.HTTP.Addr)
-		if err != nil {
-			return fmt.Errorf("http: listen on %s: %w", a.Cfg.HTTP.Addr, err)
+		orders := a.Orders.WithSeller(seller)
+		deps := httpapi.Deps{
+			Log:             a.Log,
+			HTTP:            cfg.HTTP,
+			Registry:        a.Registry,
+			Ready:           a.Ready,
+			Mode:            a.mode(),
+			Version:         buildinfo.Version,
+			Shop:            orders,
+			Admin:           orders,
+			AdminToken:      a.AdminToken,
+			UserTokenSecret: cfg.Auth.UserTokenSecret,
+			TrustedProxies:  cfg.RateLimit.TrustedProxies,
 		}
-		srv = httpapi.NewServer(a.Cfg.HTTP, h, a.Log)
-		a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode())
+		if rl := cfg.RateLimit; rl.Enabled {
+			if rl.PerUser > 0 {
+				deps.PerUser = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerUser, rl.PerUserBurst)
+			}
+			if rl.PerIP > 0 {
+				deps.PerIP = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
+			}
+		}
+		ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+		if err != nil {
+			seller.Close()
+			return fmt.Errorf("http: listen on %s: %w", cfg.HTTP.Addr, err)
+		}
+		srv = httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
+		a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
 
@@ -53,7 +83,20 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	defer stopWorkers()
 	var workers sync.WaitGroup
 	if opts.Workers {
-		a.startWorkers(workCtx, &workers, reg)
+		waker := queue.NewWaker(a.Redis)
+		defer waker.Close()
+		d := a.Orders.Drainer(order.DrainOptions{
+			BatchSize:       cfg.Worker.BatchSize,
+			Workers:         cfg.Worker.Concurrency,
+			Lease:           cfg.Worker.Lease,
+			SweepInterval:   cfg.Worker.SweepInterval,
+			SKURefresh:      cfg.Worker.SKURefresh,
+			RetryBackoffMax: cfg.Worker.RetryBackoffMax,
+			Waker:           waker,
+			Watch:           func(q *queue.Queue) { a.QueueMetrics.Watch(q) },
+		})
+		workers.Go(func() { _ = d.Run(workCtx) })
+		a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)
 	}
 
 	var err error
@@ -65,11 +108,12 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), a.Cfg.HTTP.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 		if e := srv.Shutdown(sctx); e != nil && !errors.Is(e, http.ErrServerClosed) {
 			a.Log.Warn("http shutdown", "err", e.Error())
 		}
 		cancel()
+		seller.Close()
 		a.Log.Info("http stopped")
 	}
 	stopWorkers()
@@ -85,11 +129,4 @@ func (a *App) mode() string {
 		return "embedded"
 	}
 	return "external"
-}
-
-// startWorkers starts the background workers under wg; they stop when ctx is
-// cancelled.
-func (a *App) startWorkers(ctx context.Context, wg *sync.WaitGroup, reg prometheus.Registerer) {
-	_ = reg
-	wg.Go(func() { <-ctx.Done() })
 }

@@ -11,38 +11,36 @@ import (
 // Error is an API error: a stable code, the HTTP status it maps to and a
 // human-readable detail. Every error body is {"error": code, "detail": detail}.
 type Error struct {
-	Status int
-	Code   string
-	Detail string
+	Status     int
+	Code       string
+	Detail     string
+	RetryAfter string // seconds; sent as the Retry-After header when set
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Detail }
 
 // Errors of the HTTP layer itself.
 var (
-	errNotFound         = &Error{http.StatusNotFound, "not_found", "no such route"}
-	errMethodNotAllowed = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route"}
-	errInternal         = &Error{http.StatusInternalServerError, "internal", "internal error; see the server log with this request id"}
-	errBodyTooLarge     = &Error{http.StatusRequestEntityTooLarge, "invalid_request", "request body too large"}
+	errNotFound         = &Error{Status: http.StatusNotFound, Code: "not_found", Detail: "no such route"}
+	errMethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Detail: "method not allowed on this route"}
+	errInternal         = &Error{Status: http.StatusInternalServerError, Code: "internal", Detail: "internal error; see the server log with this request id"}
+	errBodyTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Code: "invalid_request", Detail: "request body too large"}
+	errUnauthorized     = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "identify the shopper with the X-User-ID header"}
+	errBadToken         = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <user-id>.<hex HMAC-SHA256 of user-id>"}
+	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
+	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
 )
 
 func invalid(detail string) *Error {
-	return &Error{http.StatusBadRequest, "invalid_request", detail}
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Detail: detail}
 }
 
-// mapping lists, in order, the domain errors and what they become. Domain
-// packages own their sentinels; this table is the one place they meet HTTP.
-var mapping []struct {
-	target error
-	to     *Error
-}
-
-// register adds a domain sentinel to the mapping table.
-func register(target error, status int, code string) {
-	mapping = append(mapping, struct {
-		target error
-		to     *Error
-	}{target, &Error{Status: status, Code: code}})
+// rule maps the errors match accepts to an API error; domain packages own
+// their sentinels, and this table in errors_map.go is the one place they meet
+// HTTP.
+type rule struct {
+	match func(error) bool
+	to    Error
 }
 
 // toAPI turns any error into an *Error; unknown errors become a 500 whose
@@ -52,9 +50,13 @@ func toAPI(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for _, m := range mapping {
-		if errors.Is(err, m.target) {
-			return &Error{Status: m.to.Status, Code: m.to.Code, Detail: m.target.Error()}
+	for _, r := range rules {
+		if r.match(err) {
+			e := r.to
+			if e.Status < 500 || e.Status == http.StatusServiceUnavailable && e.Detail == "" {
+				e.Detail = err.Error()
+			}
+			return &e
 		}
 	}
 	return errInternal
@@ -65,22 +67,11 @@ func toAPI(err error) *Error {
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	ae := toAPI(err)
 	if ae.Status >= 500 {
-		log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(),
-			"request_id", c.GetString(requestIDKey), "path", c.FullPath())
+		log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(), "status", ae.Status,
+			"request_id", c.GetString(requestIDKey), "route", c.FullPath())
 	}
-	if ra, ok := retryAfter(err); ok {
-		c.Header("Retry-After", ra)
+	if ae.RetryAfter != "" {
+		c.Header("Retry-After", ae.RetryAfter)
 	}
 	c.AbortWithStatusJSON(ae.Status, gin.H{"error": ae.Code, "detail": ae.Detail})
-}
-
-// retryAfterError is an error that tells the client when to come back.
-type retryAfterError interface{ RetryAfter() string }
-
-func retryAfter(err error) (string, bool) {
-	var ra retryAfterError
-	if errors.As(err, &ra) {
-		return ra.RetryAfter(), true
-	}
-	return "", false
 }

@@ -26,6 +26,19 @@ type Deps struct {
 	// Mode is "embedded" or "external", shown by /healthz.
 	Mode    string
 	Version string
+
+	Shop  Shop  // nil: no shopper routes
+	Admin Admin // nil: no admin routes
+	// AdminToken guards /admin; empty turns the admin API off.
+	AdminToken string
+	// UserTokenSecret, when set, makes shoppers identify with an HMAC bearer
+	// token instead of the X-User-ID header.
+	UserTokenSecret string
+	// PerUser and PerIP limit the buy path; nil is no limit.
+	PerUser, PerIP Limiter
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed
+	// when finding a client's address.
+	TrustedProxies []string
 }
 
 // New returns the API's handler.
@@ -40,9 +53,11 @@ func New(d Deps) http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	// Client addresses come only from the socket unless trusted proxies are
-	// configured for the rate limiter, which resolves them itself.
-	_ = r.SetTrustedProxies(nil)
+	// Client addresses come from the socket unless it is a trusted proxy.
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		d.Log.Warn("ignoring trusted proxies", "err", err.Error())
+		_ = r.SetTrustedProxies(nil)
+	}
 	r.NoRoute(func(c *gin.Context) { writeError(c, d.Log, errNotFound) })
 	r.NoMethod(func(c *gin.Context) { writeError(c, d.Log, errMethodNotAllowed) })
 
@@ -54,7 +69,7 @@ func New(d Deps) http.Handler {
 	if d.HTTP.MaxBodyBytes > 0 {
 		r.Use(limitBody(d.HTTP.MaxBodyBytes))
 	}
-	routes(r, d)
+	routes(r, d, m)
 	return r
 }
 

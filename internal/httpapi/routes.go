@@ -6,8 +6,25 @@ import (
 )
 
 // routes registers every route of the API.
-func routes(r *gin.Engine, d Deps) {
+func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	r.GET("/healthz", handleHealthz(d.Mode, d.Version))
 	r.GET("/readyz", handleReadyz(d.Ready, d.Log))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
+
+	if d.Shop != nil {
+		api := r.Group("/api/v1")
+		api.GET("/skus/:id", handleGetSKU(d.Shop, d.Log))
+		shopper := api.Group("", shopper(d.UserTokenSecret, d.Log))
+		shopper.POST("/orders", rateLimit(d.PerUser, d.PerIP, d.Log), handlePlaceOrder(d.Shop, m.buys, d.Log))
+		shopper.GET("/orders/:order_id", handleGetOrder(d.Shop, d.Log))
+		shopper.POST("/orders/:order_id/pay", handlePay(d.Shop, d.Log))
+		shopper.POST("/orders/:order_id/cancel", handleCancel(d.Shop, d.Log))
+	}
+	if d.Admin != nil {
+		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))
+		admin.POST("/skus", handleUpsertSKU(d.Admin, d.Log))
+		admin.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
+		admin.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))
+		admin.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))
+	}
 }

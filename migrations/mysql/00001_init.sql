@@ -24,7 +24,7 @@ CREATE TABLE skus (
 -- cancelled, expired, failed (refused by the stock guard).
 CREATE TABLE orders (
     id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
-    order_id     VARCHAR(40)     NOT NULL,
+    order_id     VARCHAR(64)     NOT NULL,
     sku_id       BIGINT UNSIGNED NOT NULL,
     user_id      VARCHAR(64)     NOT NULL,
     request_id   VARCHAR(64)     NULL,

@@ -1,0 +1,231 @@
+// Package catalog keeps the sale inventory: one SKU per item on sale, with
+// its price, total stock, units sold, per-user limit and sale window. MySQL
+// (or the embedded SQLite) is the source of truth; Cache keeps recent SKUs
+// in process memory so the buy path validates a request without a round trip.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Errors.
+var (
+	ErrNotFound  = errors.New("unknown sku")
+	ErrInvalid   = errors.New("invalid sku")
+	ErrBelowSold = errors.New("stock_total below units already sold")
+)
+
+// Limits on what an admin may seed.
+const (
+	MaxStock        = 1_000_000_000
+	MaxPerUserLimit = 1000
+	MaxPriceCents   = 1_000_000_000_00
+	MaxNameLen      = 200
+)
+
+// SKU is one item on sale: the row of table skus.
+type SKU struct {
+	ID           uint64    `gorm:"column:id;primaryKey;autoIncrement"`
+	Name         string    `gorm:"column:name"`
+	PriceCents   int64     `gorm:"column:price_cents"`
+	StockTotal   int64     `gorm:"column:stock_total"`
+	Sold         int64     `gorm:"column:sold"`
+	PerUserLimit int       `gorm:"column:per_user_limit"`
+	StartsAt     time.Time `gorm:"column:starts_at"`
+	EndsAt       time.Time `gorm:"column:ends_at"`
+	CreatedAt    time.Time `gorm:"column:created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at"`
+}
+
+// TableName is skus.
+func (SKU) TableName() string { return "skus" }
+
+// Window states.
+const (
+	Upcoming = "upcoming"
+	Live     = "live"
+	SoldOut  = "sold_out"
+	Ended    = "ended"
+)
+
+// State is the SKU's state at now given the units left.
+func (s *SKU) State(now time.Time, left int64) string {
+	switch {
+	case now.Before(s.StartsAt):
+		return Upcoming
+	case !now.Before(s.EndsAt):
+		return Ended
+	case left <= 0:
+		return SoldOut
+	default:
+		return Live
+	}
+}
+
+// Spec is what an admin gives to create or update a SKU. ID 0 lets the
+// database choose; a given ID makes seeding idempotent.
+type Spec struct {
+	ID           uint64    `json:"id,omitempty" yaml:"id"`
+	Name         string    `json:"name" yaml:"name"`
+	PriceCents   int64     `json:"price_cents" yaml:"price_cents"`
+	Stock        int64     `json:"stock" yaml:"stock"`
+	PerUserLimit int       `json:"per_user_limit" yaml:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at" yaml:"starts_at"`
+	EndsAt       time.Time `json:"ends_at" yaml:"ends_at"`
+}
+
+// Validate reports the first field out of range, wrapping ErrInvalid.
+func (s *Spec) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	name := strings.TrimSpace(s.Name)
+	switch {
+	case name == "" || utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name):
+		return bad("name must be 1 to %d characters", MaxNameLen)
+	case s.PriceCents < 0 || s.PriceCents > MaxPriceCents:
+		return bad("price_cents must be from 0 to %d", int64(MaxPriceCents))
+	case s.Stock < 0 || s.Stock > MaxStock:
+		return bad("stock must be from 0 to %d", MaxStock)
+	case s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit:
+		return bad("per_user_limit must be from 1 to %d", MaxPerUserLimit)
+	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
+		return bad("starts_at and ends_at are required (RFC 3339)")
+	case !s.EndsAt.After(s.StartsAt):
+		return bad("ends_at must be after starts_at")
+	case s.StartsAt.Year() < 2000 || s.EndsAt.Year() > 9000:
+		return bad("sale window out of range")
+	}
+	s.Name = name
+	return nil
+}
+
+// Store reads and writes SKUs in SQL.
+type Store struct {
+	db  *gorm.DB
+	now func() time.Time
+}
+
+// NewStore returns a store on db.
+func NewStore(db *gorm.DB, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, now: now}
+}
+
+// Get returns the SKU or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id uint64) (*SKU, error) {
+	var sku SKU
+	err := s.db.WithContext(ctx).Take(&sku, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: get %d: %w", id, err)
+	}
+	return &sku, nil
+}
+
+// List returns the SKUs whose sale ended after since, by id.
+func (s *Store) List(ctx context.Context, since time.Time) ([]SKU, error) {
+	var skus []SKU
+	err := s.db.WithContext(ctx).Where("ends_at > ?", since.UTC()).Order("id").Find(&skus).Error
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list: %w", err)
+	}
+	return skus, nil
+}
+
+// Upsert creates the SKU, or, when spec.ID names an existing one, updates its
+// name, price, limit, window and stock_total (never below what is sold:
+// ErrBelowSold). It returns the stored SKU, whether it was created, and its
+// previous stock_total (0 when created).
+func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, prevTotal int64, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, false, 0, err
+	}
+	now := s.now().UTC()
+	var out SKU
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur SKU
+		if spec.ID != 0 {
+			e := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", spec.ID).Error
+			if e == nil {
+				if spec.Stock < cur.Sold {
+					return fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, spec.Stock)
+				}
+				prevTotal = cur.StockTotal
+				e = tx.Model(&SKU{}).Where("id = ?", spec.ID).Updates(map[string]any{
+					"name": spec.Name, "price_cents": spec.PriceCents, "stock_total": spec.Stock,
+					"per_user_limit": spec.PerUserLimit, "starts_at": spec.StartsAt.UTC(),
+					"ends_at": spec.EndsAt.UTC(), "updated_at": now,
+				}).Error
+				if e != nil {
+					return e
+				}
+				if e = tx.Take(&cur, "id = ?", spec.ID).Error; e == nil {
+					out = cur
+				}
+				return e
+			}
+			if !errors.Is(e, gorm.ErrRecordNotFound) {
+				return e
+			}
+		}
+		cur = SKU{
+			ID: spec.ID, Name: spec.Name, PriceCents: spec.PriceCents, StockTotal: spec.Stock,
+			PerUserLimit: spec.PerUserLimit, StartsAt: spec.StartsAt.UTC(), EndsAt: spec.EndsAt.UTC(),
+			CreatedAt: now, UpdatedAt: now,
+		}
+		created = true
+		if e := tx.Create(&cur).Error; e != nil {
+			return e
+		}
+		out = cur
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrBelowSold) {
+			return nil, false, 0, err
+		}
+		return nil, false, 0, fmt.Errorf("catalog: upsert: %w", err)
+	}
+	return &out, created, prevTotal, nil
+}
+
+// SetStockTotal sets stock_total, refusing a value below sold with
+// ErrBelowSold. It returns the previous total.
+func (s *Store) SetStockTotal(ctx context.Context, id uint64, total int64) (prev int64, err error) {
+	if total < 0 || total > MaxStock {
+		return 0, fmt.Errorf("%w: stock_total must be from 0 to %d", ErrInvalid, MaxStock)
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur SKU
+		e := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", id).Error
+		if errors.Is(e, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("%w: %d", ErrNotFound, id)
+		}
+		if e != nil {
+			return e
+		}
+		if total < cur.Sold {
+			return fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, total)
+		}
+		prev = cur.StockTotal
+		return tx.Model(&SKU{}).Where("id = ?", id).
+			Updates(map[string]any{"stock_total": total, "updated_at": s.now().UTC()}).Error
+	})
+	if err != nil && !errors.Is(err, ErrBelowSold) && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("catalog: set stock: %w", err)
+	}
+	return prev, err
+}

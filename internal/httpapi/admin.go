@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/order"
+)
+
+// Admin is what the admin endpoints need.
+type Admin interface {
+	UpsertSKU(ctx context.Context, spec catalog.Spec) (*order.SKUView, bool, error)
+	SetStock(ctx context.Context, id uint64, total int64) (*order.SKUView, error)
+	Audit(ctx context.Context, id uint64) (*order.Report, error)
+	Reconcile(ctx context.Context, id uint64) (*order.Report, error)
+}
+
+type skuRequest struct {
+	ID           uint64    `json:"id"`
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	Stock        int64     `json:"stock"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+}
+
+func handleUpsertSKU(admin Admin, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var req skuRequest
+		if err := decodeJSON(c, &req); err != nil {
+			writeError(c, log, err)
+			return
+		}
+		v, created, err := admin.UpsertSKU(c.Request.Context(), catalog.Spec(req))
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		c.JSON(status, v)
+	}
+}
+
+type stockRequest struct {
+	StockTotal *int64 `json:"stock_total"`
+}
+
+func handleSetStock(admin Admin, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		var req stockRequest
+		if err := decodeJSON(c, &req); err != nil {
+			writeError(c, log, err)
+			return
+		}
+		if req.StockTotal == nil {
+			writeError(c, log, invalid("stock_total is required"))
+			return
+		}
+		v, err := admin.SetStock(c.Request.Context(), id, *req.StockTotal)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, v)
+	}
+}
+
+func handleAudit(admin Admin, log *slog.Logger) gin.HandlerFunc {
+	return skuReport(admin.Audit, log)
+}
+
+func handleReconcile(admin Admin, log *slog.Logger) gin.HandlerFunc {
+	return skuReport(admin.Reconcile, log)
+}
+
+func skuReport(f func(ctx context.Context, id uint64) (*order.Report, error), log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		r, err := f(c.Request.Context(), id)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, r)
+	}
+}

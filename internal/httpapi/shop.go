@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/order"
+)
+
+// Shop is what the shopper endpoints need.
+type Shop interface {
+	SKU(ctx context.Context, id uint64) (*order.SKUView, error)
+	Place(ctx context.Context, user string, in order.PlaceInput) (order.Placed, error)
+	Get(ctx context.Context, user, orderID string) (*order.View, error)
+	Pay(ctx context.Context, user, orderID string) (*order.View, error)
+	Cancel(ctx context.Context, user, orderID string) (*order.View, error)
+}
+
+func handleGetSKU(shop Shop, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		v, err := shop.SKU(c.Request.Context(), id)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, v)
+	}
+}
+
+type placeRequest struct {
+	SKU       uint64 `json:"sku_id"`
+	Qty       int    `json:"qty"`
+	RequestID string `json:"request_id"`
+}
+
+func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var req placeRequest
+		if err := decodeJSON(c, &req); err != nil {
+			outcomes.WithLabelValues(toAPI(err).Code).Inc()
+			writeError(c, log, err)
+			return
+		}
+		placed, err := shop.Place(c.Request.Context(), userOf(c), order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID})
+		if err != nil {
+			outcomes.WithLabelValues(toAPI(err).Code).Inc()
+			writeError(c, log, err)
+			return
+		}
+		outcomes.WithLabelValues("accepted").Inc()
+		c.JSON(http.StatusAccepted, gin.H{"order_id": placed.OrderID, "status": order.StatusQueued})
+	}
+}
+
+func handleGetOrder(shop Shop, log *slog.Logger) gin.HandlerFunc {
+	return orderAction(shop.Get, log)
+}
+
+func handlePay(shop Shop, log *slog.Logger) gin.HandlerFunc {
+	return orderAction(shop.Pay, log)
+}
+
+func handleCancel(shop Shop, log *slog.Logger) gin.HandlerFunc {
+	return orderAction(shop.Cancel, log)
+}
+
+func orderAction(f func(ctx context.Context, user, orderID string) (*order.View, error), log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		v, err := f(c.Request.Context(), userOf(c), c.Param("order_id"))
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, v)
+	}
+}
+
+// pathID parses a positive integer path parameter.
+func pathID(c *gin.Context, name string) (uint64, error) {
+	id, err := strconv.ParseUint(c.Param(name), 10, 64)
+	if err != nil || id == 0 {
+		return 0, invalid(name + " must be a positive integer")
+	}
+	return id, nil
+}
+
+// decodeJSON reads exactly one JSON object into v, refusing unknown fields,
+// values of the wrong type, trailing data and bodies over the limit.
+func decodeJSON(c *gin.Context, v any) error {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errBodyTooLarge
+		}
+		return invalid("could not read the request body")
+	}
+	return decodeStrict(body, v)
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid(jsonProblem(err))
+	}
+	if dec.More() {
+		return invalid("body must hold one JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("body must hold one JSON object")
+	}
+	return nil
+}
+
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %s must be %s", te.Field, te.Type.String())
+		}
+		return "body must be a JSON object"
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
+	case errors.Is(err, io.EOF):
+		return "empty body: a JSON object is required"
+	}
+	msg := err.Error()
+	const unknown = "json: unknown field "
+	if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
+		return "unknown field " + msg[len(unknown):]
+	}
+	return "malformed JSON"
+}

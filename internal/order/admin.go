@@ -1,0 +1,385 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// SKUView is what shoppers and admins see of a SKU.
+type SKUView struct {
+	ID           uint64    `json:"id"`
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	StockTotal   int64     `json:"stock_total"`
+	StockLeft    int64     `json:"stock_left"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+	State        string    `json:"state"`
+}
+
+// SKU returns the SKU as a shopper sees it, with the units left in Redis.
+// Errors: catalog.ErrNotFound.
+func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
+	sku, err := s.cache.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st, ok, err := s.store.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	left := st.Left
+	if !ok {
+		// Redis lost the SKU; SQL knows at least what is persisted.
+		left = max(0, sku.StockTotal-sku.Sold)
+	}
+	return s.skuView(sku, left), nil
+}
+
+func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
+	return &SKUView{
+		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, StockTotal: sku.StockTotal,
+		StockLeft: left, PerUserLimit: sku.PerUserLimit, StartsAt: sku.StartsAt.UTC(), EndsAt: sku.EndsAt.UTC(),
+		State: sku.State(s.o.Now(), left),
+	}
+}
+
+// UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and
+// then in Redis. Re-running the same spec changes nothing. A stock below what
+// is sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
+// and changes nothing. Errors also: catalog.ErrInvalid.
+func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+	sku, created, prev, err := s.skus.Upsert(ctx, spec)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.cache.Forget(sku.ID)
+	left, err := s.store.Configure(ctx, sku.ID, sku.StockTotal, sku.PerUserLimit)
+	if err != nil {
+		if errors.Is(err, stock.ErrBelowTaken) && !created {
+			if _, rerr := s.skus.SetStockTotal(ctx, sku.ID, prev); rerr != nil {
+				return nil, false, errors.Join(err, rerr)
+			}
+			return nil, false, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
+		}
+		return nil, false, err
+	}
+	return s.skuView(sku, left), created, nil
+}
+
+// SetStock sets a SKU's stock_total (a top-up or a cut, never below what is
+// sold or taken: catalog.ErrBelowSold). Errors also: catalog.ErrNotFound,
+// catalog.ErrInvalid.
+func (s *Service) SetStock(ctx context.Context, id uint64, total int64) (*SKUView, error) {
+	prev, err := s.skus.SetStockTotal(ctx, id, total)
+	if err != nil {
+		return nil, err
+	}
+	defer s.cache.Forget(id)
+	sku, err := s.skus.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	left, err := s.store.Configure(ctx, id, total, sku.PerUserLimit)
+	if errors.Is(err, stock.ErrBelowTaken) {
+		if _, rerr := s.skus.SetStockTotal(ctx, id, prev); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.skuView(sku, left), nil
+}
+
+// Report is the invariant check of one SKU.
+type Report struct {
+	SKU            uint64   `json:"sku_id"`
+	StockTotal     int64    `json:"stock_total"`
+	Sold           int64    `json:"sold"`
+	RedisLeft      *int64   `json:"redis_left"` // null when Redis has no state for the SKU
+	Queued         int64    `json:"queued"`     // units accepted, not yet in SQL
+	QueuedOrders   int64    `json:"queued_orders"`
+	Orders         int64    `json:"orders"` // rows in SQL
+	PendingPayment int64    `json:"pending_payment"`
+	Paid           int64    `json:"paid"`
+	Cancelled      int64    `json:"cancelled"`
+	Expired        int64    `json:"expired"`
+	Failed         int64    `json:"failed"`
+	ActiveUnits    int64    `json:"active_units"` // units of pending_payment and paid orders
+	DeadLetters    int64    `json:"dead_letters"`
+	Duplicates     int64    `json:"duplicates"`
+	OverLimitUsers int64    `json:"over_limit_users"`
+	Consistent     bool     `json:"consistent"`
+	Violations     []string `json:"violations"`
+}
+
+// Audit checks one SKU's invariants: sold <= stock_total, sold equals the
+// units of active orders, no order twice, no shopper over the limit, no
+// accepted order dead-lettered, and redis_left + queued + active ==
+// stock_total. The figures are read from Redis and SQL one after the other,
+// so they are exact when the SKU is at rest; while orders move, a
+// disagreement is read again a few times before it is reported.
+func (s *Service) Audit(ctx context.Context, id uint64) (*Report, error) {
+	var r *Report
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if r, err = s.audit(ctx, id); err != nil || r.Consistent {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return r, nil
+}
+
+func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
+	sku, err := s.skus.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{SKU: id, Violations: []string{}}
+	st, ok, err := s.store.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		r.RedisLeft = &st.Left
+	}
+	queued, dead, err := s.queuedTasks(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.DeadLetters = dead
+	// Read SQL after the queue: an order drained in between shows in SQL
+	// and is dropped from the queued ones below, never counted twice.
+	if sku, err = s.skus.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	r.StockTotal, r.Sold = sku.StockTotal, sku.Sold
+	db := s.db.WithContext(ctx)
+	var rows []struct {
+		Status string
+		N      int64
+		Units  int64
+	}
+	if err := db.Model(&Order{}).Select("status, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS units").
+		Where("sku_id = ?", id).Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("order: audit: %w", err)
+	}
+	for _, row := range rows {
+		r.Orders += row.N
+		switch row.Status {
+		case StatusPendingPayment:
+			r.PendingPayment, r.ActiveUnits = row.N, r.ActiveUnits+row.Units
+		case StatusPaid:
+			r.Paid, r.ActiveUnits = row.N, r.ActiveUnits+row.Units
+		case StatusCancelled:
+			r.Cancelled = row.N
+		case StatusExpired:
+			r.Expired = row.N
+		case StatusFailed:
+			r.Failed = row.N
+		}
+	}
+	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT order_id FROM orders WHERE sku_id = ? GROUP BY order_id HAVING COUNT(*) > 1) d`, id).
+		Scan(&r.Duplicates).Error; err != nil {
+		return nil, fmt.Errorf("order: audit: %w", err)
+	}
+	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE sku_id = ? AND status IN (?, ?) GROUP BY user_id HAVING SUM(qty) > ?) u`,
+		id, StatusPendingPayment, StatusPaid, sku.PerUserLimit).Scan(&r.OverLimitUsers).Error; err != nil {
+		return nil, fmt.Errorf("order: audit: %w", err)
+	}
+	if len(queued) > 0 {
+		inSQL, err := s.existing(ctx, queued)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range queued {
+			if !inSQL[t.OrderID] {
+				r.Queued += int64(t.Qty)
+				r.QueuedOrders++
+			}
+		}
+	}
+
+	fail := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
+	if r.Sold > r.StockTotal {
+		fail("oversold: sold %d > stock_total %d", r.Sold, r.StockTotal)
+	}
+	if r.Sold != r.ActiveUnits {
+		fail("sold %d != units of pending_payment and paid orders %d", r.Sold, r.ActiveUnits)
+	}
+	if r.Duplicates > 0 {
+		fail("%d order ids written more than once", r.Duplicates)
+	}
+	if r.OverLimitUsers > 0 {
+		fail("%d shoppers over the per-user limit of %d", r.OverLimitUsers, sku.PerUserLimit)
+	}
+	if r.DeadLetters > 0 {
+		fail("%d accepted orders dead-lettered: inspect and requeue them", r.DeadLetters)
+	}
+	if r.RedisLeft == nil {
+		fail("redis has no state for the sku: reconcile it")
+	} else if got := *r.RedisLeft + r.Queued + r.ActiveUnits; got != r.StockTotal {
+		fail("redis_left %d + queued %d + active %d = %d != stock_total %d", *r.RedisLeft, r.Queued, r.ActiveUnits, got, r.StockTotal)
+	}
+	r.Consistent = len(r.Violations) == 0
+	return r, nil
+}
+
+// queuedTasks returns the order tasks in sku's queue (pending, in flight or
+// dead) and how many of them are dead letters.
+func (s *Service) queuedTasks(ctx context.Context, sku uint64) ([]stock.OrderTask, int64, error) {
+	q := s.store.Queue(sku)
+	var out []stock.OrderTask
+	var dead int64
+	for _, state := range []queue.State{queue.StatePending, queue.StateInFlight, queue.StateDead} {
+		for offset := 0; ; {
+			page, err := q.List(ctx, state, offset, 1000)
+			if err != nil {
+				return nil, 0, err
+			}
+			for _, in := range page {
+				if in.Type != stock.TaskCreate {
+					continue
+				}
+				t, err := stock.DecodeTask(in.Payload)
+				if err != nil {
+					continue
+				}
+				out = append(out, t)
+				if state == queue.StateDead {
+					dead++
+				}
+			}
+			if len(page) < 1000 {
+				break
+			}
+			offset += len(page)
+		}
+	}
+	return out, dead, nil
+}
+
+// existing returns which of the tasks' orders are in SQL.
+func (s *Service) existing(ctx context.Context, tasks []stock.OrderTask) (map[string]bool, error) {
+	found := make(map[string]bool, len(tasks))
+	const chunk = 1000
+	for i := 0; i < len(tasks); i += chunk {
+		ids := make([]string, 0, chunk)
+		for _, t := range tasks[i:min(i+chunk, len(tasks))] {
+			ids = append(ids, t.OrderID)
+		}
+		var have []string
+		if err := s.db.WithContext(ctx).Model(&Order{}).Where("order_id IN ?", ids).Pluck("order_id", &have).Error; err != nil {
+			return nil, fmt.Errorf("order: audit: %w", err)
+		}
+		for _, id := range have {
+			found[id] = true
+		}
+	}
+	return found, nil
+}
+
+// Reconcile rebuilds sku's Redis state from SQL and the orders still queued:
+// units left = stock_total - sold - queued, buyers = active orders per user
+// plus queued ones. Buyers of the SKU get ErrBusy for the moment it takes.
+func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
+	const pause = 30 * time.Second
+	token, err := s.store.Pause(ctx, id, pause)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rebuild(ctx, id, token); err != nil {
+		_ = s.store.Unpause(context.WithoutCancel(ctx), id, token)
+		return nil, err
+	}
+	s.o.Log.Info("redis state rebuilt from sql", "sku", id)
+	return s.Audit(ctx, id)
+}
+
+func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
+	queued, _, err := s.queuedTasks(ctx, id)
+	if err != nil {
+		return err
+	}
+	sku, err := s.skus.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	buyers := map[string]int64{}
+	var rows []struct {
+		UserID string
+		Units  int64
+	}
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("user_id, SUM(qty) AS units").
+		Where("sku_id = ? AND status IN ?", id, []string{StatusPendingPayment, StatusPaid}).
+		Group("user_id").Scan(&rows).Error; err != nil {
+		return fmt.Errorf("order: rebuild: %w", err)
+	}
+	var active int64
+	for _, r := range rows {
+		buyers[r.UserID] += r.Units
+		active += r.Units
+	}
+	inSQL, err := s.existing(ctx, queued)
+	if err != nil {
+		return err
+	}
+	var waiting int64
+	for _, t := range queued {
+		if !inSQL[t.OrderID] {
+			buyers[t.User] += int64(t.Qty)
+			waiting += int64(t.Qty)
+		}
+	}
+	left := max(0, sku.StockTotal-max(sku.Sold, active)-waiting)
+	return s.store.Rebuild(ctx, id, token, sku.StockTotal, left, sku.PerUserLimit, buyers)
+}
+
+// RebuildMissing rebuilds the Redis state of every recent SKU Redis does not
+// know (after Redis lost its data); it runs at start.
+func (s *Service) RebuildMissing(ctx context.Context) error {
+	skus, err := s.skus.List(ctx, s.o.Now().Add(-s.o.PaymentTimeout-time.Hour))
+	if err != nil {
+		return err
+	}
+	for _, sku := range skus {
+		if _, ok, err := s.store.State(ctx, sku.ID); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		if _, err := s.Reconcile(ctx, sku.ID); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// Another instance may be rebuilding it; buyers of this SKU
+			// trigger a rebuild again if it is still missing.
+			s.o.Log.Warn("rebuild of a sku missing in redis did not complete", "sku", sku.ID, "err", err.Error())
+		}
+	}
+	return nil
+}
+
+// OnStateLost rebuilds one SKU whose Redis state vanished while serving.
+func (s *Service) OnStateLost(sku uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.o.Log.Warn("redis has no state for a sku; rebuilding it from sql", "sku", sku)
+	if _, err := s.Reconcile(ctx, sku); err != nil {
+		s.o.Log.Error("rebuild failed", "sku", sku, "err", err.Error())
+	}
+}

@@ -1,0 +1,144 @@
+// Package order is the sale itself: placing an order (through internal/stock),
+// reading, paying and cancelling it, draining accepted orders from the SKU
+// queues into SQL, expiring unpaid ones, and the admin side — seeding SKUs,
+// adjusting stock, auditing the invariants and rebuilding Redis from SQL.
+//
+// The guarantees: units sold never exceed a SKU's stock_total — Redis refuses
+// to take more, and the SQL update that counts a sale refuses it too
+// (sold + qty <= stock_total), so even a Redis that lost its data cannot make
+// SQL oversell; and every order accepted with a 202 reaches SQL exactly once —
+// its task is enqueued in the same script that takes the stock, the queue
+// delivers it at least once, and the insert is idempotent on order_id.
+package order
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Statuses of an order. Queued orders are accepted but not yet in SQL.
+const (
+	StatusQueued         = "queued"
+	StatusPendingPayment = "pending_payment"
+	StatusPaid           = "paid"
+	StatusCancelled      = "cancelled"
+	StatusExpired        = "expired"
+	StatusFailed         = "failed" // refused by the SQL stock guard; units returned
+)
+
+// Queue task types besides stock.TaskCreate.
+const (
+	TaskExpire = "order.expire"
+	expirePfx  = "exp:"
+)
+
+// Errors. The HTTP layer maps each to a status code.
+var (
+	ErrInvalid        = errors.New("invalid request")
+	ErrNotFound       = errors.New("order not found")
+	ErrNotStarted     = errors.New("sale not started")
+	ErrEnded          = errors.New("sale ended")
+	ErrLimitExceeded  = errors.New("per-user limit exceeded")
+	ErrClosed         = errors.New("order cancelled or expired")
+	ErrQueued         = errors.New("order accepted but not yet confirmed, retry shortly")
+	ErrNotCancellable = errors.New("order already paid")
+)
+
+// Limits on input.
+const (
+	MaxQty          = 1000
+	MaxUserIDLen    = 64
+	MaxRequestIDLen = 64
+)
+
+// Order is a row of table orders.
+type Order struct {
+	ID          uint64     `gorm:"column:id;primaryKey;autoIncrement"`
+	OrderID     string     `gorm:"column:order_id"`
+	SKU         uint64     `gorm:"column:sku_id"`
+	User        string     `gorm:"column:user_id"`
+	RequestID   *string    `gorm:"column:request_id"`
+	Qty         int        `gorm:"column:qty"`
+	PriceCents  int64      `gorm:"column:price_cents"`
+	Status      string     `gorm:"column:status"`
+	Fence       int64      `gorm:"column:fence"`
+	CreatedAt   time.Time  `gorm:"column:created_at"`
+	PersistedAt time.Time  `gorm:"column:persisted_at"`
+	ExpiresAt   time.Time  `gorm:"column:expires_at"`
+	PaidAt      *time.Time `gorm:"column:paid_at"`
+	ClosedAt    *time.Time `gorm:"column:closed_at"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at"`
+}
+
+// TableName is orders.
+func (Order) TableName() string { return "orders" }
+
+// View is what a shopper sees of an order.
+type View struct {
+	OrderID    string    `json:"order_id"`
+	SKU        uint64    `json:"sku_id"`
+	User       string    `json:"user_id"`
+	Qty        int       `json:"qty"`
+	PriceCents int64     `json:"price_cents"`
+	Status     string    `json:"status"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+func (o *Order) view() *View {
+	return &View{OrderID: o.OrderID, SKU: o.SKU, User: o.User, Qty: o.Qty, PriceCents: o.PriceCents,
+		Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// newOrderID returns "<sku>-<time><random>": unique, roughly time-ordered,
+// unguessable, and naming its SKU so a queued order can be found in its
+// SKU's queue.
+func newOrderID(sku uint64, now time.Time) string {
+	var b [15]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
+	return strconv.FormatUint(sku, 10) + "-" + idEncoding.EncodeToString(b[:])
+}
+
+// skuOfOrderID returns the SKU an order id names.
+func skuOfOrderID(id string) (uint64, bool) {
+	i := strings.IndexByte(id, '-')
+	if i <= 0 || len(id) > 64 || len(id)-i-1 != 24 {
+		return 0, false
+	}
+	for _, c := range id[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return 0, false
+		}
+	}
+	sku, err := strconv.ParseUint(id[:i], 10, 64)
+	return sku, err == nil && sku > 0
+}
+
+// ValidUserID reports whether s can identify a shopper: 1 to 64 characters
+// of letters, digits and - _ . : @.
+func ValidUserID(s string) bool { return validToken(s, MaxUserIDLen) }
+
+func validToken(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
+			return false
+		}
+	}
+	return true
+}

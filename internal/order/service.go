@@ -1,0 +1,282 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// Options configure a Service.
+type Options struct {
+	// PaymentTimeout is how long an order waits for payment before it
+	// expires and its units return; default 15m.
+	PaymentTimeout time.Duration
+	Now            func() time.Time
+	Log            *slog.Logger
+	Metrics        *Metrics
+}
+
+// Service runs the shopper and admin operations on orders and SKUs.
+type Service struct {
+	db      *gorm.DB
+	skus    *catalog.Store
+	cache   *catalog.Cache
+	store   *stock.Store
+	seller  *stock.Seller
+	o       Options
+	metrics *Metrics
+}
+
+// NewService returns a Service. seller may be nil in processes that only
+// drain (they never place orders).
+func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, seller *stock.Seller, o Options) *Service {
+	if o.PaymentTimeout <= 0 {
+		o.PaymentTimeout = 15 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Service{db: db, skus: skus, cache: cache, store: store, seller: seller, o: o, metrics: o.Metrics}
+}
+
+// PlaceInput is a shopper's buy request.
+type PlaceInput struct {
+	SKU       uint64
+	Qty       int
+	RequestID string
+}
+
+// Placed is an accepted order.
+type Placed struct {
+	OrderID  string
+	Replayed bool // the request id was seen before; this is the order it got
+}
+
+// Place validates a buy request and hands it to the seller. Errors:
+// ErrInvalid, catalog.ErrNotFound, ErrNotStarted, ErrEnded,
+// ErrLimitExceeded, stock.ErrSoldOut, stock.ErrLimitExceeded, stock.ErrBusy,
+// stock.ErrStateLost, or an internal error.
+func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
+	switch {
+	case !ValidUserID(user):
+		return Placed{}, fmt.Errorf("%w: user id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxUserIDLen)
+	case in.SKU == 0:
+		return Placed{}, fmt.Errorf("%w: sku_id must be a positive integer", ErrInvalid)
+	case in.Qty < 1 || in.Qty > MaxQty:
+		return Placed{}, fmt.Errorf("%w: qty must be from 1 to %d", ErrInvalid, MaxQty)
+	case in.RequestID != "" && !validToken(in.RequestID, MaxRequestIDLen):
+		return Placed{}, fmt.Errorf("%w: request_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxRequestIDLen)
+	}
+	sku, err := s.cache.Get(ctx, in.SKU)
+	if err != nil {
+		return Placed{}, err
+	}
+	now := s.o.Now()
+	switch {
+	case now.Before(sku.StartsAt):
+		return Placed{}, ErrNotStarted
+	case !now.Before(sku.EndsAt):
+		return Placed{}, ErrEnded
+	case in.Qty > sku.PerUserLimit:
+		return Placed{}, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit)
+	}
+	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
+		User: user, Qty: in.Qty, RequestID: in.RequestID,
+		OrderID: newOrderID(sku.ID, now), PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
+	})
+	if err != nil {
+		return Placed{}, err
+	}
+	return Placed{OrderID: res.OrderID, Replayed: res.Replayed}, nil
+}
+
+// Get returns the user's order: from SQL once it is there, from its SKU's
+// queue (status queued) before. Another user's order is ErrNotFound.
+func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) {
+	sku, ok := skuOfOrderID(orderID)
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
+	}
+	o, err := s.find(ctx, orderID)
+	if err == nil {
+		if o.User != user {
+			return nil, ErrNotFound
+		}
+		return o.view(), nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	t, err := s.queued(ctx, sku, orderID)
+	if errors.Is(err, ErrNotFound) {
+		// The drain may have moved it between the two reads.
+		if o, err2 := s.find(ctx, orderID); err2 == nil && o.User == user {
+			return o.view(), nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.User != user {
+		return nil, ErrNotFound
+	}
+	created := time.UnixMilli(t.CreatedMS).UTC()
+	return &View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
+		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}, nil
+}
+
+// find reads an order row.
+func (s *Service) find(ctx context.Context, orderID string) (*Order, error) {
+	var o Order
+	err := s.db.WithContext(ctx).Take(&o, "order_id = ?", orderID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("order: read %s: %w", orderID, err)
+	}
+	return &o, nil
+}
+
+// queued returns the task of an order still in its SKU's queue.
+func (s *Service) queued(ctx context.Context, sku uint64, orderID string) (stock.OrderTask, error) {
+	info, err := s.store.Queue(sku).Inspect(ctx, orderID)
+	if errors.Is(err, queue.ErrNotFound) {
+		return stock.OrderTask{}, ErrNotFound
+	}
+	if err != nil {
+		return stock.OrderTask{}, fmt.Errorf("order: inspect queue: %w", err)
+	}
+	if info.Type != stock.TaskCreate {
+		return stock.OrderTask{}, ErrNotFound
+	}
+	return stock.DecodeTask(info.Payload)
+}
+
+// Pay marks the user's pending order paid before its deadline. Paying a paid
+// order again succeeds. Errors: ErrNotFound, ErrQueued (not in SQL yet),
+// ErrClosed (cancelled, expired, failed, or past its deadline).
+func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) {
+	now := s.o.Now().UTC()
+	res := s.db.WithContext(ctx).Model(&Order{}).
+		Where("order_id = ? AND user_id = ? AND status = ? AND expires_at > ?", orderID, user, StatusPendingPayment, now).
+		Updates(map[string]any{"status": StatusPaid, "paid_at": now, "updated_at": now})
+	if res.Error != nil {
+		return nil, fmt.Errorf("order: pay %s: %w", orderID, res.Error)
+	}
+	v, err := s.Get(ctx, user, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if res.RowsAffected == 1 {
+		s.metrics.paid()
+		// The payment deadline has nothing left to do.
+		if sku, ok := skuOfOrderID(orderID); ok {
+			_ = s.store.Queue(sku).Cancel(context.WithoutCancel(ctx), expirePfx+orderID)
+		}
+	}
+	switch v.Status {
+	case StatusPaid:
+		return v, nil
+	case StatusQueued:
+		return nil, ErrQueued
+	default:
+		return nil, ErrClosed
+	}
+}
+
+// Cancel cancels the user's pending order and returns its units. Cancelling a
+// cancelled order again succeeds. Errors: ErrNotFound, ErrQueued,
+// ErrNotCancellable (paid), ErrClosed (expired or failed).
+func (s *Service) Cancel(ctx context.Context, user, orderID string) (*View, error) {
+	v, err := s.Get(ctx, user, orderID)
+	if err != nil {
+		return nil, err
+	}
+	switch v.Status {
+	case StatusQueued:
+		return nil, ErrQueued
+	case StatusPaid:
+		return nil, ErrNotCancellable
+	case StatusExpired, StatusFailed:
+		return nil, ErrClosed
+	}
+	o, err := s.close(ctx, orderID, StatusCancelled, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	switch o.Status {
+	case StatusCancelled:
+		return o.view(), nil
+	case StatusPaid:
+		return nil, ErrNotCancellable
+	default:
+		return nil, ErrClosed
+	}
+}
+
+// close moves a pending order to status to (cancelled or expired) and takes
+// its units off skus.sold in one transaction, then gives them back in Redis
+// (once per order). With a non-zero due, only an order whose deadline is at
+// or before due is expired. It returns the order as it ends up; an order
+// already closed with status to has its units given back again (a no-op
+// unless an earlier call stopped between SQL and Redis).
+func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) (*Order, error) {
+	now := s.o.Now().UTC()
+	var o Order
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&o, "order_id = ?", orderID).Error; err != nil {
+			return err
+		}
+		if o.Status != StatusPendingPayment || (!due.IsZero() && o.ExpiresAt.After(due)) {
+			return nil
+		}
+		res := tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusPendingPayment).
+			Updates(map[string]any{"status": to, "closed_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return tx.Take(&o, "id = ?", o.ID).Error
+		}
+		if err := tx.Exec("UPDATE skus SET sold = sold - ?, updated_at = ? WHERE id = ?", o.Qty, now, o.SKU).Error; err != nil {
+			return err
+		}
+		o.Status = to
+		return nil
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("order: %s %s: %w", to, orderID, err)
+	}
+	if o.Status == to {
+		returned, err := s.store.Return(ctx, o.SKU, o.OrderID, o.User, o.Qty)
+		if err != nil {
+			return nil, err
+		}
+		if returned {
+			s.metrics.closed(to)
+		}
+	}
+	return &o, nil
+}
+
+// WithSeller returns a copy of s that places orders through seller.
+func (s *Service) WithSeller(seller *stock.Seller) *Service {
+	c := *s
+	c.seller = seller
+	return &c
+}

@@ -1,0 +1,24 @@
+package stock
+
+import "errors"
+
+// Outcomes of a buy other than acceptance. The HTTP layer maps each to a
+// status code.
+var (
+	ErrSoldOut       = errors.New("sold out")
+	ErrLimitExceeded = errors.New("per-user limit exceeded")
+	// ErrBusy: the SKU's lock was not obtained within its wait, or the SKU's
+	// state is being rebuilt. The request may be retried shortly.
+	ErrBusy = errors.New("busy, retry shortly")
+	// ErrStateLost: the SKU's Redis state is missing (Redis lost its data);
+	// a rebuild from SQL has been started.
+	ErrStateLost = errors.New("stock state missing in redis")
+	// ErrStale: the lock used for the write was lost or overtaken by a newer
+	// holder (its fencing number is older than one already used).
+	ErrStale  = errors.New("stale lock holder")
+	ErrClosed = errors.New("stock: seller closed")
+)
+
+// RetryAfter is the Retry-After, in seconds, that ErrBusy and ErrStateLost
+// suggest.
+const RetryAfter = "1"

@@ -1,0 +1,35 @@
+package stock
+
+import "strconv"
+
+// Tag is the hash tag of a SKU, "{sku:42}". Every key of the SKU — stock,
+// buyers, request ids, its lock (internal/lock) and its order queue
+// (internal/queue) — carries it, so one script can touch them all, on
+// standalone Redis and in one Redis Cluster slot alike.
+func Tag(sku uint64) string { return "{sku:" + strconv.FormatUint(sku, 10) + "}" }
+
+// keys holds the Redis names of one SKU's stock state.
+type keys struct {
+	stock    string // HASH total, left, limit, fence
+	buyers   string // HASH user id -> units bought
+	staging  string // HASH buyers being rebuilt
+	returned string // SET ids of orders whose units came back
+	paused   string // STRING token of a rebuild in progress (with a TTL)
+	rid      string // prefix of request-id keys: rid + user + ":" + request id
+}
+
+func newKeys(prefix string, sku uint64) keys {
+	base := prefix + Tag(sku) + ":"
+	return keys{
+		stock:    base + "stock",
+		buyers:   base + "buyers",
+		staging:  base + "buyers:staging",
+		returned: base + "returned",
+		paused:   base + "paused",
+		rid:      base + "rid:",
+	}
+}
+
+// stockBackChannel carries the id of a SKU whose units came back, so every
+// instance clears its sold-out flag for it.
+func stockBackChannel(prefix string) string { return prefix + "stock-back" }

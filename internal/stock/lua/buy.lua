@@ -1,0 +1,101 @@
+-- buy.lua: takes stock for a batch of buy requests of one SKU and enqueues an
+-- order task for each accepted one, in one atomic step: no crash can leave
+-- stock taken without its order task, or a task without its stock. The
+-- queue's enqueue library (queue.EnqueueLua) is prepended to this file.
+--
+-- KEYS[1..4] the SKU's order queue: ready, data, meta, wake (queue.EnqueueKeys)
+-- KEYS[5]    stock hash: total, left, limit, fence
+-- KEYS[6]    buyers hash: user id -> units bought
+-- KEYS[7]    the SKU lock's key (read only when ARGV[1] is not empty)
+-- KEYS[8]    pause marker, set while Redis state is being rebuilt
+-- KEYS[9..]  request-id keys (string -> order id) of the requests that have one
+-- ARGV[1]    token of the SKU lock the caller holds, '' without a lock
+-- ARGV[2]    fencing number of that acquisition, 0 without a lock
+-- ARGV[3]    now, Unix milliseconds
+-- ARGV[4]    max attempts of an order task
+-- ARGV[5]    lifetime of a request-id key, milliseconds
+-- ARGV[6]    order task type
+-- ARGV[7]    number of requests n, followed by 5 values per request:
+--            user id, qty, order id, index in KEYS of its request-id key
+--            (0 when it has none), order task payload
+-- Returns {status, left, code1, id1, code2, id2, ...}
+--   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
+--           -2 the lock is not held with ARGV[1]; -3 ARGV[2] is older than a
+--           fence already used (a stale holder); -4 paused. Nothing is
+--           written unless status is 1.
+--   left    units left after the batch
+--   code    1 accepted (id = new order id), 2 replay of a request id (id =
+--           the order it got the first time), 3 sold out, 4 limit exceeded
+local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local token, fence, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+
+if token ~= '' and redis.call('GET', lockkey) ~= token then
+  return {-2, 0}
+end
+if redis.call('EXISTS', paused) == 1 then
+  return {-4, 0}
+end
+local st = redis.call('HMGET', stock, 'left', 'limit', 'fence')
+if not st[1] then
+  return {-1, 0}
+end
+local left = tonumber(st[1])
+local limit = tonumber(st[2]) or 0
+if fence > 0 then
+  local seen = tonumber(st[3]) or 0
+  if fence < seen then
+    return {-3, left}
+  end
+  if fence > seen then
+    redis.call('HSET', stock, 'fence', fence)
+  end
+end
+
+local out = {1, 0}
+local taken = 0
+local earliest = false
+local n = tonumber(ARGV[7])
+for i = 0, n - 1 do
+  local b = 8 + i * 5
+  local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
+  local ridkey = nil
+  if ARGV[b + 3] ~= '0' then
+    ridkey = KEYS[tonumber(ARGV[b + 3])]
+  end
+  local prior = ridkey and redis.call('GET', ridkey)
+  if prior then
+    out[#out + 1] = 2
+    out[#out + 1] = prior
+  elseif qty > left then
+    out[#out + 1] = 3
+    out[#out + 1] = ''
+  else
+    local had = tonumber(redis.call('HGET', buyers, user) or '0')
+    if limit > 0 and had + qty > limit then
+      out[#out + 1] = 4
+      out[#out + 1] = ''
+    else
+      local r = queue_enqueue_nowake(ready, data, meta, oid, ARGV[6], ARGV[b + 4], now, ARGV[4], now)
+      if r == 2 then
+        earliest = true
+      end
+      left = left - qty
+      taken = taken + qty
+      redis.call('HINCRBY', buyers, user, qty)
+      if ridkey then
+        redis.call('SET', ridkey, oid, 'PX', ARGV[5])
+      end
+      out[#out + 1] = 1
+      out[#out + 1] = oid
+    end
+  end
+end
+if taken > 0 then
+  redis.call('HINCRBY', stock, 'left', -taken)
+end
+if earliest then
+  redis.call('PUBLISH', wake, now)
+end
+out[2] = left
+return out

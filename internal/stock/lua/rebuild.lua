@@ -1,0 +1,26 @@
+-- rebuild.lua: replaces a SKU's Redis state with values computed from SQL
+-- (plus the orders still queued) and lifts the pause marker that kept buyers
+-- out while they were computed. The fence and the returned set are kept.
+--
+-- KEYS[1] stock hash
+-- KEYS[2] buyers hash
+-- KEYS[3] staging hash with the rebuilt buyers (may be absent: no buyers)
+-- KEYS[4] pause marker
+-- ARGV[1] total units
+-- ARGV[2] units left
+-- ARGV[3] per-user limit
+-- ARGV[4] the pause marker's token (the rebuild that set it)
+-- Returns 1, or 0 when the pause marker is not ours any more (it expired and
+-- another rebuild started: nothing is changed).
+if redis.call('GET', KEYS[4]) ~= ARGV[4] then
+  return 0
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('RENAME', KEYS[3], KEYS[2])
+else
+  redis.call('DEL', KEYS[2])
+end
+redis.call('HSET', KEYS[1], 'total', ARGV[1], 'left', ARGV[2], 'limit', ARGV[3])
+redis.call('HSETNX', KEYS[1], 'fence', 0)
+redis.call('DEL', KEYS[4])
+return 1

@@ -1,0 +1,28 @@
+-- return.lua: gives a closed order's units back to the SKU, once per order
+-- however often it is called (expiry tasks are delivered at least once).
+--
+-- KEYS[1] stock hash
+-- KEYS[2] buyers hash
+-- KEYS[3] returned set: ids of orders whose units came back
+-- ARGV[1] order id
+-- ARGV[2] user id
+-- ARGV[3] qty
+-- Returns {code, left}: 1 returned now, 0 returned before, -1 no stock hash
+-- (Redis state lost; a rebuild from SQL counts the order as closed).
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {-1, 0}
+end
+if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then
+  return {0, tonumber(redis.call('HGET', KEYS[1], 'left'))}
+end
+local qty = tonumber(ARGV[3])
+local left = redis.call('HINCRBY', KEYS[1], 'left', qty)
+local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
+if left > total then
+  redis.call('HSET', KEYS[1], 'left', total)
+  left = total
+end
+if redis.call('HINCRBY', KEYS[2], ARGV[2], -qty) <= 0 then
+  redis.call('HDEL', KEYS[2], ARGV[2])
+end
+return {1, left}

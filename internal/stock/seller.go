@@ -1,0 +1,316 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/lock"
+)
+
+// Strategies.
+const (
+	// StrategyLock takes the SKU's Redis lock around the buy script, and the
+	// script checks that the lock is still held and its fencing number is
+	// not stale before it writes.
+	StrategyLock = "lock"
+	// StrategyAtomic runs the buy script alone: it is atomic by itself.
+	StrategyAtomic = "atomic"
+)
+
+// SellerOptions configure a Seller.
+type SellerOptions struct {
+	Strategy string        // StrategyLock (default) or StrategyAtomic
+	LockTTL  time.Duration // lifetime of the SKU lock; default 2s
+	LockWait time.Duration // longest wait for the lock before ErrBusy; default 100ms
+	// BatchMax is the most concurrent requests for one SKU combined into one
+	// lock acquisition and one script; 1 turns combining off. Default 64.
+	BatchMax int
+	// BatchWait is the longest a batch waits for more requests to join it,
+	// and only while requests keep arriving together; default 200µs.
+	BatchWait time.Duration
+	// SoldOutRecheck is how long a SKU seen sold out is refused without
+	// asking Redis, unless stock comes back earlier; default 1s.
+	SoldOutRecheck time.Duration
+	// OnStateLost is called (in its own goroutine) when Redis has no state
+	// for a SKU, to rebuild it from SQL.
+	OnStateLost func(sku uint64)
+	Log         *slog.Logger
+}
+
+// Seller runs the buy path of every SKU: the per-process sold-out flag, the
+// combining of concurrent requests, the SKU lock and the buy script.
+type Seller struct {
+	store *Store
+	locks *lock.Client
+	o     SellerOptions
+
+	soldOut sync.Map // uint64 -> *atomic.Int64: Unix nanos until which the SKU is known sold out
+	lines   sync.Map // uint64 -> *line
+	rebuild sync.Map // uint64 -> struct{}: rebuilds in progress
+
+	done chan struct{}
+	wg   sync.WaitGroup
+	sub  *redis.PubSub
+}
+
+// NewSeller returns a Seller. It subscribes to the stock-back channel so a
+// sold-out flag clears on every instance as soon as units come back; Close
+// stops it.
+func NewSeller(ctx context.Context, rdb redis.UniversalClient, store *Store, locks *lock.Client, o SellerOptions) *Seller {
+	if o.Strategy == "" {
+		o.Strategy = StrategyLock
+	}
+	if o.LockTTL <= 0 {
+		o.LockTTL = 2 * time.Second
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = 100 * time.Millisecond
+	}
+	if o.BatchMax <= 0 {
+		o.BatchMax = 64
+	}
+	if o.BatchWait < 0 {
+		o.BatchWait = 0
+	}
+	if o.SoldOutRecheck <= 0 {
+		o.SoldOutRecheck = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	s := &Seller{store: store, locks: locks, o: o, done: make(chan struct{})}
+	s.sub = rdb.Subscribe(ctx, stockBackChannel(store.Prefix()))
+	s.wg.Go(func() {
+		for msg := range s.sub.Channel() {
+			if id, err := strconv.ParseUint(msg.Payload, 10, 64); err == nil {
+				s.clearSoldOut(id)
+			}
+		}
+	})
+	return s
+}
+
+// Close stops the combiners (queued requests get ErrClosed) and the
+// subscription, and waits for them.
+func (s *Seller) Close() {
+	close(s.done)
+	_ = s.sub.Close()
+	s.wg.Wait()
+}
+
+// SoldOut reports whether sku is known sold out in this process.
+func (s *Seller) SoldOut(sku uint64) bool {
+	v, ok := s.soldOut.Load(sku)
+	return ok && time.Now().UnixNano() < v.(*atomic.Int64).Load()
+}
+
+func (s *Seller) markSoldOut(sku uint64) {
+	v, _ := s.soldOut.LoadOrStore(sku, new(atomic.Int64))
+	v.(*atomic.Int64).Store(time.Now().Add(s.o.SoldOutRecheck).UnixNano())
+}
+
+func (s *Seller) clearSoldOut(sku uint64) {
+	if v, ok := s.soldOut.Load(sku); ok {
+		v.(*atomic.Int64).Store(0)
+	}
+}
+
+// Buy takes req.Qty units of sku for req.User and enqueues the order, or
+// says why not: ErrSoldOut, ErrLimitExceeded, ErrBusy (lock not obtained in
+// time, or state being rebuilt), ErrStateLost (Redis lost the SKU; a rebuild
+// has started), ErrClosed, or a Redis error. A SKU known sold out is refused
+// without a Redis call.
+func (s *Seller) Buy(ctx context.Context, sku uint64, req Request) (Result, error) {
+	if s.SoldOut(sku) {
+		return Result{}, ErrSoldOut
+	}
+	if s.o.BatchMax <= 1 {
+		res, err := s.execute(ctx, sku, []Request{req})
+		if err != nil {
+			return Result{}, err
+		}
+		return res[0], res[0].Err
+	}
+	p := &pending{req: req, reply: make(chan reply, 1)}
+	l := s.line(sku)
+	select {
+	case l.ch <- p:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+	case <-s.done:
+		return Result{}, ErrClosed
+	}
+	// Once queued the request is answered: its batch runs with its own
+	// deadline, and an accepted order must be reported even to a caller
+	// that stopped waiting.
+	var r reply
+	select {
+	case r = <-p.reply:
+	case <-s.done:
+		// The line answers what it took before it stopped; anything sent
+		// after that is not taken.
+		select {
+		case r = <-p.reply:
+		case <-time.After(s.o.LockWait + 6*time.Second):
+			return Result{}, ErrClosed
+		}
+	}
+	if r.err != nil {
+		return Result{}, r.err
+	}
+	return r.res, r.res.Err
+}
+
+// execute runs one batch: lock (for StrategyLock), script, unlock.
+func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request) ([]Result, error) {
+	var g Guard
+	if s.o.Strategy == StrategyLock {
+		m, err := s.locks.Lock(ctx, Tag(sku), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
+		if err != nil {
+			if errors.Is(err, lock.ErrNotObtained) {
+				return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+			}
+			return nil, fmt.Errorf("stock: lock sku %d: %w", sku, err)
+		}
+		defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
+		g = Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}
+	}
+	left, res, err := s.store.Buy(ctx, sku, reqs, g)
+	switch {
+	case errors.Is(err, ErrStateLost):
+		s.stateLost(sku)
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	if left <= 0 {
+		s.markSoldOut(sku)
+	}
+	return res, nil
+}
+
+func (s *Seller) stateLost(sku uint64) {
+	if s.o.OnStateLost == nil {
+		return
+	}
+	if _, running := s.rebuild.LoadOrStore(sku, struct{}{}); running {
+		return
+	}
+	s.wg.Go(func() {
+		defer s.rebuild.Delete(sku)
+		s.o.OnStateLost(sku)
+	})
+}
+
+type pending struct {
+	req   Request
+	reply chan reply
+}
+
+type reply struct {
+	res Result
+	err error
+}
+
+// line combines the concurrent requests for one SKU in this process into
+// batches: while one batch runs, the next gathers.
+type line struct {
+	ch chan *pending
+}
+
+func (s *Seller) line(sku uint64) *line {
+	if l, ok := s.lines.Load(sku); ok {
+		return l.(*line)
+	}
+	l := &line{ch: make(chan *pending, 4*s.o.BatchMax)}
+	actual, loaded := s.lines.LoadOrStore(sku, l)
+	if loaded {
+		return actual.(*line)
+	}
+	workers := 1
+	if s.o.Strategy == StrategyAtomic {
+		// Without a lock several scripts may be in flight to hide the round trip.
+		workers = 4
+	}
+	for range workers {
+		s.wg.Go(func() { s.runLine(sku, l) })
+	}
+	return l
+}
+
+func (s *Seller) runLine(sku uint64, l *line) {
+	batch := make([]*pending, 0, s.o.BatchMax)
+	reqs := make([]Request, 0, s.o.BatchMax)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	crowded := false
+	for {
+		batch = batch[:0]
+		select {
+		case p := <-l.ch:
+			batch = append(batch, p)
+		case <-s.done:
+			s.fail(l, ErrClosed)
+			return
+		}
+	fill:
+		for len(batch) < s.o.BatchMax {
+			select {
+			case p := <-l.ch:
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		// Wait for more only while requests arrive together: a lone request
+		// goes at once.
+		if crowded && len(batch) < s.o.BatchMax && s.o.BatchWait > 0 {
+			timer.Reset(s.o.BatchWait)
+		wait:
+			for len(batch) < s.o.BatchMax {
+				select {
+				case p := <-l.ch:
+					batch = append(batch, p)
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		crowded = len(batch) > 1
+		reqs = reqs[:0]
+		for _, p := range batch {
+			reqs = append(reqs, p.req)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.LockWait+5*time.Second)
+		res, err := s.execute(ctx, sku, reqs)
+		cancel()
+		for i, p := range batch {
+			if err != nil {
+				p.reply <- reply{err: err}
+			} else {
+				p.reply <- reply{res: res[i]}
+			}
+		}
+	}
+}
+
+// fail answers every request still queued on l.
+func (s *Seller) fail(l *line, err error) {
+	for {
+		select {
+		case p := <-l.ch:
+			p.reply <- reply{err: err}
+		default:
+			return
+		}
+	}
+}

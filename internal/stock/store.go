@@ -1,0 +1,346 @@
+package stock
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/queue"
+)
+
+var (
+	//go:embed lua/buy.lua
+	buyLua string
+	//go:embed lua/return.lua
+	returnLua string
+	//go:embed lua/configure.lua
+	configureLua string
+	//go:embed lua/rebuild.lua
+	rebuildLua string
+
+	buyScript       = redis.NewScript(queue.EnqueueLua + "\n" + buyLua)
+	returnScript    = redis.NewScript(returnLua)
+	configureScript = redis.NewScript(configureLua)
+	rebuildScript   = redis.NewScript(rebuildLua)
+	// KEYS[1] pause marker; ARGV[1] token. Deletes the marker if it is ours.
+	unpauseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+)
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Prefix of every key; default "seckill:".
+	Prefix string
+	// Queue configures each SKU's order queue; its Prefix is set to Prefix.
+	Queue queue.Options
+	// RequestIDTTL is how long a request id is remembered; default 24h.
+	RequestIDTTL time.Duration
+	// MaxAttempts of an order task before it is dead-lettered; default 25.
+	MaxAttempts int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Store is the Redis side of every SKU: units left, who bought how many,
+// request ids, and the SKU's order queue. Its writes are Lua scripts, each
+// touching the keys of one SKU (one hash tag).
+type Store struct {
+	rdb    redis.UniversalClient
+	o      StoreOptions
+	queues sync.Map // uint64 -> *queue.Queue
+}
+
+// NewStore returns a Store on rdb.
+func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
+	if o.Prefix == "" {
+		o.Prefix = "seckill:"
+	}
+	o.Queue.Prefix = o.Prefix
+	if o.RequestIDTTL <= 0 {
+		o.RequestIDTTL = 24 * time.Hour
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 25
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Queue.Now == nil {
+		o.Queue.Now = o.Now
+	}
+	return &Store{rdb: rdb, o: o}
+}
+
+// Prefix is the key prefix.
+func (s *Store) Prefix() string { return s.o.Prefix }
+
+// Queue returns the order queue of sku: accepted orders wait there for the
+// drain, and payment deadlines for their time.
+func (s *Store) Queue(sku uint64) *queue.Queue {
+	if q, ok := s.queues.Load(sku); ok {
+		return q.(*queue.Queue)
+	}
+	q, _ := queue.New(s.rdb, Tag(sku), s.o.Queue) // the name is never empty
+	actual, _ := s.queues.LoadOrStore(sku, q)
+	return actual.(*queue.Queue)
+}
+
+// Request is one shopper's buy request.
+type Request struct {
+	User       string
+	Qty        int
+	RequestID  string // optional: the same user and request id get the same order
+	OrderID    string // the id the order gets if accepted
+	PriceCents int64
+	Created    time.Time
+}
+
+// Result is the answer to one Request: the order id (a new one, or the one
+// an earlier request with the same request id got, with Replayed set), or
+// Err: ErrSoldOut or ErrLimitExceeded.
+type Result struct {
+	OrderID  string
+	Replayed bool
+	Err      error
+}
+
+// Guard is the lock a batch is written under: the SKU lock's key, the token
+// it was acquired with and its fencing number. The zero Guard means no lock
+// (the atomic strategy).
+type Guard struct {
+	LockKey string
+	Token   string
+	Fence   int64
+}
+
+// Buy runs one script for a batch of requests for sku: for each, in order,
+// it checks the request id, the units left and the user's limit, takes the
+// units, and enqueues the order task — all or nothing per request, atomically
+// for the batch. It returns the units left and one Result per request.
+//
+// Errors (nothing written): ErrStateLost when Redis has no state for sku,
+// ErrStale when g's lock is no longer held or was overtaken, ErrBusy while
+// the state is being rebuilt; otherwise Redis errors.
+func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (int64, []Result, error) {
+	k := newKeys(s.o.Prefix, sku)
+	q := s.Queue(sku)
+	keys := make([]string, 0, 8+len(reqs))
+	keys = append(keys, q.EnqueueKeys()...)
+	lockKey := g.LockKey
+	if lockKey == "" {
+		lockKey = k.stock // never read without a token
+	}
+	keys = append(keys, k.stock, k.buyers, lockKey, k.paused)
+	now := s.o.Now()
+	args := make([]any, 0, 7+5*len(reqs))
+	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, len(reqs))
+	for _, r := range reqs {
+		ridIndex := 0
+		if r.RequestID != "" {
+			keys = append(keys, k.rid+r.User+":"+r.RequestID)
+			ridIndex = len(keys)
+		}
+		payload, err := json.Marshal(OrderTask{
+			OrderID: r.OrderID, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
+			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("stock: encode order: %w", err)
+		}
+		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, payload)
+	}
+	raw, err := buyScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return 0, nil, fmt.Errorf("stock: buy sku %d: %w", sku, err)
+	}
+	if len(raw) < 2 {
+		return 0, nil, fmt.Errorf("stock: buy sku %d: short reply %v", sku, raw)
+	}
+	status, left := toInt(raw[0]), toInt(raw[1])
+	switch status {
+	case 1:
+	case -1:
+		return 0, nil, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+	case -2, -3:
+		return 0, nil, fmt.Errorf("%w: sku %d", ErrStale, sku)
+	case -4:
+		return 0, nil, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+	default:
+		return 0, nil, fmt.Errorf("stock: buy sku %d: status %d", sku, status)
+	}
+	if len(raw) != 2+2*len(reqs) {
+		return 0, nil, fmt.Errorf("stock: buy sku %d: %d replies for %d requests", sku, (len(raw)-2)/2, len(reqs))
+	}
+	results := make([]Result, len(reqs))
+	for i := range reqs {
+		code, id := toInt(raw[2+2*i]), raw[3+2*i]
+		switch code {
+		case 1:
+			results[i].OrderID = id.(string)
+		case 2:
+			results[i] = Result{OrderID: id.(string), Replayed: true}
+		case 3:
+			results[i].Err = ErrSoldOut
+		case 4:
+			results[i].Err = ErrLimitExceeded
+		default:
+			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
+		}
+	}
+	return left, results, nil
+}
+
+// Return gives the units of a closed (cancelled, expired or refused) order
+// back to sku, once per order id however often it is called, and tells every
+// instance that stock is back. It reports whether this call returned them.
+func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
+	k := newKeys(s.o.Prefix, sku)
+	raw, err := returnScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.returned}, orderID, user, qty).Slice()
+	if err != nil {
+		return false, fmt.Errorf("stock: return order %s: %w", orderID, err)
+	}
+	if toInt(raw[0]) != 1 {
+		return false, nil
+	}
+	s.announce(ctx, sku)
+	return true, nil
+}
+
+// ErrBelowTaken: a new total would leave fewer units than are already taken.
+var ErrBelowTaken = errors.New("stock total below units already taken")
+
+// Configure sets sku's total and per-user limit in Redis. A SKU Redis does
+// not know yet starts with every unit left; for a known one the units left
+// move by the change of total, and ErrBelowTaken refuses a total lower than
+// what buyers already took. It returns the units left.
+func (s *Store) Configure(ctx context.Context, sku uint64, total int64, limit int) (int64, error) {
+	k := newKeys(s.o.Prefix, sku)
+	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock}, total, limit).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
+	}
+	if toInt(raw[0]) < 0 {
+		return toInt(raw[1]), fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
+	}
+	s.announce(ctx, sku)
+	return toInt(raw[1]), nil
+}
+
+// State is what Redis holds for a SKU.
+type State struct {
+	Total, Left int64
+	Limit       int
+	Fence       int64
+	Buyers      int64 // distinct users holding units
+}
+
+// State reads sku's Redis state; ok is false when Redis has none.
+func (s *Store) State(ctx context.Context, sku uint64) (st State, ok bool, err error) {
+	k := newKeys(s.o.Prefix, sku)
+	pipe := s.rdb.Pipeline()
+	h := pipe.HMGet(ctx, k.stock, "total", "left", "limit", "fence")
+	b := pipe.HLen(ctx, k.buyers)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return st, false, fmt.Errorf("stock: state of sku %d: %w", sku, err)
+	}
+	v := h.Val()
+	if len(v) < 4 || v[0] == nil {
+		return st, false, nil
+	}
+	st.Total, st.Left, st.Limit, st.Fence = toInt(v[0]), toInt(v[1]), int(toInt(v[2])), toInt(v[3])
+	st.Buyers = b.Val()
+	return st, true, nil
+}
+
+// Pause keeps buyers of sku out (they get ErrBusy) for at most ttl while
+// its state is rebuilt; it returns the token Rebuild needs, or ErrBusy when
+// another rebuild holds the pause.
+func (s *Store) Pause(ctx context.Context, sku uint64, ttl time.Duration) (string, error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	tok := hex.EncodeToString(b[:])
+	ok, err := s.rdb.SetNX(ctx, newKeys(s.o.Prefix, sku).paused, tok, ttl).Result()
+	if err != nil {
+		return "", fmt.Errorf("stock: pause sku %d: %w", sku, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: sku %d is being rebuilt", ErrBusy, sku)
+	}
+	return tok, nil
+}
+
+// Unpause lifts the pause set with token without rebuilding (the rebuild
+// failed).
+func (s *Store) Unpause(ctx context.Context, sku uint64, token string) error {
+	return unpauseScript.Run(ctx, s.rdb, []string{newKeys(s.o.Prefix, sku).paused}, token).Err()
+}
+
+// Rebuild replaces sku's Redis state with the given totals and buyers and
+// lifts the pause set with token. It fails when the pause expired meanwhile.
+func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, total, left int64, limit int, buyers map[string]int64) error {
+	k := newKeys(s.o.Prefix, sku)
+	if err := s.rdb.Del(ctx, k.staging).Err(); err != nil {
+		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
+	}
+	const chunk = 1000
+	fields := make([]any, 0, 2*chunk)
+	flush := func() error {
+		if len(fields) == 0 {
+			return nil
+		}
+		err := s.rdb.HSet(ctx, k.staging, fields...).Err()
+		fields = fields[:0]
+		return err
+	}
+	for user, n := range buyers {
+		if n <= 0 {
+			continue
+		}
+		fields = append(fields, user, n)
+		if len(fields) == 2*chunk {
+			if err := flush(); err != nil {
+				return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
+	}
+	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused}, total, left, limit, token).Int()
+	if err != nil {
+		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
+	}
+	if ok != 1 {
+		return fmt.Errorf("stock: rebuild sku %d: pause expired before the rebuild finished", sku)
+	}
+	s.announce(ctx, sku)
+	return nil
+}
+
+// announce tells every instance that sku may have units again.
+func (s *Store) announce(ctx context.Context, sku uint64) {
+	_ = s.rdb.Publish(context.WithoutCancel(ctx), stockBackChannel(s.o.Prefix), strconv.FormatUint(sku, 10)).Err()
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	case nil:
+		return 0
+	default:
+		n, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64)
+		return n
+	}
+}
