@@ -1,0 +1,224 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+const adminToken = "test-admin-token-0123456789"
+
+// sale is a running deployment under test: instances sharing one Redis
+// (standalone or Cluster) and one SQL database.
+type sale struct {
+	t      *testing.T
+	urls   []string
+	apps   []*App
+	client *http.Client
+	env    map[string]string
+}
+
+type saleOpts struct {
+	instances int
+	cluster   bool // Redis Cluster instead of standalone
+	embedded  bool // no Redis or MySQL configured
+	env       map[string]string
+}
+
+// startSale starts instances of the full server (API and workers) and stops
+// them when the test ends.
+func startSale(t *testing.T, o saleOpts) *sale {
+	t.Helper()
+	if o.instances == 0 {
+		o.instances = 1
+	}
+	env := map[string]string{
+		"SECKILL_ADMIN_TOKEN":           adminToken,
+		"SECKILL_RATE_LIMIT_ENABLED":    "false",
+		"SECKILL_LOG_LEVEL":             "warn",
+		"SECKILL_WORKER_SKU_REFRESH":    "100ms",
+		"SECKILL_WORKER_SWEEP_INTERVAL": "500ms",
+		"SECKILL_WORKER_LEASE":          "5s",
+		"SECKILL_MYSQL_CONNECT_TIMEOUT": "5s",
+		"SECKILL_REDIS_CONNECT_TIMEOUT": "5s",
+	}
+	if !o.embedded {
+		rdb, prefix := testsvc.Universal(t, o.cluster)
+		_ = rdb
+		if o.cluster {
+			env["SECKILL_REDIS_ADDRS"] = testsvc.Env(t, testsvc.EnvRedisCluster)
+		} else {
+			env["SECKILL_REDIS_ADDRS"] = testsvc.Env(t, testsvc.EnvRedis)
+		}
+		env["SECKILL_REDIS_KEY_PREFIX"] = prefix
+		env["SECKILL_MYSQL_DSN"] = testsvc.MySQL(t)
+	}
+	for k, v := range o.env {
+		env[k] = v
+	}
+	s := &sale{t: t, env: env, client: &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
+	}}
+	for i := 0; i < o.instances; i++ {
+		s.start()
+	}
+	t.Cleanup(s.client.CloseIdleConnections)
+	return s
+}
+
+func (s *sale) start() {
+	t := s.t
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t))
+	env["SECKILL_HTTP_ADDR"] = addr
+	cfg, err := config.Load("", func(k string) string { return env[k] })
+	require.NoError(t, err)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := Open(ctx, cfg, log, true)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, RunOptions{API: true, Workers: true}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("instance %s: %v", addr, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("instance %s did not stop", addr)
+		}
+		a.Close()
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "instance %s did not come up: %v", addr, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.urls = append(s.urls, url)
+	s.apps = append(s.apps, a)
+}
+
+type reply struct {
+	Status int
+	Body   map[string]any
+	Raw    string
+	Header http.Header
+}
+
+func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
+func (r reply) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
+
+// do sends a request to instance i (mod the number of instances).
+func (s *sale) do(i int, method, path, user string, body any) reply {
+	s.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		require.NoError(s.t, err)
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, s.urls[i%len(s.urls)]+path, rd)
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set("X-User-ID", user)
+	}
+	if strings.HasPrefix(path, "/admin") {
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{Status: resp.StatusCode, Raw: string(raw), Header: resp.Header}
+	_ = json.Unmarshal(raw, &r.Body)
+	return r
+}
+
+// seed creates a SKU on sale now and returns its id.
+func (s *sale) seed(stock int64, limit int) uint64 {
+	s.t.Helper()
+	now := time.Now().UTC()
+	r := s.do(0, "POST", "/admin/skus", "", map[string]any{
+		"name": "Phone", "price_cents": 99900, "stock": stock, "per_user_limit": limit,
+		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour),
+	})
+	require.Equal(s.t, http.StatusCreated, r.Status, r.Raw)
+	return uint64(r.num("id"))
+}
+
+func (s *sale) buy(i int, sku uint64, user string, qty int) reply {
+	return s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": qty})
+}
+
+func (s *sale) audit(sku uint64) order.Report {
+	s.t.Helper()
+	r := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/audit", sku), "", nil)
+	require.Equal(s.t, http.StatusOK, r.Status, r.Raw)
+	var rep order.Report
+	require.NoError(s.t, json.Unmarshal([]byte(r.Raw), &rep))
+	return rep
+}
+
+// drained waits until no order of sku is queued and returns the audit.
+func (s *sale) drained(sku uint64) order.Report {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rep := s.audit(sku)
+		if rep.QueuedOrders == 0 && rep.Consistent {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("sku %d not drained: %+v", sku, rep)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitStatus polls an order until it has status want.
+func (s *sale) waitStatus(user, orderID, want string) reply {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := s.do(0, "GET", "/api/v1/orders/"+orderID, user, nil)
+		if r.Status == http.StatusOK && r.str("status") == want {
+			return r
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("order %s never reached %s: %d %s", orderID, want, r.Status, r.Raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
