@@ -18,9 +18,9 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -58,8 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		def = "127.0.0.1:6379"
 	}
 	fs.StringVar(&cfg.addr, "addr", def, "Redis address")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "uncontended rounds per library (median reported)")
-	fs.DurationVar(&cfg.roundTime, "round-time", time.Second, "length of one uncontended round")
+	fs.IntVar(&cfg.rounds, "rounds", 15, "uncontended rounds per library (median reported)")
+	fs.DurationVar(&cfg.roundTime, "round-time", 500*time.Millisecond, "length of one uncontended round")
 	fs.IntVar(&cfg.workers, "workers", 4, "uncontended workers, each on its own lock")
 	fs.IntVar(&cfg.waiters, "waiters", 64, "goroutines contending for one lock in the hand-off test")
 	fs.IntVar(&cfg.handoffs, "handoffs", 2000, "hand-offs to measure per library (at most)")
@@ -71,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.waiters + cfg.workers + 8})
 	defer rdb.Close()
+	counter := &cmdCounter{}
+	rdb.AddHook(counter)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis %s: %w", cfg.addr, err)
 	}
@@ -134,11 +136,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	type row struct {
-		name          string
-		opsMedian     float64
-		opsAll        []float64
-		p50, p99, max time.Duration
-		n             int
+		name           string
+		opsMedian      float64
+		opsAll         []float64
+		p50, p99, max  time.Duration
+		n              int
+		cmdsPerHandoff float64
+		allocs         float64
 	}
 	// Rounds are interleaved (A B C A B C ...) so that load from anything
 	// else on the machine spreads over all libraries alike.
@@ -155,8 +159,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var rows []row
 	for i, l := range libs {
+		// Client-side allocations of one sequential acquire+release.
+		var allocErr error
+		allocs := testing.AllocsPerRun(2000, func() {
+			release, err := l.acquire(ctx, "allocs", false)
+			if err == nil {
+				err = release(ctx)
+			}
+			allocErr = cmp(allocErr, err)
+		})
+		if allocErr != nil {
+			return fmt.Errorf("%s allocs: %w", l.name, allocErr)
+		}
 		fmt.Fprintf(stderr, "%s: hand-off with %d waiters", l.name, cfg.waiters)
+		before := counter.n.Load()
 		lat, err := handoff(ctx, l, cfg)
+		cmds := counter.n.Load() - before
 		if err != nil {
 			return fmt.Errorf("%s hand-off: %w", l.name, err)
 		}
@@ -167,14 +185,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		rows = append(rows, row{
 			name: l.name, opsMedian: sorted[len(sorted)/2], opsAll: ops[i],
 			p50: pct(lat, 50), p99: pct(lat, 99), max: pct(lat, 100), n: len(lat),
+			cmdsPerHandoff: float64(cmds) / float64(max(1, len(lat))),
+			allocs:         allocs,
 		})
 	}
 
-	fmt.Fprintf(stdout, "| library | uncontended acquire+release ops/s (median of %d × %s, %d workers) | hand-off p50 | hand-off p99 | hand-off max | hand-offs measured (%d waiters) |\n",
+	fmt.Fprintf(stdout, "| library | uncontended acquire+release ops/s (median of %d × %s, %d workers) | allocs per acquire+release | hand-off p50 | hand-off p99 | hand-off max | Redis commands per hand-off | hand-offs measured (%d waiters) |\n",
 		cfg.rounds, cfg.roundTime, cfg.workers, cfg.waiters)
-	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "| %s | %.0f | %s | %s | %s | %d |\n", r.name, r.opsMedian, ms(r.p50), ms(r.p99), ms(r.max), r.n)
+		fmt.Fprintf(stdout, "| %s | %.0f | %.0f | %s | %s | %s | %.1f | %d |\n", r.name, r.opsMedian, r.allocs, ms(r.p50), ms(r.p99), ms(r.max), r.cmdsPerHandoff, r.n)
 	}
 	return nil
 }
@@ -299,7 +319,27 @@ func pct(sorted []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) string {
-	return strings.TrimSuffix(fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)), "") + " ms"
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+// cmdCounter counts the commands the client sends (pub/sub messages
+// received are not commands), to show how hard waiters poll Redis.
+type cmdCounter struct{ n atomic.Int64 }
+
+func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
 func cleanup(rdb *redis.Client, prefix string) {
