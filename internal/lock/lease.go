@@ -41,6 +41,7 @@ type lease struct {
 	done    chan struct{} // made on first Done, closed when not held
 	timer   *time.Timer   // expiry alarm for Done without a watchdog
 
+	watching bool          // a watchdog goroutine runs (guarded by mu)
 	stopOnce sync.Once
 	stop     chan struct{} // nil without a watchdog
 	wdDone   chan struct{}
@@ -51,7 +52,9 @@ func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Ti
 	if watchdog {
 		l.stop = make(chan struct{})
 		l.wdDone = make(chan struct{})
+		l.watching = true
 		if !e.goWatchdog(func() { l.watch(maxRenewals) }) {
+			l.watching = false
 			close(l.wdDone)
 		}
 	}
@@ -66,7 +69,7 @@ func (l *lease) Done() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.stop == nil {
+		if !l.watching {
 			l.armLocked()
 		}
 	}
@@ -210,6 +213,16 @@ func (l *lease) stopWatchdog() {
 // lost.
 func (l *lease) watch(maxRenewals int) {
 	defer close(l.wdDone)
+	defer func() {
+		// Without the watchdog (Client closed), Done falls back to the
+		// expiry alarm.
+		l.mu.Lock()
+		l.watching = false
+		if l.state == stateHeld && l.done != nil {
+			l.armLocked()
+		}
+		l.mu.Unlock()
+	}()
 	interval := l.ttl / 3
 	t := time.NewTimer(interval)
 	defer t.Stop()

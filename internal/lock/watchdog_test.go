@@ -139,3 +139,16 @@ func TestValidityUsesInjectedClock(t *testing.T) {
 	assert.Zero(t, m.Validity())
 	require.NoError(t, m.Unlock(ctx))
 }
+
+// TestDoneAfterCloseFallsBackToExpiry: Close stops the watchdog; Done then
+// fires when the lock expires instead of never.
+func TestDoneAfterCloseFallsBackToExpiry(t *testing.T) {
+	c, _ := newTestClient(t, false, Options{})
+	ctx := ctxT(t)
+	m, err := c.TryLock(ctx, "closing", 200*time.Millisecond, WithWatchdog(0))
+	require.NoError(t, err)
+	done := m.Done()
+	require.NoError(t, c.Close())
+	closedWithin(t, done, "expiry after Close")
+	assert.ErrorIs(t, m.Err(), ErrLockLost)
+}
