@@ -41,7 +41,7 @@ type lease struct {
 	done    chan struct{} // made on first Done, closed when not held
 	timer   *time.Timer   // expiry alarm for Done without a watchdog
 
-	watching bool          // a watchdog goroutine runs (guarded by mu)
+	watching bool // a watchdog goroutine runs (guarded by mu)
 	stopOnce sync.Once
 	stop     chan struct{} // nil without a watchdog
 	wdDone   chan struct{}
