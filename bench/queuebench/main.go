@@ -44,6 +44,7 @@ type config struct {
 	workers     int
 	claim       int
 	concurrency int
+	linger      time.Duration
 }
 
 func main() {
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", 2, "internal/queue consumer workers (one per CPU here)")
 	flag.IntVar(&cfg.claim, "claim", 200, "internal/queue tasks per claim")
 	flag.IntVar(&cfg.concurrency, "asynq-concurrency", 64, "asynq server concurrency")
+	flag.DurationVar(&cfg.linger, "linger", 0, "internal/queue ConsumerOptions.Linger")
 	flag.Parse()
 	if err := run(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "queuebench:", err)
@@ -83,8 +85,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 	info, _ := rc.Info(ctx, "server").Result()
 	fmt.Fprintf(out, "Machine: %d CPUs (nproc), %s; Redis %s; %s\n\n", runtime.NumCPU(), cpuModel(), field(info, "redis_version"), runtime.Version())
-	fmt.Fprintf(out, "Settings: %d tasks end to end, %d producers; internal/queue %d workers x %d per claim; asynq concurrency %d; drain of %d tasks.\n\n",
-		cfg.n, cfg.producers, cfg.workers, cfg.claim, cfg.concurrency, cfg.drain)
+	fmt.Fprintf(out, "Settings: %d tasks end to end, %d producers; internal/queue %d workers x %d per claim, linger %v; asynq concurrency %d; drain of %d tasks.\n\n",
+		cfg.n, cfg.producers, cfg.workers, cfg.claim, cfg.linger, cfg.concurrency, cfg.drain)
 
 	aE2E, err := asynqEndToEnd(ctx, ac, cfg, cfg.n)
 	if err != nil {
@@ -202,7 +204,7 @@ func startConsumer(c *redis.Client, q *queue.Queue, cfg config, handled *atomic.
 	cons := queue.NewConsumer(q, func(_ context.Context, ts []*queue.Claimed) []error {
 		handled.Add(int64(len(ts)))
 		return nil
-	}, queue.ConsumerOptions{Workers: cfg.workers, BatchSize: cfg.claim, Waker: waker})
+	}, queue.ConsumerOptions{Workers: cfg.workers, BatchSize: cfg.claim, Waker: waker, Linger: cfg.linger})
 	done := make(chan struct{})
 	go func() { _ = cons.Run(ctx); close(done) }()
 	return func() {

@@ -98,6 +98,8 @@ type Queue struct {
 	name string
 	k    keys
 	o    Options
+
+	coalesce coalescer
 }
 
 // New returns the queue called name (for example "orders" or "{sku:42}";
@@ -234,12 +236,20 @@ func (q *Queue) enqueueArgs(t Task, now time.Time) ([]any, error) {
 // together). It reports false, with a nil error, when a task with the same id
 // is still pending, in flight or dead; that task is not changed. Validation
 // errors: see EnqueueArgs.
+//
+// Concurrent Enqueue calls on one Queue share scripts (group commit: while
+// one script is in flight the next calls gather and go together, up to 256),
+// so many goroutines enqueueing one task each cost one round trip per group.
+// Each call still returns only once its own task is stored. A call whose ctx
+// ends before its task is sent returns ctx's error and adds nothing; once
+// sent, it waits for the outcome (at most 5 seconds).
 func (q *Queue) Enqueue(ctx context.Context, t Task) (bool, error) {
-	added, err := q.EnqueueBatch(ctx, []Task{t})
+	now := q.o.Now()
+	a, err := q.enqueueArgs(t, now)
 	if err != nil {
 		return false, err
 	}
-	return added[0], nil
+	return q.enqueueCoalesced(ctx, a[:5])
 }
 
 // EnqueueBatch adds many tasks in one round trip (a pipeline of scripts of at
