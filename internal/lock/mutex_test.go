@@ -382,3 +382,31 @@ func TestErrorsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestMutexTwoClients: two Clients, each with its own pub/sub connection,
+// stand for two processes contending for one lock.
+func TestMutexTwoClients(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		c2 := New(rdb, Options{Prefix: c.prefix})
+		t.Cleanup(func() { _ = c2.Close() })
+		counter := 0
+		var wg sync.WaitGroup
+		for g := range 40 {
+			cl := c
+			if g%2 == 1 {
+				cl = c2
+			}
+			wg.Go(func() {
+				m, err := cl.Lock(ctx, "shared", 10*time.Second, WithWaitTimeout(20*time.Second))
+				if !assert.NoError(t, err) {
+					return
+				}
+				counter++
+				assert.NoError(t, m.Unlock(ctx))
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 40, counter)
+	})
+}

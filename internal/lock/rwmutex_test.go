@@ -183,3 +183,55 @@ func TestRWBadInput(t *testing.T) {
 	_, err = c.RWMutex("x").Lock(ctx, 0)
 	assert.ErrorIs(t, err, ErrInvalidTTL)
 }
+
+// TestRWInvariant: goroutines on two Clients (two "processes") read and
+// write at random; at no moment is there a writer together with anyone else.
+func TestRWInvariant(t *testing.T) {
+	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		c2 := New(rdb, Options{Prefix: c.prefix})
+		t.Cleanup(func() { _ = c2.Close() })
+		var readers, writers atomic.Int32
+		var violations atomic.Int32
+		var wg sync.WaitGroup
+		for g := range 12 {
+			cl := c
+			if g%2 == 1 {
+				cl = c2
+			}
+			rw := cl.RWMutex("inv")
+			wg.Go(func() {
+				for i := range 15 {
+					write := (g+i)%4 == 0
+					var h *RWHold
+					var err error
+					if write {
+						h, err = rw.Lock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+					} else {
+						h, err = rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					if write {
+						if writers.Add(1) != 1 || readers.Load() != 0 {
+							violations.Add(1)
+						}
+						time.Sleep(time.Millisecond)
+						writers.Add(-1)
+					} else {
+						readers.Add(1)
+						if writers.Load() != 0 {
+							violations.Add(1)
+						}
+						time.Sleep(time.Millisecond)
+						readers.Add(-1)
+					}
+					assert.NoError(t, h.Unlock(ctx))
+				}
+			})
+		}
+		wg.Wait()
+		assert.Zero(t, violations.Load())
+	})
+}
