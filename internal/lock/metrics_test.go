@@ -108,6 +108,6 @@ func TestBackoffSchedule(t *testing.T) {
 			assert.LessOrEqual(t, d, tc.hi, "attempt %d", tc.attempt)
 		}
 	}
-	assert.Equal(t, DefaultBackoff, Backoff{}.withDefaults())
+	assert.Equal(t, defaultBackoff, Backoff{}.withDefaults())
 	assert.Equal(t, Backoff{Min: time.Second, Max: time.Second}, Backoff{Min: time.Second, Max: time.Millisecond}.withDefaults())
 }

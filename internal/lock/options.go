@@ -15,15 +15,15 @@ type Backoff struct {
 	Max time.Duration // cap; default 128ms
 }
 
-// DefaultBackoff is used for zero fields of Backoff.
-var DefaultBackoff = Backoff{Min: 2 * time.Millisecond, Max: 128 * time.Millisecond}
+// defaultBackoff fills the zero fields of a Backoff.
+var defaultBackoff = Backoff{Min: 2 * time.Millisecond, Max: 128 * time.Millisecond}
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Min <= 0 {
-		b.Min = DefaultBackoff.Min
+		b.Min = defaultBackoff.Min
 	}
 	if b.Max <= 0 {
-		b.Max = DefaultBackoff.Max
+		b.Max = defaultBackoff.Max
 	}
 	if b.Max < b.Min {
 		b.Max = b.Min
