@@ -112,9 +112,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 	fmt.Fprintln(out, "| run | hibiken/asynq | internal/queue | ratio |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|")
-	fmt.Fprintf(out, "| end to end, one enqueue per task (tasks/s) | %.0f | %.0f | %.1fx |\n",
-		rate(cfg.n, aE2E), rate(cfg.n, qE2E), aE2E.Seconds()/qE2E.Seconds())
-	fmt.Fprintf(out, "| end to end, queue enqueues batches of %d (tasks/s) | %.0f (no batch enqueue) | %.0f | %.1fx |\n",
+	fmt.Fprintf(out, "| end to end, one Enqueue call per task, %d producers (tasks/s) | %.0f | %.0f | %.1fx |\n",
+		cfg.producers, rate(cfg.n, aE2E), rate(cfg.n, qE2E), aE2E.Seconds()/qE2E.Seconds())
+	fmt.Fprintf(out, "| end to end, internal/queue producers use EnqueueBatch(%d) (tasks/s) | %.0f (no batch enqueue) | %.0f | %.1fx |\n",
 		cfg.batch, rate(cfg.n, aE2E), rate(cfg.n, qE2EBatch), aE2E.Seconds()/qE2EBatch.Seconds())
 	fmt.Fprintf(out, "| drain %d due tasks (s) | %.2f | %.2f | %.1fx |\n",
 		cfg.drain, aDrain.Seconds(), qDrain.Seconds(), aDrain.Seconds()/qDrain.Seconds())

@@ -278,8 +278,11 @@ func TestWakerWakesManyIdleQueues(t *testing.T) {
 			q, err := queue.New(c, fmt.Sprintf("{sku:%d}", i), queue.Options{Prefix: prefix})
 			require.NoError(t, err)
 			qs[i] = q
-			// An hour of idle sleep: only the wake-up can make them claim.
-			runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{MaxIdle: time.Hour, Waker: waker}))
+			// An hour of idle sleep: only the wake-up can make them claim. Half
+			// of them linger after the wake-up before claiming.
+			runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{
+				MaxIdle: time.Hour, Waker: waker, Linger: time.Duration(i%2) * time.Millisecond,
+			}))
 		}
 		for _, q := range qs {
 			eventually(t, "subscribed", func() bool { return numSub(t, c, q.EnqueueKeys()[3]) == 1 })
