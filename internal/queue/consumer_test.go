@@ -347,3 +347,45 @@ func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
 		assert.Equal(t, want, got)
 	})
 }
+
+// TestConsumerPicksUpCrashedClaims: a worker claims and dies without acking;
+// once the lease runs out a running consumer handles the tasks, as attempt 2.
+func TestConsumerPicksUpCrashedClaims(t *testing.T) {
+	onBoth(t, func(t *testing.T, cluster bool) {
+		q, _ := newQueue(t, cluster, "crashc", queue.Options{})
+		ctx := ctxT(t)
+		const n = 50
+		for i := range n {
+			_, err := q.Enqueue(ctx, task(fmt.Sprint("c", i)))
+			require.NoError(t, err)
+		}
+		crashed, err := q.Claim(ctx, n, 300*time.Millisecond)
+		require.NoError(t, err)
+		require.Len(t, crashed, n)
+
+		var mu sync.Mutex
+		attempts := map[string]int{}
+		h := queue.Each(func(_ context.Context, c *queue.Claimed) error {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts[c.ID] = c.Attempt
+			return nil
+		})
+		stop := runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{MaxIdle: 100 * time.Millisecond}))
+		eventually(t, "crashed tasks handled", func() bool {
+			st, err := q.Stats(ctx)
+			require.NoError(t, err)
+			return st == queue.Stats{}
+		})
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, attempts, n)
+		for id, a := range attempts {
+			assert.Equal(t, 2, a, id)
+		}
+		for _, c := range crashed {
+			assert.ErrorIs(t, q.Ack(ctx, c), queue.ErrStaleToken, "the dead worker's late ack")
+		}
+	})
+}
