@@ -527,3 +527,37 @@ return redis.call('INCRBY', KEYS[5], -1)
 		assert.Equal(t, 5, v)
 	})
 }
+
+func TestListByState(t *testing.T) {
+	onBoth(t, func(t *testing.T, cluster bool) {
+		clk := newClock()
+		q, _ := newQueue(t, cluster, "list", queue.Options{Now: clk.Now, MaxAttempts: 1})
+		ctx := ctxT(t)
+		_, err := q.EnqueueBatch(ctx, []queue.Task{task("a"), task("b"), task("c"), {ID: "d", Type: "x", Due: clk.Now().Add(time.Minute)}})
+		require.NoError(t, err)
+		got, err := q.Claim(ctx, 2, time.Second) // a, b in flight
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		_, err = q.Nack(ctx, got[1], errors.New("x")) // b dead (one attempt)
+		require.NoError(t, err)
+
+		ids := func(state queue.State, offset, n int) []string {
+			l, err := q.List(ctx, state, offset, n)
+			require.NoError(t, err)
+			out := []string{}
+			for _, in := range l {
+				assert.Equal(t, state, in.State)
+				out = append(out, in.ID)
+			}
+			return out
+		}
+		assert.Equal(t, []string{"c", "d"}, ids(queue.StatePending, 0, 10))
+		assert.Equal(t, []string{"d"}, ids(queue.StatePending, 1, 10), "paged")
+		assert.Equal(t, []string{"a"}, ids(queue.StateInFlight, 0, 10))
+		assert.Equal(t, []string{"b"}, ids(queue.StateDead, 0, 10))
+		assert.Empty(t, ids(queue.State("bogus"), 0, 10))
+		l, err := q.List(ctx, queue.StateInFlight, 0, 1)
+		require.NoError(t, err)
+		assert.Equal(t, got[0].LeaseUntil, l[0].At, "in flight: At is the lease deadline")
+	})
+}
