@@ -51,8 +51,10 @@ const (
 	// enqueueChunk is the number of tasks per enqueue script call; a batch is
 	// sent as one pipeline of such calls.
 	enqueueChunk = 256
-	// listMax caps Peek and ListDead.
-	listMax = MaxClaim
+	// MaxList caps the tasks one Peek, List or ListDead returns (read-only
+	// scripts, about a millisecond for a full page). A shorter page than
+	// asked for means the end was reached.
+	MaxList = 1000
 )
 
 // Defaults for Options fields left zero.
@@ -700,7 +702,7 @@ func (q *Queue) Score(ctx context.Context, id string) (time.Time, error) {
 }
 
 func (q *Queue) list(ctx context.Context, which string, state State, offset, n int) ([]Info, error) {
-	n = min(n, listMax)
+	n = min(n, MaxList)
 	if n <= 0 || offset < 0 {
 		return nil, nil
 	}
@@ -711,21 +713,22 @@ func (q *Queue) list(ctx context.Context, which string, state State, offset, n i
 	out := make([]Info, 0, len(v)/5)
 	for i := 0; i+4 < len(v); i += 5 {
 		in, ok := infoFrom(state, v[i+1].(string), v[i+2].(string), v[i+3].(string), v[i+4].(string))
-		if ok {
-			in.ID = v[i].(string)
-			out = append(out, in)
+		if !ok { // no metadata: still listed, so paging by length stays correct
+			in = Info{State: state, At: fromMS(scoreMS(v[i+1].(string)))}
 		}
+		in.ID = v[i].(string)
+		out = append(out, in)
 	}
 	return out, nil
 }
 
-// Peek returns up to n (at most MaxClaim) pending tasks in due-time order,
+// Peek returns up to n (at most MaxList) pending tasks in due-time order,
 // without claiming them.
 func (q *Queue) Peek(ctx context.Context, n int) ([]Info, error) {
 	return q.list(ctx, "ready", StatePending, 0, n)
 }
 
-// ListDead returns up to n (at most MaxClaim) dead letters from offset, oldest
+// ListDead returns up to n (at most MaxList) dead letters from offset, oldest
 // first, with payload and last error.
 func (q *Queue) ListDead(ctx context.Context, offset, n int) ([]Info, error) {
 	return q.list(ctx, "dead", StateDead, offset, n)

@@ -1,7 +1,8 @@
 -- List tasks of one set in score order (prefixed by common.lua; standard KEYS). Read-only.
 -- ARGV[1] which: "ready", "inflight" or "dead"  ARGV[2] offset  ARGV[3] count (the caller bounds it)
--- Returns { id, score_ms, meta, payload, last_error, ... }; tasks whose
--- metadata vanished are skipped.
+-- Returns { id, score_ms, meta, payload, last_error, ... }, one group per
+-- member (meta is empty for a member without metadata), so a page shorter
+-- than count means the end.
 local key = KEYS[1]
 if ARGV[1] == 'dead' then
   key = KEYS[5]
@@ -23,12 +24,10 @@ local datas = redis.call('HMGET', KEYS[3], unpack(ids))
 local errs = redis.call('HMGET', KEYS[6], unpack(ids))
 local out = {}
 for i, id in ipairs(ids) do
-  if metas[i] then
-    out[#out + 1] = id
-    out[#out + 1] = res[2 * i]
-    out[#out + 1] = metas[i]
-    out[#out + 1] = datas[i] or ''
-    out[#out + 1] = errs[i] or ''
-  end
+  out[#out + 1] = id
+  out[#out + 1] = res[2 * i]
+  out[#out + 1] = metas[i] or ''
+  out[#out + 1] = datas[i] or ''
+  out[#out + 1] = errs[i] or ''
 end
 return out
