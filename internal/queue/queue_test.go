@@ -561,3 +561,41 @@ func TestListByState(t *testing.T) {
 		assert.Equal(t, got[0].LeaseUntil, l[0].At, "in flight: At is the lease deadline")
 	})
 }
+
+// TestEnqueueNowakeContract pins the library function the sale path's buy
+// script calls for each order of a multi-order script.
+func TestEnqueueNowakeContract(t *testing.T) {
+	onBoth(t, func(t *testing.T, cluster bool) {
+		clk := newClock()
+		q, c := newQueue(t, cluster, "{sku:9}", queue.Options{Now: clk.Now})
+		ctx := ctxT(t)
+		s := redis.NewScript(queue.EnqueueLua + `
+return queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`)
+		now := clk.Now()
+		tests := []struct {
+			id   string
+			due  time.Duration
+			want int64
+		}{
+			{"a", 10 * time.Second, 2}, // empty queue: earliest
+			{"b", 20 * time.Second, 1}, // behind a
+			{"a", time.Second, 0},      // duplicate
+			{"c", 5 * time.Second, 2},  // new earliest
+			{"d", -time.Hour, 2},       // past: due now, earliest
+		}
+		for _, tt := range tests {
+			args, err := q.EnqueueArgs(queue.Task{ID: tt.id, Type: "order", Due: now.Add(tt.due)})
+			if tt.due < 0 {
+				args, err = q.EnqueueArgs(queue.Task{ID: tt.id, Type: "order"})
+				args[3] = now.Add(tt.due).UnixMilli() // a raw past due time from another script
+			}
+			require.NoError(t, err)
+			r, err := s.Run(ctx, c, q.EnqueueKeys(), args...).Int64()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, r, tt.id)
+		}
+		due, err := q.Score(ctx, "d")
+		require.NoError(t, err)
+		assert.Equal(t, now, due, "past due time clamped to now")
+	})
+}

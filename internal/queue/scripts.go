@@ -14,7 +14,13 @@ import (
 //	local function queue_enqueue(ready, data, meta, wake, id, type, payload, due_ms, max_attempts, now_ms)
 //
 // which returns 1 when the task was added and 0 when a task with that id
-// already exists (nothing changed). Pass the four keys of (*Queue).EnqueueKeys
+// already exists (nothing changed), and publishes a wake-up when the task
+// became the queue's earliest. A script enqueueing several tasks can call
+//
+//	local function queue_enqueue_nowake(ready, data, meta, id, type, payload, due_ms, max_attempts, now_ms)
+//
+// instead (0 duplicate, 1 added, 2 added and now the earliest) and PUBLISH
+// once on the wake key when any call returned 2. Pass the four keys of (*Queue).EnqueueKeys
 // in your KEYS and the values of (*Queue).EnqueueArgs in your ARGV. It raises
 // a script error before writing anything when an argument is malformed, so
 // call it before your own writes (or validate with EnqueueArgs first). The

@@ -10,7 +10,7 @@ local first = queue_earliest(KEYS[1])
 local out = {}
 local earliest = nil
 for i = 2, #ARGV, 5 do
-  local due = queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now)
+  local due = queue_add(KEYS[1], KEYS[2], KEYS[3], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now)
   if not due then
     out[#out + 1] = 0
   else

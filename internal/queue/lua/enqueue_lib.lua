@@ -16,10 +16,16 @@
 -- Raises an error, before any write, when an argument is malformed.
 --
 -- queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
---   Same, without the wake-up: returns false for a duplicate, or the due time (ms,
---   >= now_ms) of the added task, so a batch can publish once.
+--   Same, without the publish, for a script that enqueues several tasks and
+--   publishes once itself: returns 0 duplicate, 1 added, 2 added and now the
+--   earliest task of the queue (publish the due time on wake if any call
+--   returned 2).
 --
--- queue_earliest(ready) is the due time of the queue's first task, or nil.
+-- queue_add(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+--   The core: returns false for a duplicate, or the due time (ms, >= now_ms)
+--   of the added task. queue_earliest(ready) is the due time of the queue's
+--   first task, or nil. A batch calls queue_earliest once and queue_add per
+--   task, saving a read per task.
 
 local function queue_earliest(ready)
   local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
@@ -29,7 +35,7 @@ local function queue_earliest(ready)
   return nil
 end
 
-local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+local function queue_add(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
   local due = tonumber(due_ms)
   local maxa = tonumber(max_attempts)
   local now = tonumber(now_ms)
@@ -50,14 +56,24 @@ local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms,
   return due
 end
 
-local function queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, max_attempts, now_ms)
+local function queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
   local first = queue_earliest(ready)
-  local due = queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+  local due = queue_add(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
   if not due then
     return 0
   end
   if first == nil or due < first then
-    redis.call('PUBLISH', wake, string.format('%d', due))
+    return 2
   end
   return 1
+end
+
+local function queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, max_attempts, now_ms)
+  local r = queue_enqueue_nowake(ready, data, meta, id, typ, payload, due_ms, max_attempts, now_ms)
+  if r == 2 then
+    local due = math.max(tonumber(due_ms), tonumber(now_ms))
+    redis.call('PUBLISH', wake, string.format('%d', due))
+    return 1
+  end
+  return r
 end
