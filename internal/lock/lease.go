@@ -164,22 +164,22 @@ func (l *lease) expired() {
 }
 
 // lost marks the lock lost, closes Done and stops the watchdog.
-func (l *lease) lost() {
-	if l.finish(stateLost) {
-		l.env.metrics.lost(l.kind)
-	}
-}
+func (l *lease) lost() { l.finish(stateLost) }
 
 // released marks the lock released after a successful Unlock.
 func (l *lease) released() { l.finish(stateReleased) }
 
-func (l *lease) finish(state int) bool {
+func (l *lease) finish(state int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateHeld {
-		return false
+		return
 	}
 	l.state = state
+	if state == stateLost {
+		// Counted before Done is closed, so whoever sees Done sees the count.
+		l.env.metrics.lost(l.kind)
+	}
 	if l.done == nil {
 		l.done = closedChan
 	} else {
@@ -189,7 +189,6 @@ func (l *lease) finish(state int) bool {
 		l.timer.Stop()
 	}
 	l.signalStop()
-	return true
 }
 
 func (l *lease) signalStop() {

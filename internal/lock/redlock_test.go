@@ -42,7 +42,7 @@ func TestRedlockFiveServers(t *testing.T) {
 	t.Parallel()
 	cs, prefix := testsvc.RedlockClients(t)
 	nodes := universal(cs)
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix})
+	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
 	ctx := ctxT(t)
 	assert.Equal(t, 3, r.Quorum())
 
@@ -73,7 +73,7 @@ func TestRedlockFiveServers(t *testing.T) {
 	assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
 
 	// Contention across "processes": two Redlocks on the same nodes.
-	r2 := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix})
+	r2 := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
 	counter := 0
 	var wg sync.WaitGroup
 	for i := range 10 {
@@ -108,7 +108,9 @@ func TestRedlockNodesDown(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		nodes = append(nodes, c)
 	}
-	r := newTestRedlock(t, nodes, RedlockOptions{})
+	// A generous node timeout (still far below the TTL): a busy CI box must
+	// not turn a live node into a missing vote.
+	r := newTestRedlock(t, nodes, RedlockOptions{NodeTimeout: time.Second})
 	ctx := ctxT(t)
 
 	srvs[0].Kill()
@@ -156,7 +158,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 		return clock.Now()
 	}
 	setStep := func(d time.Duration) { mu.Lock(); step = d; readings = nil; mu.Unlock() }
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, Now: now, DriftFactor: 0.01})
+	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, Now: now, DriftFactor: 0.01, NodeTimeout: time.Second})
 	ctx := ctxT(t)
 
 	const ttl = 10 * time.Second
