@@ -57,6 +57,24 @@ type PlaceInput struct {
 	RequestID string
 }
 
+// Validate checks a buy request by user before any I/O: a valid user id
+// (ValidUserID), a positive SKU, a qty from 1 to MaxQty and, when given, a
+// request id of 1 to MaxRequestIDLen letters, digits or - _ . : @. The error
+// wraps ErrInvalid.
+func (in PlaceInput) Validate(user string) error {
+	switch {
+	case !ValidUserID(user):
+		return fmt.Errorf("%w: user id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxUserIDLen)
+	case in.SKU == 0:
+		return fmt.Errorf("%w: sku_id must be a positive integer", ErrInvalid)
+	case in.Qty < 1 || in.Qty > MaxQty:
+		return fmt.Errorf("%w: qty must be from 1 to %d", ErrInvalid, MaxQty)
+	case in.RequestID != "" && !validToken(in.RequestID, MaxRequestIDLen):
+		return fmt.Errorf("%w: request_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxRequestIDLen)
+	}
+	return nil
+}
+
 // Placed is an accepted order.
 type Placed struct {
 	OrderID  string
@@ -68,15 +86,8 @@ type Placed struct {
 // ErrLimitExceeded, stock.ErrSoldOut, stock.ErrLimitExceeded, stock.ErrBusy,
 // stock.ErrStateLost, or an internal error.
 func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
-	switch {
-	case !ValidUserID(user):
-		return Placed{}, fmt.Errorf("%w: user id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxUserIDLen)
-	case in.SKU == 0:
-		return Placed{}, fmt.Errorf("%w: sku_id must be a positive integer", ErrInvalid)
-	case in.Qty < 1 || in.Qty > MaxQty:
-		return Placed{}, fmt.Errorf("%w: qty must be from 1 to %d", ErrInvalid, MaxQty)
-	case in.RequestID != "" && !validToken(in.RequestID, MaxRequestIDLen):
-		return Placed{}, fmt.Errorf("%w: request_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxRequestIDLen)
+	if err := in.Validate(user); err != nil {
+		return Placed{}, err
 	}
 	sku, err := s.cache.Get(ctx, in.SKU)
 	if err != nil {
