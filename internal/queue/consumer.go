@@ -259,7 +259,7 @@ func (c *Consumer) call(ctx context.Context, tasks []*Claimed) (results []error)
 
 // extend renews the batch's leases every Lease/3 until stop is closed.
 func (c *Consumer) extend(stop <-chan struct{}, tasks []*Claimed) {
-	t := time.NewTicker(c.o.Lease / 3)
+	t := time.NewTicker(max(c.o.Lease/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
