@@ -141,7 +141,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	var ok bool
 	var err error
 	if m.rl != nil {
-		ok, err = m.rl.release(ctx, m)
+		ok, err = m.rl.release(ctx, m, m.ttl)
 	} else {
 		ok, err = m.release(ctx)
 	}

@@ -157,9 +157,7 @@ func (r *Redlock) tryOnce(ctx context.Context, m *Mutex, ttl time.Duration) (tim
 	}
 	// Release everywhere, also on nodes that did not answer: the SET may have
 	// landed after the timeout.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout(ttl))
-	_, _ = r.release(rctx, m)
-	cancel()
+	_, _ = r.release(context.WithoutCancel(ctx), m, ttl)
 	if err := errors.Join(errs...); err != nil {
 		return start, false, fmt.Errorf("%w: %d of %d nodes, quorum %d: %w", ErrNotObtained, oks, len(r.nodes), r.Quorum(), err)
 	}
@@ -195,10 +193,11 @@ func (r *Redlock) each(ctx context.Context, ttl time.Duration, f func(context.Co
 	return oks, errs
 }
 
-// release runs the token-checked release on every node. It reports whether
-// any node still had the lock; the error is set only when no node answered.
-func (r *Redlock) release(ctx context.Context, m *Mutex) (bool, error) {
-	oks, errs := r.each(ctx, m.ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
+// release runs the token-checked release on every node, each bounded by the
+// node timeout for ttl. It reports whether any node still had the lock; the
+// error is set only when no node answered.
+func (r *Redlock) release(ctx context.Context, m *Mutex, ttl time.Duration) (bool, error) {
+	oks, errs := r.each(ctx, ttl, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
 		n, err := unlockScript.Run(ctx, c, m.keyv, m.arg).Int64()
 		return n == 1, err
 	})

@@ -145,6 +145,12 @@ func TestRedlockNodesDown(t *testing.T) {
 func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 	t.Parallel()
 	cs, prefix := testsvc.RedlockClients(t)
+	for _, c := range cs {
+		// Every node takes 5ms per command and gives up when the context
+		// does: the release after a late round must still get through
+		// (it once ran with a 1ms budget).
+		c.AddHook(slowNode{5 * time.Millisecond})
+	}
 	nodes := universal(cs)
 	clock := newFakeClock()
 	var step time.Duration
@@ -194,4 +200,26 @@ func TestRedlockBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidTTL)
 	_, err = r.TryLock(ctx, "x", 2*time.Millisecond)
 	assert.ErrorIs(t, err, ErrInvalidTTL, "a TTL that the drift allowance eats")
+}
+
+// slowNode is a go-redis hook that delays every command and honours the
+// context while it waits, like a slow node with context timeouts enabled.
+type slowNode struct{ delay time.Duration }
+
+func (h slowNode) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		select {
+		case <-time.After(h.delay):
+		case <-ctx.Done():
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
