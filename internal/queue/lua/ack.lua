@@ -1,5 +1,6 @@
 -- Acknowledge claimed tasks: delete them, but only where the claim token
 -- matches and the task is still in flight (prefixed by common.lua; standard KEYS).
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[2] inflight, KEYS[3] data, KEYS[4] meta, KEYS[6] err
 -- ARGV: pairs of token, id
 -- Returns one integer per pair: 1 deleted, 0 stale token or not in flight
 -- (the task is left untouched).

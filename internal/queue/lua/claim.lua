@@ -3,6 +3,7 @@
 -- set when their attempts are used up), then moves the first n tasks with
 -- due <= now from ready to inflight with deadline now + lease_ms, counts an
 -- attempt and stamps them with token.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[3] data, KEYS[4] meta, KEYS[5] dead, KEYS[6] err
 -- ARGV[1] now_ms  ARGV[2] n  ARGV[3] lease_ms  ARGV[4] token
 -- ARGV[5] recover_limit  ARGV[6] dead_cap (0: unlimited)
 -- Returns { recovered, dead_lettered, trimmed_dead_ids, next_wake_ms (-1: idle),

@@ -1,4 +1,5 @@
 -- Extend leases of claimed tasks (prefixed by common.lua; standard KEYS).
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[2] inflight, KEYS[4] meta
 -- ARGV[1] new deadline (ms)  ARGV[2..] pairs of token, id
 -- Returns one integer per pair: 1 extended, 0 stale token or not in flight.
 local deadline = tonumber(ARGV[1])

@@ -1,4 +1,5 @@
 -- Read one task (prefixed by common.lua; standard KEYS). Read-only.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[3] data, KEYS[4] meta, KEYS[5] dead, KEYS[6] err
 -- ARGV[1] id
 -- Returns false when unknown, else { state, score_ms, meta, payload, last_error }
 -- with state "pending" (score: due), "inflight" (score: lease deadline) or

@@ -1,4 +1,5 @@
 -- List tasks of one set in score order (prefixed by common.lua; standard KEYS). Read-only.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[3] data, KEYS[4] meta, KEYS[5] dead, KEYS[6] err
 -- ARGV[1] which: "ready", "inflight" or "dead"  ARGV[2] offset  ARGV[3] count (the caller bounds it)
 -- Returns { id, score_ms, meta, payload, last_error, ... }, one group per
 -- member (meta is empty for a member without metadata), so a page shorter

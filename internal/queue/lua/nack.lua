@@ -1,6 +1,7 @@
 -- Report failed attempts (prefixed by common.lua; standard KEYS). A task with
 -- attempts left goes back to ready at retry_at_ms; one that used its last
 -- attempt becomes a dead letter. The error text is kept in err either way.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[3] data, KEYS[4] meta, KEYS[5] dead, KEYS[6] err
 -- ARGV[1] now_ms  ARGV[2] dead_cap (0: unlimited)
 -- ARGV[3..] groups of 4: token, id, retry_at_ms, error text
 -- Returns { { per task: 1 retried, 2 dead-lettered, 0 stale token (untouched) },

@@ -1,6 +1,7 @@
 -- Give claimed tasks back without counting the attempt (graceful shutdown;
 -- prefixed by common.lua; standard KEYS): back to ready at now_ms, attempts
 -- decremented, token cleared. Publishes on wake so another consumer picks them up.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[4] meta, KEYS[7] wake
 -- ARGV[1] now_ms  ARGV[2..] pairs of token, id
 -- Returns one integer per pair: 1 released, 0 stale token (untouched).
 local now = tonumber(ARGV[1])

@@ -1,5 +1,6 @@
 -- Move a dead letter back to ready, due now, with its attempts reset to 0 and
 -- its last error cleared (prefixed by common.lua; standard KEYS).
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[4] meta, KEYS[5] dead, KEYS[6] err, KEYS[7] wake
 -- ARGV[1] now_ms  ARGV[2] id
 -- Returns 1 requeued, 0 no dead letter with this id.
 local now = tonumber(ARGV[1])

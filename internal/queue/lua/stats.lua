@@ -1,4 +1,5 @@
 -- Queue depths in one consistent read (prefixed by common.lua; standard KEYS). Read-only.
+-- KEYS (the standard seven, see common.lua); this script uses KEYS[1] ready, KEYS[2] inflight, KEYS[5] dead
 -- ARGV[1] now_ms
 -- Returns { due, delayed, inflight, dead, oldest_due_ms (-1: nothing due) }
 local now = tonumber(ARGV[1])
