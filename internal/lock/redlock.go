@@ -39,6 +39,11 @@ type RedlockOptions struct {
 // minority of nodes. Its safety rests on bounded clock drift and bounded
 // process pauses; for correctness against pauses, fence the protected
 // resource instead (see the package documentation).
+//
+// The Mutex it returns acts on every node: Extend holds when a quorum
+// renewed within the new validity; Unlock succeeds when at least one node
+// still had the lock (a node that did not answer drops it at its TTL); TTL
+// and Held need a quorum.
 type Redlock struct {
 	nodes       []redis.UniversalClient
 	prefix      string
