@@ -28,6 +28,7 @@ test-short: ## unit tests only, no services
 lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 fmt: ## gofmt -w every Go file
 	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,46 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSpecValidate(t *testing.T) {
+	start := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	good := Spec{Name: " Phone ", PriceCents: 100, Stock: 10, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)}
+	s := good
+	assert.NoError(t, s.Validate())
+	assert.Equal(t, "Phone", s.Name, "trimmed")
+
+	for name, mutate := range map[string]func(*Spec){
+		"no name":       func(s *Spec) { s.Name = "  " },
+		"long name":     func(s *Spec) { s.Name = strings.Repeat("x", MaxNameLen+1) },
+		"bad utf8":      func(s *Spec) { s.Name = "\xff" },
+		"neg price":     func(s *Spec) { s.PriceCents = -1 },
+		"neg stock":     func(s *Spec) { s.Stock = -1 },
+		"huge stock":    func(s *Spec) { s.Stock = MaxStock + 1 },
+		"zero limit":    func(s *Spec) { s.PerUserLimit = 0 },
+		"huge limit":    func(s *Spec) { s.PerUserLimit = MaxPerUserLimit + 1 },
+		"no start":      func(s *Spec) { s.StartsAt = time.Time{} },
+		"end <= start":  func(s *Spec) { s.EndsAt = s.StartsAt },
+		"ancient start": func(s *Spec) { s.StartsAt = time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC) },
+	} {
+		s := good
+		mutate(&s)
+		err := s.Validate()
+		assert.True(t, errors.Is(err, ErrInvalid), "%s: %v", name, err)
+	}
+}
+
+func TestState(t *testing.T) {
+	start := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	s := &SKU{StartsAt: start, EndsAt: start.Add(time.Hour)}
+	assert.Equal(t, Upcoming, s.State(start.Add(-time.Second), 5))
+	assert.Equal(t, Live, s.State(start, 5))
+	assert.Equal(t, SoldOut, s.State(start, 0))
+	assert.Equal(t, Ended, s.State(start.Add(time.Hour), 5))
+}

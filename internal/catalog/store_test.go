@@ -1,0 +1,102 @@
+package catalog_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/migrations"
+)
+
+func openDB(t *testing.T) *gorm.DB {
+	t.Helper()
+	sqlDB, err := sql.Open("mysql", testsvc.MySQL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { sqlDB.Close() })
+	_, err = migrations.Up(context.Background(), sqlDB, migrations.MySQL)
+	require.NoError(t, err)
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	return db
+}
+
+func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	st := catalog.NewStore(db, nil)
+	start := time.Now().UTC().Truncate(time.Second)
+	spec := catalog.Spec{ID: 7, Name: "Phone", PriceCents: 100, Stock: 10, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)}
+
+	sku, created, _, err := st.Upsert(ctx, spec)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Equal(t, uint64(7), sku.ID)
+
+	sku, created, prev, err := st.Upsert(ctx, spec)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, int64(10), prev)
+	assert.Equal(t, int64(10), sku.StockTotal)
+
+	require.NoError(t, db.Exec("UPDATE skus SET sold = 6 WHERE id = 7").Error)
+	spec.Stock = 5
+	_, _, _, err = st.Upsert(ctx, spec)
+	assert.True(t, errors.Is(err, catalog.ErrBelowSold), "%v", err)
+	_, err = st.SetStockTotal(ctx, 7, 5)
+	assert.True(t, errors.Is(err, catalog.ErrBelowSold), "%v", err)
+	prev, err = st.SetStockTotal(ctx, 7, 6)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), prev)
+	_, err = st.SetStockTotal(ctx, 99, 6)
+	assert.True(t, errors.Is(err, catalog.ErrNotFound), "%v", err)
+
+	auto, created, _, err := st.Upsert(ctx, catalog.Spec{Name: "Auto", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.NotZero(t, auto.ID)
+}
+
+func TestCacheRemembersHitsAndMisses(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	st := catalog.NewStore(db, nil)
+	c := catalog.NewCache(st, time.Hour)
+	start := time.Now().UTC()
+	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: 3, Name: "A", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	require.NoError(t, err)
+
+	got, err := c.Get(ctx, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "A", got.Name)
+	_, err = c.Get(ctx, 4)
+	assert.True(t, errors.Is(err, catalog.ErrNotFound))
+
+	// Served from memory: the database changes are not seen until Forget.
+	require.NoError(t, db.Exec("UPDATE skus SET name = 'B' WHERE id = 3").Error)
+	_, _, _, err = st.Upsert(ctx, catalog.Spec{ID: 4, Name: "New", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	require.NoError(t, err)
+	got, _ = c.Get(ctx, 3)
+	assert.Equal(t, "A", got.Name)
+	_, err = c.Get(ctx, 4)
+	assert.True(t, errors.Is(err, catalog.ErrNotFound))
+
+	c.Forget(3)
+	c.Forget(4)
+	got, _ = c.Get(ctx, 3)
+	assert.Equal(t, "B", got.Name)
+	got, err = c.Get(ctx, 4)
+	require.NoError(t, err)
+	assert.Equal(t, "New", got.Name)
+}
