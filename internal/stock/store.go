@@ -173,6 +173,8 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 		return 0, nil, fmt.Errorf("%w: sku %d", ErrStale, sku)
 	case -4:
 		return 0, nil, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+	case -5:
+		return 0, nil, fmt.Errorf("stock: buy sku %d: order id already taken", sku)
 	default:
 		return 0, nil, fmt.Errorf("stock: buy sku %d: status %d", sku, status)
 	}

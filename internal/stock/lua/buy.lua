@@ -21,7 +21,8 @@
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
 --           -2 the lock is not held with ARGV[1]; -3 ARGV[2] is older than a
---           fence already used (a stale holder); -4 paused. Nothing is
+--           fence already used (a stale holder); -4 paused; -5 an order id
+--           of the batch names a task that exists already. Nothing is
 --           written unless status is 1.
 --   left    units left after the batch
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
@@ -52,10 +53,16 @@ if fence > 0 then
   end
 end
 
+local n = tonumber(ARGV[7])
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', meta, ARGV[10 + i * 5]) == 1 then
+    return {-5, left}
+  end
+end
+
 local out = {1, 0}
 local taken = 0
 local earliest = false
-local n = tonumber(ARGV[7])
 for i = 0, n - 1 do
   local b = 8 + i * 5
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
