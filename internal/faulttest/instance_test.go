@@ -1,0 +1,120 @@
+package faulttest
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestKillInstanceMidSale kills -9 one of three instances while shoppers
+// buy and while its drain batch is inside its MySQL transaction, then
+// restarts it. The other two serve the API only, so the batch in flight is
+// the killed instance's: its transaction rolls back, its lease expires, and
+// the restarted instance takes the batch over and writes each order once.
+func TestKillInstanceMidSale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts seckill processes")
+	}
+	d := sharedDeployment(t, nil)
+	d.serve("api-1", "serve", "--api-only")
+	d.serve("api-2", "serve", "--api-only")
+	victim := d.serve("full-3", "serve")
+	const stock, buyers = 300, 600
+	sku := d.seed(stock)
+
+	release := d.holdSKURow(sku)
+	c := d.buy(sku, "kill", buyers, 150)
+	c.waitAccepted(60)
+	d.waitBlockedBatch(sku)
+	held := d.inflightIDs(sku)
+	victim.kill()
+	acceptedAtKill := c.accepted.Load()
+	release()
+	time.Sleep(500 * time.Millisecond)
+	restarted := time.Now()
+	victim.start()
+	d.waitPersisted(held, 60*time.Second)
+	took := time.Since(restarted)
+
+	ss := c.Wait()
+	checkErrorBodies(t, ss)
+	rep := d.drained(sku, 60*time.Second)
+	assert.Zero(t, rep.DeadLetters)
+	f := figures{scenario: "kill-instance", recovered: len(held), recoverMS: took.Milliseconds()}
+	d.checkOrders(sku, accepted(ss), false, &f)
+	assert.Equal(t, int64(stock), rep.Sold, "the stock sells out once")
+	d.verify(sku)
+	f.more = []string{fmt.Sprintf("accepted_at_kill=%d", acceptedAtKill), fmt.Sprintf("no_answer=%d", tally(ss)["no answer"]), fmt.Sprintf("retried_elsewhere=%d", retried(ss))}
+	f.log(t)
+	t.Logf("answers: %v", tally(ss))
+}
+
+// TestSIGTERMDuringLoad stops the only draining instance with SIGTERM while
+// shoppers buy and its batch waits inside its transaction. In "finish" the
+// batch can complete during shutdown and is written; in "return" it stays
+// blocked past the consumer's shutdown grace (10s) and is handed back to
+// the queue. Either way the process exits 0, leaves no task in flight, and
+// every 202 is in MySQL after the instance is restarted.
+func TestSIGTERMDuringLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts seckill processes")
+	}
+	for _, tc := range []struct {
+		name    string
+		unblock time.Duration // when the batch may go on, after SIGTERM; 0: after the exit
+	}{
+		{"finish", time.Second},
+		{"return", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := sharedDeployment(t, nil)
+			d.serve("api-1", "serve", "--api-only")
+			d.serve("api-2", "serve", "--api-only")
+			victim := d.serve("full-3", "serve")
+			const stock, buyers = 200, 400
+			sku := d.seed(stock)
+
+			release := d.holdSKURow(sku)
+			c := d.buy(sku, "term-"+tc.name, buyers, 150)
+			c.waitAccepted(40)
+			d.waitBlockedBatch(sku)
+			held := d.inflightIDs(sku)
+			if tc.unblock > 0 {
+				time.AfterFunc(tc.unblock, release)
+			}
+			exit, err := victim.stopGracefully(30 * time.Second)
+			require.NoError(t, err, victim.tail(20))
+			inflight, pending := d.queueLen(sku)
+			assert.Zero(t, inflight, "nothing left in flight after a graceful exit")
+			if tc.unblock == 0 {
+				assert.GreaterOrEqual(t, pending, int64(len(held)), "the blocked batch went back to the queue")
+			}
+			release()
+			restarted := time.Now()
+			victim.start()
+			d.waitPersisted(held, 60*time.Second)
+			took := time.Since(restarted)
+
+			ss := c.Wait()
+			checkErrorBodies(t, ss)
+			for _, s := range ss {
+				if s.Err == nil {
+					assert.Less(t, s.Status, http.StatusInternalServerError, "%s: %s", s.User, s.Raw)
+				}
+			}
+			rep := d.drained(sku, 60*time.Second)
+			assert.Zero(t, rep.DeadLetters)
+			f := figures{scenario: "sigterm-" + tc.name, recovered: len(held), recoverMS: took.Milliseconds()}
+			d.checkOrders(sku, accepted(ss), false, &f)
+			d.verify(sku)
+			f.more = []string{fmt.Sprintf("exit_ms=%d", exit.Milliseconds()), fmt.Sprintf("left_pending=%d", pending),
+				fmt.Sprintf("no_answer=%d", tally(ss)["no answer"]), fmt.Sprintf("retried_elsewhere=%d", retried(ss))}
+			f.log(t)
+			t.Logf("answers: %v", tally(ss))
+		})
+	}
+}
