@@ -410,3 +410,22 @@ func TestMutexTwoClients(t *testing.T) {
 		assert.Equal(t, 40, counter)
 	})
 }
+
+// TestCloseStopsWaitersAndPubSub: Close returns only after the pub/sub
+// goroutine has stopped, and a waiting Lock returns ErrClosed.
+func TestCloseStopsWaitersAndPubSub(t *testing.T) {
+	c, rdb := newTestClient(t, false, Options{})
+	ctx := ctxT(t)
+	m, err := c.TryLock(ctx, "held", time.Minute)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(ctx, "held", time.Minute, WithBackoff(Backoff{Min: time.Hour, Max: time.Hour}))
+		got <- err
+	}()
+	eventually(t, "waiter subscribed", func() bool { return numSub(ctx, rdb, m.Key()) == 1 })
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-got, ErrClosed)
+	eventually(t, "pub/sub connection gone", func() bool { return numSub(ctx, rdb, m.Key()) == 0 })
+	require.NoError(t, m.Unlock(ctx))
+}
