@@ -166,7 +166,8 @@ func (m *Mutex) unlock(ctx context.Context) error { return m.Unlock(ctx) }
 
 // Extend sets the mutex's TTL to ttl from now if it is still held by this
 // acquisition. It returns ErrInvalidTTL, ErrNotHeld (the lock is then marked
-// lost) or the Redis error.
+// lost) or the Redis error. A running watchdog keeps renewing with the TTL
+// of the acquisition.
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return ErrInvalidTTL

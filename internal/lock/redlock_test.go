@@ -227,3 +227,21 @@ func (h slowNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+func TestRedlockWatchdog(t *testing.T) {
+	t.Parallel()
+	cs, prefix := testsvc.RedlockClients(t)
+	nodes := universal(cs)
+	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
+	ctx := ctxT(t)
+	const ttl = 300 * time.Millisecond
+	m, err := r.TryLock(ctx, "wd", ttl, WithWatchdog(0))
+	require.NoError(t, err)
+	time.Sleep(4 * ttl)
+	held, err := m.Held(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "renewed on the nodes past several TTLs")
+	assert.NoError(t, m.Err())
+	require.NoError(t, m.Unlock(ctx))
+	assert.Zero(t, countHolding(ctx, nodes, m.Key(), m.Token()))
+}
