@@ -1,0 +1,237 @@
+package httpapi
+
+// Fuzz targets for everything the API decodes from a client before any I/O.
+// Each property: no panic, and input is either accepted as a value within
+// the documented bounds or refused with an error that toAPI maps to a 4xx.
+//
+// `go test ./internal/httpapi` runs only the seed corpus; scripts/fuzz.sh
+// runs each target for a few seconds, for example:
+//
+//	go test -run '^$' -fuzz '^FuzzPlaceRequest$' -fuzztime 10s ./internal/httpapi
+
+import (
+	"crypto/hmac"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/order"
+)
+
+// token is the documented form of user and request ids: 1 to 64 letters,
+// digits or - _ . : @ (README, "API").
+var token = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
+
+// hostile are bodies every decoder must refuse or bound.
+var hostile = []string{
+	``, ` `, `null`, `[]`, `"x"`, `0`, `{`, `}`, `{}{}`, `{} x`, `{"a":1}`,
+	`{"sku_id":-1}`, `{"sku_id":1e400}`, `{"sku_id":18446744073709551616}`, `{"qty":9223372036854775808}`,
+	`{"sku_id":"1"}`, `{"sku_id":1.5}`, `{"sku_id":null,"qty":null}`, `{"sku_id":1,"sku_id":2}`,
+	"{\"request_id\":\"\xff\xfe\"}", `{"request_id":"\u0000"}`, `{"name":"\ud800"}`,
+	`{"starts_at":"yesterday"}`, `{"starts_at":"0000-01-01T00:00:00Z","ends_at":"9999-12-31T23:59:59Z"}`,
+	`{"stock_total":-1}`, `{"stock_total":null}`, `{"stock_total":"5"}`,
+	strings.Repeat(`[`, 10000), `{"a":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5001),
+}
+
+// mustBe4xx fails unless err maps to a client error.
+func mustBe4xx(t *testing.T, err error, input any) {
+	t.Helper()
+	ae := toAPI(err)
+	if ae.Status < 400 || ae.Status >= 500 {
+		t.Fatalf("%q: error %v maps to %d %s, want a 4xx", input, err, ae.Status, ae.Code)
+	}
+}
+
+func FuzzPlaceRequest(f *testing.F) {
+	for _, b := range []string{
+		`{"sku_id":1,"qty":1}`,
+		`{"sku_id":42,"qty":2,"request_id":"c0ffee-01"}`,
+		`{"sku_id":18446744073709551615,"qty":1000,"request_id":"` + strings.Repeat("r", 64) + `"}`,
+		`{"sku_id":1,"qty":1001}`, `{"sku_id":0,"qty":1}`, `{"sku_id":1,"qty":0}`, `{"sku_id":1,"qty":-5}`,
+		`{"sku_id":1,"qty":1,"request_id":"` + strings.Repeat("r", 65) + `"}`,
+		`{"sku_id":1,"qty":1,"request_id":"a b"}`, `{"sku_id":1,"qty":1,"extra":true}`,
+	} {
+		f.Add([]byte(b), "alice")
+	}
+	for _, u := range []string{"", "bob@example.com", "user:42", strings.Repeat("u", 64), strings.Repeat("u", 65),
+		"a b", "ali\x00ce", "élise", "a\r\nX-Admin: 1", "../../etc/passwd", "'; DROP TABLE orders;--"} {
+		f.Add([]byte(`{"sku_id":1,"qty":1}`), u)
+	}
+	for _, b := range hostile {
+		f.Add([]byte(b), "alice")
+	}
+	h := testAPI(f, nil)
+	maxBody := testHTTP(f).MaxBodyBytes
+	f.Fuzz(func(t *testing.T, body []byte, user string) {
+		var req placeRequest
+		err := decodeStrict(body, &req)
+		if err == nil {
+			in := order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID}
+			if err = in.Validate(user); err == nil {
+				switch {
+				case !token.MatchString(user):
+					t.Fatalf("accepted user %q", user)
+				case req.SKU == 0:
+					t.Fatalf("accepted sku_id 0")
+				case req.Qty < 1 || req.Qty > order.MaxQty:
+					t.Fatalf("accepted qty %d", req.Qty)
+				case req.RequestID != "" && !token.MatchString(req.RequestID):
+					t.Fatalf("accepted request_id %q", req.RequestID)
+				}
+			}
+		}
+		if err != nil {
+			mustBe4xx(t, err, body)
+		}
+
+		// The same request through the router: never a 5xx, and 202 exactly
+		// when decode and validation accept it.
+		w := send(h, http.MethodPost, "/api/v1/orders", body, map[string]string{"X-User-ID": user})
+		switch {
+		case w.Code >= 500:
+			t.Fatalf("%q as %q: %d %s", body, user, w.Code, w.Body)
+		case int64(len(body)) > maxBody:
+			if w.Code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("%d-byte body: %d, want 413", len(body), w.Code)
+			}
+		case w.Code == http.StatusAccepted && err != nil:
+			t.Fatalf("%q as %q: 202 for a request that fails validation (%v)", body, user, err)
+		case err == nil && w.Code != http.StatusAccepted:
+			t.Fatalf("%q as %q: %d %s for a valid request", body, user, w.Code, w.Body)
+		}
+	})
+}
+
+func FuzzSKURequest(f *testing.F) {
+	for _, b := range []string{
+		`{"name":"Phone X","price_cents":99900,"stock":10,"per_user_limit":1,"starts_at":"2026-11-11T00:00:00Z","ends_at":"2026-11-11T01:00:00Z"}`,
+		`{"id":7,"name":"  padded  ","price_cents":0,"stock":0,"per_user_limit":1000,"starts_at":"2000-01-01T00:00:00Z","ends_at":"9000-12-31T00:00:00+08:00"}`,
+		`{"name":"` + strings.Repeat("名", 200) + `","price_cents":100000000000,"stock":1000000000,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"` + strings.Repeat("x", 201) + `","stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","price_cents":-1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1000000001,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":0,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-02T00:00:00Z","ends_at":"2026-01-01T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"starts_at":"1999-12-31T23:59:59Z","ends_at":"2026-01-01T00:00:00Z"}`,
+		`{"name":"   ","stock":1,"per_user_limit":1}`, `{"name":"x","stock":1,"per_user_limit":1,"id":-3}`,
+	} {
+		f.Add([]byte(b))
+	}
+	for _, b := range hostile {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req skuRequest
+		if err := decodeStrict(body, &req); err != nil {
+			mustBe4xx(t, err, body)
+			return
+		}
+		spec := catalog.Spec(req)
+		if err := spec.Validate(); err != nil {
+			mustBe4xx(t, err, body)
+			return
+		}
+		n := utf8.RuneCountInString(spec.Name)
+		switch {
+		case n < 1 || n > catalog.MaxNameLen || spec.Name != strings.TrimSpace(spec.Name) || !utf8.ValidString(spec.Name):
+			t.Fatalf("accepted name %q", spec.Name)
+		case spec.PriceCents < 0 || spec.PriceCents > catalog.MaxPriceCents:
+			t.Fatalf("accepted price_cents %d", spec.PriceCents)
+		case spec.Stock < 0 || spec.Stock > catalog.MaxStock:
+			t.Fatalf("accepted stock %d", spec.Stock)
+		case spec.PerUserLimit < 1 || spec.PerUserLimit > catalog.MaxPerUserLimit:
+			t.Fatalf("accepted per_user_limit %d", spec.PerUserLimit)
+		case !spec.EndsAt.After(spec.StartsAt) || spec.StartsAt.Year() < 2000 || spec.EndsAt.Year() > 9000:
+			t.Fatalf("accepted window %s .. %s", spec.StartsAt.Format(time.RFC3339Nano), spec.EndsAt.Format(time.RFC3339Nano))
+		}
+	})
+}
+
+func FuzzStockRequest(f *testing.F) {
+	for _, b := range []string{`{"stock_total":0}`, `{"stock_total":10}`, `{"stock_total":1000000000}`,
+		`{"stock_total":9223372036854775807}`, `{"stock_total":-9223372036854775808}`, `{"stock_total":1e3}`} {
+		f.Add([]byte(b), "1")
+	}
+	for _, b := range hostile {
+		f.Add([]byte(b), "1")
+	}
+	for _, id := range []string{"0", "-1", "18446744073709551616", "x", "1%2F2", "%00", "1.0"} {
+		f.Add([]byte(`{"stock_total":5}`), id)
+	}
+	h := testAPI(f, nil)
+	f.Fuzz(func(t *testing.T, body []byte, id string) {
+		var req stockRequest
+		err := decodeStrict(body, &req)
+		if err == nil && req.StockTotal == nil {
+			err = invalid("stock_total is required")
+		}
+		if err != nil {
+			mustBe4xx(t, err, body)
+		}
+		w := send(h, http.MethodPut, "/admin/skus/"+url.PathEscape(id)+"/stock", body, map[string]string{"Authorization": "Bearer " + testAdminToken})
+		if w.Code >= 500 {
+			t.Fatalf("PUT /admin/skus/%s/stock %q: %d %s", id, body, w.Code, w.Body)
+		}
+	})
+}
+
+func FuzzUserToken(f *testing.F) {
+	secret := []byte("fuzz-secret-0123456789")
+	mac := func(id string) string { return hex.EncodeToString(UserTokenMAC(secret, id)) }
+	for _, h := range []string{
+		"Bearer alice." + mac("alice"),
+		"Bearer alice." + strings.ToUpper(mac("alice")),
+		"Bearer bob." + mac("alice"),
+		"Bearer alice." + mac("alice")[:63],
+		"Bearer alice." + mac("alice") + "00",
+		"Bearer a.b.c." + mac("a.b.c"),
+		"Bearer ." + mac(""),
+		"Bearer alice.",
+		"Bearer alice",
+		"bearer alice." + mac("alice"),
+		"Basic YWxpY2U6cGFzcw==",
+		"Bearer  alice." + mac("alice"),
+		"Bearer " + strings.Repeat("a", 65) + "." + mac(strings.Repeat("a", 65)),
+		"Bearer al ice." + mac("al ice"),
+		"", "Bearer ", "Bearer .", "Bearer ..", "Bearer alice.zz",
+	} {
+		f.Add(h, "alice")
+	}
+	h := testAPI(f, func(d *Deps) { d.UserTokenSecret = string(secret) })
+	f.Fuzz(func(t *testing.T, header, xUserID string) {
+		id, ok := verifyUserToken(secret, header)
+		if ok {
+			if !token.MatchString(id) {
+				t.Fatalf("%q: accepted user id %q", header, id)
+			}
+			sig, err := hex.DecodeString(header[len("Bearer "+id+"."):])
+			if err != nil || !strings.HasPrefix(header, "Bearer "+id+".") || !hmac.Equal(sig, UserTokenMAC(secret, id)) {
+				t.Fatalf("%q: accepted without the MAC of %q", header, id)
+			}
+			if _, ok := verifyUserToken([]byte("another-secret"), header); ok {
+				t.Fatalf("%q: accepted under another secret", header)
+			}
+		}
+		// A token made for a valid id always verifies.
+		if token.MatchString(xUserID) {
+			if got, ok := verifyUserToken(secret, "Bearer "+xUserID+"."+mac(xUserID)); !ok || got != xUserID {
+				t.Fatalf("token for %q refused (got %q, %v)", xUserID, got, ok)
+			}
+		}
+		// With a secret configured, X-User-ID alone identifies nobody.
+		w := send(h, http.MethodGet, "/api/v1/orders/1-0000000000000000000000000",
+			nil, map[string]string{"Authorization": header, "X-User-ID": xUserID})
+		switch {
+		case ok && w.Code != http.StatusOK:
+			t.Fatalf("%q: %d %s for a valid token", header, w.Code, w.Body)
+		case !ok && w.Code != http.StatusUnauthorized:
+			t.Fatalf("%q with X-User-ID %q: %d, want 401", header, xUserID, w.Code)
+		}
+	})
+}
