@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
@@ -202,7 +204,7 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		return nil, fmt.Errorf("order: audit: %w", err)
 	}
 	if len(queued) > 0 {
-		inSQL, err := s.existing(ctx, queued)
+		inSQL, err := existing(s.db.WithContext(ctx), queued)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +276,7 @@ func (s *Service) queuedTasks(ctx context.Context, sku uint64) ([]stock.OrderTas
 }
 
 // existing returns which of the tasks' orders are in SQL.
-func (s *Service) existing(ctx context.Context, tasks []stock.OrderTask) (map[string]bool, error) {
+func existing(db *gorm.DB, tasks []stock.OrderTask) (map[string]bool, error) {
 	found := make(map[string]bool, len(tasks))
 	const chunk = 1000
 	for i := 0; i < len(tasks); i += chunk {
@@ -283,7 +285,7 @@ func (s *Service) existing(ctx context.Context, tasks []stock.OrderTask) (map[st
 			ids = append(ids, t.OrderID)
 		}
 		var have []string
-		if err := s.db.WithContext(ctx).Model(&Order{}).Where("order_id IN ?", ids).Pluck("order_id", &have).Error; err != nil {
+		if err := db.Model(&Order{}).Where("order_id IN ?", ids).Pluck("order_id", &have).Error; err != nil {
 			return nil, fmt.Errorf("order: audit: %w", err)
 		}
 		for _, id := range have {
@@ -320,32 +322,45 @@ func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
 		return err
 	}
 	buyers := map[string]int64{}
-	var rows []struct {
-		UserID string
-		Units  int64
-	}
-	if err := s.db.WithContext(ctx).Model(&Order{}).Select("user_id, SUM(qty) AS units").
-		Where("sku_id = ? AND status IN ?", id, []string{StatusPendingPayment, StatusPaid}).
-		Group("user_id").Scan(&rows).Error; err != nil {
-		return fmt.Errorf("order: rebuild: %w", err)
-	}
-	var active int64
-	for _, r := range rows {
-		buyers[r.UserID] += r.Units
-		active += r.Units
-	}
-	inSQL, err := s.existing(ctx, queued)
+	var sold, active, waiting int64
+	// Sold, the active orders and which queued orders are written are read
+	// in one transaction, one snapshot (MySQL's default REPEATABLE READ): a
+	// batch the drain commits meanwhile is then either in it (active) or
+	// not (waiting), never neither, which would leave a unit too many in
+	// Redis.
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []struct {
+			UserID string
+			Units  int64
+		}
+		if err := tx.Model(&Order{}).Select("user_id, SUM(qty) AS units").
+			Where("sku_id = ? AND status IN ?", id, []string{StatusPendingPayment, StatusPaid}).
+			Group("user_id").Scan(&rows).Error; err != nil {
+			return fmt.Errorf("order: rebuild: %w", err)
+		}
+		if err := tx.Raw("SELECT sold FROM skus WHERE id = ?", id).Scan(&sold).Error; err != nil {
+			return fmt.Errorf("order: rebuild: %w", err)
+		}
+		for _, r := range rows {
+			buyers[r.UserID] += r.Units
+			active += r.Units
+		}
+		inSQL, err := existing(tx, queued)
+		if err != nil {
+			return err
+		}
+		for _, t := range queued {
+			if !inSQL[t.OrderID] {
+				buyers[t.User] += int64(t.Qty)
+				waiting += int64(t.Qty)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	var waiting int64
-	for _, t := range queued {
-		if !inSQL[t.OrderID] {
-			buyers[t.User] += int64(t.Qty)
-			waiting += int64(t.Qty)
-		}
-	}
-	left := max(0, sku.StockTotal-max(sku.Sold, active)-waiting)
+	left := max(0, sku.StockTotal-max(sold, active)-waiting)
 	return s.store.Rebuild(ctx, id, token, sku.StockTotal, left, sku.PerUserLimit, buyers)
 }
 
