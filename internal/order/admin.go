@@ -309,7 +309,33 @@ func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
 		return nil, err
 	}
 	s.o.Log.Info("redis state rebuilt from sql", "sku", id)
+	if err := s.rescheduleDeadlines(ctx, id); err != nil {
+		return nil, err
+	}
 	return s.Audit(ctx, id)
+}
+
+// rescheduleDeadlines enqueues the payment deadline of every unpaid order of
+// sku again: the deadlines live in the SKU's queue, and a Redis that lost
+// its data lost them, which would leave those orders unpaid and their units
+// taken for good. A deadline still queued is left as it is.
+func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
+	var rows []struct {
+		OrderID   string
+		ExpiresAt time.Time
+	}
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("order_id, expires_at").
+		Where("sku_id = ? AND status = ?", id, StatusPendingPayment).Scan(&rows).Error; err != nil {
+		return fmt.Errorf("order: reschedule payment deadlines: %w", err)
+	}
+	tasks := make([]queue.Task, 0, len(rows))
+	for _, r := range rows {
+		tasks = append(tasks, deadline(r.OrderID, r.ExpiresAt))
+	}
+	if _, err := s.store.Queue(id).EnqueueBatch(ctx, tasks); err != nil {
+		return fmt.Errorf("order: reschedule payment deadlines: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {

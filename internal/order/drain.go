@@ -344,9 +344,7 @@ func addSold(tx *gorm.DB, sku uint64, n int64, now time.Time) (bool, error) {
 func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []Order) error {
 	bySKU := map[uint64][]queue.Task{}
 	for _, o := range rows {
-		bySKU[o.SKU] = append(bySKU[o.SKU], queue.Task{
-			ID: expirePfx + o.OrderID, Type: TaskExpire, Payload: []byte(o.OrderID), Due: o.ExpiresAt,
-		})
+		bySKU[o.SKU] = append(bySKU[o.SKU], deadline(o.OrderID, o.ExpiresAt))
 	}
 	for sku, ts := range bySKU {
 		if _, err := d.svc.store.Queue(sku).EnqueueBatch(ctx, ts); err != nil {
@@ -354,4 +352,10 @@ func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []Order) error {
 		}
 	}
 	return nil
+}
+
+// deadline is the task that expires order orderID at expires if it is still
+// unpaid.
+func deadline(orderID string, expires time.Time) queue.Task {
+	return queue.Task{ID: expirePfx + orderID, Type: TaskExpire, Payload: []byte(orderID), Due: expires}
 }
