@@ -143,6 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		n              int
 		cmdsPerHandoff float64
 		allocs         float64
+		ratio          float64
 	}
 	// Rounds are interleaved (A B C A B C ...) so that load from anything
 	// else on the machine spreads over all libraries alike.
@@ -182,19 +183,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slices.Sort(lat)
 		sorted := slices.Clone(ops[i])
 		slices.Sort(sorted)
+		// Rounds of different libraries run back to back, so the ratio
+		// within a round is steadier than the ratio of two medians.
+		var ratios []float64
+		for r := range ops[i] {
+			ratios = append(ratios, ops[i][r]/ops[0][r])
+		}
+		slices.Sort(ratios)
 		rows = append(rows, row{
 			name: l.name, opsMedian: sorted[len(sorted)/2], opsAll: ops[i],
 			p50: pct(lat, 50), p99: pct(lat, 99), max: pct(lat, 100), n: len(lat),
 			cmdsPerHandoff: float64(cmds) / float64(max(1, len(lat))),
 			allocs:         allocs,
+			ratio:          ratios[len(ratios)/2],
 		})
 	}
 
-	fmt.Fprintf(stdout, "| library | uncontended acquire+release ops/s (median of %d × %s, %d workers) | allocs per acquire+release | hand-off p50 | hand-off p99 | hand-off max | Redis commands per hand-off | hand-offs measured (%d waiters) |\n",
-		cfg.rounds, cfg.roundTime, cfg.workers, cfg.waiters)
-	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(stdout, "| library | uncontended acquire+release ops/s (median of %d × %s, %d workers) | ops/s relative to %s (median of per-round ratios) | allocs per acquire+release | hand-off p50 | hand-off p99 | hand-off max | Redis commands per hand-off | hand-offs measured (%d waiters) |\n",
+		cfg.rounds, cfg.roundTime, cfg.workers, libs[0].name, cfg.waiters)
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "| %s | %.0f | %.0f | %s | %s | %s | %.1f | %d |\n", r.name, r.opsMedian, r.allocs, ms(r.p50), ms(r.p99), ms(r.max), r.cmdsPerHandoff, r.n)
+		fmt.Fprintf(stdout, "| %s | %.0f | %.2f | %.0f | %s | %s | %s | %.1f | %d |\n", r.name, r.opsMedian, r.ratio, r.allocs, ms(r.p50), ms(r.p99), ms(r.max), r.cmdsPerHandoff, r.n)
 	}
 	return nil
 }
