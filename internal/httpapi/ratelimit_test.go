@@ -159,3 +159,15 @@ func TestLimiterOutageLetsBuysThrough(t *testing.T) {
 	require.NoError(t, own.Close())
 	assert.Equal(t, http.StatusAccepted, buyFrom(h, "alice", "192.0.2.1:1", nil).Code)
 }
+
+// TestRateLimitedBuysAreCounted: a buy refused by the limiter shows in
+// seckill_buy_requests_total like every other buy outcome.
+func TestRateLimitedBuysAreCounted(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	h := testAPI(t, func(d *Deps) { d.PerUser = ratelimit.New(rdb, prefix+"rl:", 1, 1) })
+	require.Equal(t, http.StatusAccepted, buyFrom(h, "alice", "192.0.2.1:1", nil).Code)
+	assertLimited(t, buyFrom(h, "alice", "192.0.2.1:1", nil))
+	metrics := send(h, "GET", "/metrics", nil, nil).Body.String()
+	assert.Contains(t, metrics, `seckill_buy_requests_total{outcome="accepted"} 1`)
+	assert.Contains(t, metrics, `seckill_buy_requests_total{outcome="rate_limited"} 1`)
+}
