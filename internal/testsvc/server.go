@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,8 +26,10 @@ type RedisServer struct {
 	dir  string
 	port int
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started bool
 }
 
 // StartRedisServer starts a private redis-server (no persistence) and stops it
@@ -47,7 +50,9 @@ func StartRedisServer(t testing.TB) *RedisServer {
 // Addr is the server's host:port.
 func (s *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// Start (re)starts the server on its port and waits until it answers.
+// Start (re)starts the server on its port and waits until it answers. On
+// the first start a port another process took meanwhile is replaced by a
+// new free one; a restart keeps the address.
 func (s *RedisServer) Start() {
 	s.t.Helper()
 	s.mu.Lock()
@@ -55,26 +60,54 @@ func (s *RedisServer) Start() {
 	if s.cmd != nil {
 		return
 	}
+	for attempt := 0; ; attempt++ {
+		err := s.startOnce()
+		if err == nil {
+			return
+		}
+		if s.started || attempt == 5 {
+			s.t.Fatalf("redis-server on %s: %v", s.Addr(), err)
+		}
+		s.port = FreePort(s.t)
+	}
+}
+
+// startOnce starts the process and waits until the server on the port is
+// this process (another test binary may have taken the port).
+func (s *RedisServer) startOnce() error {
 	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--logfile", filepath.Join(s.dir, "redis.log"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start: %w", err)
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
+	want := "process_id:" + strconv.Itoa(cmd.Process.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
-		if err == nil {
-			return
+		if err == nil && strings.Contains(info, want) {
+			s.cmd, s.exited, s.started = cmd, exited, true
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("exited at start (port in use?)")
+		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %s did not answer: %v", s.Addr(), err)
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("did not answer: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -88,7 +121,7 @@ func (s *RedisServer) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Signal(os.Kill)
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
