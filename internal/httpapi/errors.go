@@ -73,5 +73,6 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	if ae.RetryAfter != "" {
 		c.Header("Retry-After", ae.RetryAfter)
 	}
-	c.AbortWithStatusJSON(ae.Status, gin.H{"error": ae.Code, "detail": ae.Detail})
+	c.Abort()
+	writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code)
 }

@@ -24,14 +24,15 @@ type Limiter interface {
 // sale must not stop because the limiter could not count.
 func rateLimit(perUser, perIP Limiter, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		for _, l := range []struct {
-			lim Limiter
-			key string
-		}{{perIP, "ip:" + c.ClientIP()}, {perUser, "user:" + userOf(c)}} {
-			if l.lim == nil {
+		for i, lim := range [2]Limiter{perIP, perUser} {
+			if lim == nil {
 				continue
 			}
-			ok, wait, err := l.lim.Allow(c.Request.Context(), l.key)
+			key := "ip:" + c.ClientIP()
+			if i == 1 {
+				key = "user:" + userOf(c)
+			}
+			ok, wait, err := lim.Allow(c.Request.Context(), key)
 			if err != nil {
 				log.WarnContext(c.Request.Context(), "rate limiter unavailable; letting the request through", "err", err.Error())
 				continue

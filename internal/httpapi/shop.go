@@ -63,7 +63,7 @@ func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logg
 			return
 		}
 		outcomes.WithLabelValues("accepted").Inc()
-		c.JSON(http.StatusAccepted, gin.H{"order_id": placed.OrderID, "status": order.StatusQueued})
+		writeObject(c, http.StatusAccepted, "order_id", placed.OrderID, "status", order.StatusQueued)
 	}
 }
 
