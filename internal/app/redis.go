@@ -30,6 +30,11 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout,
+		// One dial per command attempt. go-redis otherwise dials up to 5
+		// times, 100ms apart, so every call to a Redis that is down took
+		// about 1.7s to fail; the callers retry by themselves (a buyer gets
+		// 503 at once, workers claim again).
+		DialerRetries: 1,
 	})
 	err := retry(ctx, log, "redis", cfg.ConnectTimeout, func(ctx context.Context) error {
 		return rdb.Ping(ctx).Err()
