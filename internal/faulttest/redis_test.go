@@ -20,11 +20,16 @@ import (
 // TestRedisRestartedWithoutData kills the deployment's own redis-server (no
 // persistence) in the middle of a sale and starts it again empty. While it
 // is down every buy is answered quickly with a 503 that names nothing
-// internal; when it is back the first buyers of the SKU trigger a rebuild
-// of its Redis state from MySQL, an admin can rebuild on demand, and an
-// instance started on an empty Redis rebuilds at start. MySQL is never
-// oversold. Orders accepted but still queued in the lost Redis are lost with
-// it: their shoppers' GET /api/v1/orders/{id} answers 404.
+// internal. When it is back the first buyers of the SKU trigger a rebuild of
+// its Redis state from MySQL, an admin can rebuild on demand, and an
+// instance started on an empty Redis rebuilds at start.
+//
+// The drain is held at the crash, so Redis holds orders of both kinds when
+// it goes: queued ones are lost with it (their shoppers' GET
+// /api/v1/orders/{id} answers 404); batches a worker had claimed survive in
+// the worker and reach MySQL after the rebuilt Redis has sold the whole
+// stock again, where the stock guard refuses as many as would oversell
+// (status failed). MySQL is never oversold.
 func TestRedisRestartedWithoutData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts seckill and redis-server processes")
@@ -39,57 +44,76 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 
 	c := d.buy(sku, "redis", buyers, 140)
 	c.waitAccepted(40)
-	// Hold the drain so that orders wait in Redis when it goes: batches in
-	// flight block in their transactions, later orders stay queued.
+	// Hold the drain: claimed batches block in their transactions, later
+	// orders stay queued.
 	release := d.holdSKURow(sku)
 	c.waitAccepted(120)
+	d.waitBlockedBatch(sku)
 	inflight, queued := d.queueLen(sku)
 	rs.Kill()
 	down := time.Now()
 	acceptedAtCrash := c.accepted.Load()
-	// The blocked batches commit while Redis is down; what was only queued
-	// is gone.
-	time.AfterFunc(500*time.Millisecond, release)
-	// Shoppers keep coming while Redis is down; a few more ask for their
-	// orders.
+	// Shoppers keep coming while Redis is down; probes buy and read orders.
 	probes := d.probeOrders(c, 3*time.Second)
 	rs.Start()
 	up := time.Now()
 	// The first 202 after Redis is back shows the buy path rebuilt the SKU.
 	recovered, first := d.firstAccept(sku, "redis-back", up, 30*time.Second)
 	ss := append(c.Wait(), first)
+	after := d.buy(sku, "redis-after", 400, 200).Wait()
+	assert.Positive(t, len(accepted(after)), "orders are accepted again: %v", tally(after))
+	ss = append(ss, after...)
 
-	var downAnswers, slow int
+	var slow, answers5xx int
 	for _, s := range append(ss, probes...) {
 		if s.Err == nil && s.Took > 5*time.Second {
 			slow++
 		}
-	}
-	for _, s := range ss {
 		if s.Err == nil && s.Status >= 500 {
-			downAnswers++
+			answers5xx++
 		}
 	}
 	assert.Zero(t, slow, "every request answered within 5s")
 	checkErrorBodies(t, ss)
 	checkErrorBodies(t, probes)
 
-	// On demand: the admin rebuild.
+	// The held batches go on; then the queue empties.
+	release()
+	deadline := time.Now().Add(60 * time.Second)
+	for in, pending := d.queueLen(sku); in+pending > 0; in, pending = d.queueLen(sku) {
+		require.True(t, time.Now().Before(deadline), "queue not empty in 60s: %d in flight, %d pending", in, pending)
+		time.Sleep(100 * time.Millisecond)
+	}
+	// On demand: the admin rebuild (refused orders gave units back to a
+	// Redis that had not counted them).
 	rec := d.admin("POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), nil, http.StatusOK)
 	assert.Equal(t, true, rec.Body["consistent"], rec.Raw)
 	rep := d.drained(sku, 60*time.Second)
-	assert.LessOrEqual(t, rep.Sold, int64(total))
+	assert.Equal(t, int64(total), rep.Sold, "sold out, never oversold")
 
 	f := figures{scenario: "redis-restart-no-persistence", recoverMS: recovered.Sub(up).Milliseconds()}
-	missing := d.checkOrders(sku, accepted(append(ss, probes...)), true, &f)
-	// What a shopper whose order was lost sees.
-	owner := accepted(ss)
+	acc := accepted(append(ss, probes...))
+	missing := d.checkOrders(sku, acc, true, &f)
+	assert.Positive(t, f.refused, "the guard refused the surviving batches the rebuilt Redis sold again")
+	// What shoppers see: a lost order is 404, a refused one failed.
 	for _, id := range missing {
-		a := d.call(d.live().URL(), "GET", "/api/v1/orders/"+id, owner[id], nil)
+		a := d.call(d.live().URL(), "GET", "/api/v1/orders/"+id, acc[id], nil)
 		require.NoError(t, a.Err)
 		assert.Equal(t, http.StatusNotFound, a.Status, "lost order %s: %s", id, a.Raw)
 	}
+	st := d.sqlState(sku)
+	for id, status := range st.status {
+		if status != "failed" {
+			continue
+		}
+		a := d.call(d.live().URL(), "GET", "/api/v1/orders/"+id, st.users[id], nil)
+		require.NoError(t, a.Err)
+		assert.Equal(t, "failed", a.str("status"), "refused order %s: %s", id, a.Raw)
+	}
 	d.verify(sku)
+	// Every unpaid order has its payment deadline, also those whose deadline
+	// was in the lost Redis.
+	assert.Zero(t, d.missingDeadlines(sku), "pending orders without a payment deadline")
 
 	// At start: Redis loses everything again while no one buys; an instance
 	// restarted on it has rebuilt the SKU by the time it serves.
@@ -98,23 +122,53 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 	p := d.api[0]
 	p.kill()
 	p.start()
-	st, err := d.rdb.HGetAll(context.Background(), d.prefix+stock.Tag(sku)+":stock").Result()
+	hash, err := d.rdb.HGetAll(context.Background(), d.prefix+stock.Tag(sku)+":stock").Result()
 	require.NoError(t, err)
-	assert.NotEmpty(t, st["left"], "the restarted instance rebuilt the sku at start")
+	assert.NotEmpty(t, hash["left"], "the restarted instance rebuilt the sku at start")
+	assert.Zero(t, d.missingDeadlines(sku), "pending orders without a payment deadline after the restart")
 	d.verify(sku)
 
+	var buys, reads []shopper
+	for i, s := range probes {
+		if i%2 == 0 {
+			buys = append(buys, s)
+		} else {
+			reads = append(reads, s)
+		}
+	}
 	f.more = []string{fmt.Sprintf("accepted_at_crash=%d", acceptedAtCrash), fmt.Sprintf("down_ms=%d", up.Sub(down).Milliseconds()),
 		fmt.Sprintf("inflight_at_crash=%d", inflight), fmt.Sprintf("queued_at_crash=%d", queued),
-		fmt.Sprintf("answers_5xx=%d", downAnswers), fmt.Sprintf("p50_answer_ms_while_down=%d", quantile(probes, 0.5).Milliseconds()),
-		fmt.Sprintf("p99_answer_ms_while_down=%d", quantile(probes, 0.99).Milliseconds()),
-		fmt.Sprintf("max_answer_ms_while_down=%d", quantile(probes, 1).Milliseconds()),
+		fmt.Sprintf("answers_5xx=%d", answers5xx),
+		fmt.Sprintf("buy_p50_ms_while_down=%d", quantile(buys, 0.5).Milliseconds()),
+		fmt.Sprintf("buy_max_ms_while_down=%d", quantile(buys, 1).Milliseconds()),
+		fmt.Sprintf("read_p50_ms_while_down=%d", quantile(reads, 0.5).Milliseconds()),
+		fmt.Sprintf("read_max_ms_while_down=%d", quantile(reads, 1).Milliseconds()),
 		fmt.Sprintf("sold=%d", rep.Sold)}
 	f.log(t)
-	t.Logf("answers: %v; while down: %v", tally(ss), tally(probes))
+	t.Logf("answers: %v; while down: buys %v, reads %v", tally(ss), tally(buys), tally(reads))
+}
+
+// missingDeadlines counts sku's pending_payment orders whose payment
+// deadline task is not in the queue.
+func (d *deployment) missingDeadlines(sku uint64) int {
+	d.t.Helper()
+	s := d.sqlState(sku)
+	key := d.prefix + stock.Tag(sku) + ":q:ready"
+	n := 0
+	for id, st := range s.status {
+		if st != "pending_payment" {
+			continue
+		}
+		if err := d.rdb.ZScore(context.Background(), key, "exp:"+id).Err(); err != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // probeOrders sends buys and order reads to every instance for dur while a
-// store is down and returns what they got.
+// store is down and returns what they got: a buy, then its shopper's read,
+// in turn.
 func (d *deployment) probeOrders(c *crowd, dur time.Duration) []shopper {
 	var mu sync.Mutex
 	var out []shopper
@@ -126,13 +180,13 @@ func (d *deployment) probeOrders(c *crowd, dur time.Duration) []shopper {
 		wg.Go(func() {
 			s := shopper{User: user, Attempts: 1}
 			s.answer = d.call(p.URL(), "POST", "/api/v1/orders", user, map[string]any{"sku_id": c.sku, "qty": 1})
-			mu.Lock()
-			out = append(out, s)
-			mu.Unlock()
+			if s.Status == http.StatusAccepted {
+				s.Order = s.str("order_id")
+			}
 			g := shopper{User: user, Attempts: 1}
 			g.answer = d.call(p.URL(), "GET", "/api/v1/orders/"+fmt.Sprint(c.sku)+"-"+strings.Repeat("0", 24), user, nil)
 			mu.Lock()
-			out = append(out, g)
+			out = append(out, s, g)
 			mu.Unlock()
 		})
 		time.Sleep(20 * time.Millisecond)
