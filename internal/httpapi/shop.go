@@ -51,7 +51,11 @@ type placeRequest struct {
 func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var req placeRequest
-		if err := decodeJSON(c, &req); err != nil {
+		body, err := readBody(c)
+		if err == nil && !parsePlaceFast(body, &req) {
+			err = decodeStrict(body, &req)
+		}
+		if err != nil {
 			outcomes.WithLabelValues(toAPI(err).Code).Inc()
 			writeError(c, log, err)
 			return
@@ -102,15 +106,24 @@ func pathID(c *gin.Context, name string) (uint64, error) {
 // decodeJSON reads exactly one JSON object into v, refusing unknown fields,
 // values of the wrong type, trailing data and bodies over the limit.
 func decodeJSON(c *gin.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
+// readBody reads the request body; errBodyTooLarge past the limit.
+func readBody(c *gin.Context) ([]byte, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return errBodyTooLarge
+			return nil, errBodyTooLarge
 		}
-		return invalid("could not read the request body")
+		return nil, invalid("could not read the request body")
 	}
-	return decodeStrict(body, v)
+	return body, nil
 }
 
 func decodeStrict(body []byte, v any) error {
