@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/seckill/seckill/internal/buildinfo.Version=$(VERSION)
 K6_VERSION ?= v1.8.1
 
-.PHONY: help run build test test-short services lint fmt up down k6 clean
+.PHONY: help run build test test-short services lint fmt up down k6 loadtest-smoke bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,12 @@ down: ## docker compose down
 
 k6: ## install k6 from the Go module proxy
 	$(GO) install go.k6.io/k6@$(K6_VERSION)
+
+loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/flash-sale.js briefly, verify
+	K6_VERSION=$(K6_VERSION) ./scripts/loadtest-smoke.sh
+
+bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCHMARKS.md
+	./loadtest/bench.sh
 
 clean:
 	rm -rf bin

@@ -1,0 +1,750 @@
+// Command loadbench measures seckill's HTTP throughput on one machine in one
+// run, with one client (wrk, every request a buy by a user never seen
+// before), against a ceiling: a no-op Gin handler answering a 409 of the same
+// size. It measures the sold-out path, the in-stock path (lock and atomic
+// strategies, with and without request combining, one hot SKU and 100 SKUs),
+// the accepted-to-persisted lag, the drain rate into MySQL, a flash crowd of
+// simultaneous buyers, and the server's peak RSS; then it checks the sale
+// invariants of every SKU it created with `seckill verify` and prints a
+// markdown table.
+//
+// It builds bin/seckill from the repository, starts a private redis-server
+// (or uses -redis) and uses its own database on the MySQL server of
+// SECKILL_TEST_MYSQL_DSN (dropped at the end).
+//
+//	cd bench && go run ./loadbench            # about 3 minutes
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	root       string
+	redis      string
+	mysql      string
+	duration   time.Duration
+	threads    int
+	conns      int
+	stock      int64
+	skus       int
+	drain      int64
+	crowd      int
+	crowdStock int64
+	keep       bool
+	profile    string
+	only       string
+}
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == "ceiling" {
+		runCeiling(os.Args[2], os.Args[3])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "seckill" {
+		runSeckill(os.Args[2:])
+		return
+	}
+	var cfg config
+	flag.StringVar(&cfg.root, "root", "..", "the seckill repository (built with go build ./cmd/seckill)")
+	flag.StringVar(&cfg.redis, "redis", "", "Redis address; empty starts a private redis-server")
+	flag.StringVar(&cfg.mysql, "mysql", envOr("SECKILL_TEST_MYSQL_DSN", "root:@tcp(127.0.0.1:3306)/"), "MySQL server DSN; the benchmark creates and drops its own database")
+	flag.DurationVar(&cfg.duration, "d", 10*time.Second, "length of each wrk run")
+	flag.IntVar(&cfg.threads, "t", 2, "wrk threads")
+	flag.IntVar(&cfg.conns, "c", 256, "wrk connections")
+	flag.Int64Var(&cfg.stock, "stock", 1_000_000, "units of each in-stock SKU")
+	flag.IntVar(&cfg.skus, "skus", 100, "SKUs of the many-SKU runs")
+	flag.Int64Var(&cfg.drain, "drain", 200_000, "orders queued for the drain run")
+	flag.IntVar(&cfg.crowd, "crowd", 5000, "simultaneous buyers of the flash crowd")
+	flag.Int64Var(&cfg.crowdStock, "crowd-stock", 10, "units the flash crowd buys")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the database and the work directory")
+	flag.StringVar(&cfg.profile, "profile", "", "run the servers in this process's seckill mode and write a CPU profile per server into this directory")
+	flag.StringVar(&cfg.only, "only", "", "run only the in-stock variants whose name contains this (e.g. lock-b64-s1), skipping the rest")
+	flag.Parse()
+	if err := run(cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// bench is one benchmark run.
+type bench struct {
+	cfg    config
+	dir    string
+	bin    string
+	tag    string
+	runs   int
+	env    []string
+	db     *sql.DB
+	rows   []row
+	skus   []uint64
+	peak   int64
+	checks []check
+}
+
+type row struct {
+	name    string
+	rate    float64
+	p50     time.Duration
+	p99     time.Duration
+	ratio   bool
+	answers string
+	lag     string
+	rss     int64
+}
+
+type check struct {
+	target string
+	got    string
+	ok     bool
+}
+
+func run(cfg config, out io.Writer) error {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return errors.New("wrk is not installed (apt-get install -y wrk, or run loadtest/bench.sh)")
+	}
+	dir, err := os.MkdirTemp("", "loadbench")
+	if err != nil {
+		return err
+	}
+	b := &bench{cfg: cfg, dir: dir, tag: strconv.FormatInt(time.Now().Unix()%1_000_000, 36)}
+	defer func() {
+		if !cfg.keep {
+			_ = os.RemoveAll(dir)
+		} else {
+			fmt.Fprintln(out, "work directory (logs):", dir)
+		}
+	}()
+
+	fmt.Fprintln(out, "building seckill ...")
+	b.bin = filepath.Join(dir, "seckill")
+	build := exec.Command("go", "build", "-trimpath", "-o", b.bin, "./cmd/seckill")
+	build.Dir = cfg.root
+	if o, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w: %s", err, o)
+	}
+
+	redisAddr := cfg.redis
+	if redisAddr == "" {
+		addr, stop, err := startRedis(dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		redisAddr = addr
+	}
+	prefix := "loadbench:" + b.tag + ":"
+	defer cleanRedis(redisAddr, prefix)
+
+	dsn, dropDB, err := createDB(cfg.mysql, "loadbench_"+b.tag)
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer dropDB()
+	}
+	b.db, err = sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer b.db.Close()
+
+	b.env = []string{
+		"SECKILL_REDIS_ADDRS=" + redisAddr,
+		"SECKILL_REDIS_KEY_PREFIX=" + prefix,
+		"SECKILL_MYSQL_DSN=" + dsn,
+		"SECKILL_ADMIN_TOKEN=" + adminToken,
+		"SECKILL_RATE_LIMIT_ENABLED=false",
+		"SECKILL_LOG_LEVEL=warn",
+		// New SKUs are picked up by the drain within this; the default 2s
+		// would add up to 2s to the lag of the first orders of each run.
+		"SECKILL_WORKER_SKU_REFRESH=200ms",
+	}
+	machine := describeMachine(redisAddr)
+	fmt.Fprintln(out, machine)
+	fmt.Fprintf(out, "wrk -t%d -c%d, %s per run; load at start: %s\n\n", cfg.threads, cfg.conns, cfg.duration, loadavg())
+
+	if cfg.only != "" {
+		for _, v := range strings.Split(cfg.only, ",") {
+			var strategy string
+			var batch, skus int
+			if _, err := fmt.Sscanf(strings.ReplaceAll(v, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
+				return fmt.Errorf("-only %s: want strategy-bN-sN: %w", v, err)
+			}
+			if err := b.inStock(out, strategy, batch, skus); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := b.soldOutAndCeiling(out); err != nil {
+		return err
+	}
+	for _, v := range []struct {
+		strategy string
+		batch    int
+		skus     int
+	}{
+		{"lock", 64, 1}, {"lock", 1, 1}, {"atomic", 64, 1}, {"atomic", 1, 1},
+		{"lock", 64, cfg.skus}, {"atomic", 64, cfg.skus},
+	} {
+		if err := b.inStock(out, v.strategy, v.batch, v.skus); err != nil {
+			return err
+		}
+	}
+	if err := b.flashCrowd(out); err != nil {
+		return err
+	}
+	if err := b.drainRun(out); err != nil {
+		return err
+	}
+	verified := b.verify()
+
+	fmt.Fprintf(out, "\nload at end: %s\n\n", loadavg())
+	b.print(out, machine)
+	b.checks = append(b.checks, check{"seckill verify: every SKU consistent", verified, strings.HasPrefix(verified, "ok")})
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| target | measured | met |")
+	fmt.Fprintln(out, "|---|---|---|")
+	for _, c := range b.checks {
+		fmt.Fprintf(out, "| %s | %s | %s |\n", c.target, c.got, yes(c.ok))
+	}
+	if !strings.HasPrefix(verified, "ok") {
+		return errors.New("sale invariants violated: " + verified)
+	}
+	return nil
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// server starts `seckill <args>` with the bench environment plus extra.
+func (b *bench) server(name string, args []string, extra ...string) (*proc, *api, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := append(append([]string{"SECKILL_HTTP_ADDR=" + addr}, b.env...), extra...)
+	bin := b.bin
+	if b.cfg.profile != "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, nil, err
+		}
+		bin, args = self, append([]string{"seckill"}, args...)
+		env = append(env, "LOADBENCH_CPUPROFILE="+filepath.Join(b.cfg.profile, name+".pprof"))
+	}
+	p, err := startProc(b.dir, name, bin, args, env, "http://"+addr, "/readyz")
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, newAPI(p.url), nil
+}
+
+func (b *bench) stopServer(p *proc) int64 {
+	rss := p.peakRSS()
+	b.peak = max(b.peak, rss)
+	p.stop()
+	return rss
+}
+
+// soldOutAndCeiling measures the sold-out path, then the ceiling with a body
+// of the same size.
+func (b *bench) soldOutAndCeiling(out io.Writer) error {
+	p, a, err := b.server("soldout", []string{"serve"})
+	if err != nil {
+		return err
+	}
+	id, err := a.seed("sold out", 1)
+	if err != nil {
+		return err
+	}
+	b.skus = append(b.skus, id)
+	// Sell the unit, then learn the sold-out answer's detail.
+	if _, err := b.wrk(p.url, []uint64{id}, time.Second); err != nil {
+		return err
+	}
+	detail, err := soldOutDetail(p.url, id)
+	if err != nil {
+		return err
+	}
+	before, _ := a.outcomes()
+	r, err := b.wrk(p.url, []uint64{id}, b.cfg.duration)
+	if err != nil {
+		return err
+	}
+	after, _ := a.outcomes()
+	rss := b.stopServer(p)
+	soldOut := row{name: "buy, sold-out SKU (per-process flag)", rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US), ratio: true,
+		answers: answers(diff(after, before), r), rss: rss}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	c, err := startProc(b.dir, "ceiling", self, []string{"ceiling", "127.0.0.1:" + strconv.Itoa(port), detail}, nil, url, "/healthz")
+	if err != nil {
+		return err
+	}
+	cr, err := b.wrk(url, []uint64{id}, b.cfg.duration)
+	c.stop()
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, row{name: "ceiling: no-op Gin handler, same 409 body", rate: cr.rate(), p50: us(cr.P50US), p99: us(cr.P99US),
+		ratio: true, answers: fmt.Sprintf("%d × 409", cr.Non2xx)}, soldOut)
+	fmt.Fprintf(out, "ceiling %.0f req/s; sold-out path %.0f req/s (%.2f×)\n", cr.rate(), r.rate(), r.rate()/cr.rate())
+	return nil
+}
+
+func soldOutDetail(url string, sku uint64) (string, error) {
+	req, err := http.NewRequest("POST", url+"/api/v1/orders", strings.NewReader(fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-User-ID", "loadbench-probe")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error  string `json:"error"`
+		Detail string `json:"detail"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusConflict || body.Error != "sold_out" {
+		return "", fmt.Errorf("expected 409 sold_out from the sold-out SKU, got %d %+v", resp.StatusCode, body)
+	}
+	return body.Detail, nil
+}
+
+// inStock measures buys of SKUs with plenty of stock by users never seen
+// before, and the lag from acceptance to SQL for the orders of the run.
+func (b *bench) inStock(out io.Writer, strategy string, batch, nskus int) error {
+	name := fmt.Sprintf("%s-b%d-s%d", strategy, batch, nskus)
+	p, a, err := b.server(name, []string{"serve"},
+		"SECKILL_STOCK_STRATEGY="+strategy, "SECKILL_STOCK_BATCH_MAX="+strconv.Itoa(batch))
+	if err != nil {
+		return err
+	}
+	defer b.stopServer(p)
+	var ids []uint64
+	for i := range nskus {
+		id, err := a.seed(fmt.Sprintf("in stock %s %d", name, i), b.cfg.stock)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	b.skus = append(b.skus, ids...)
+	time.Sleep(500 * time.Millisecond) // the drain picks the SKUs up
+	before, _ := a.outcomes()
+	r, err := b.wrk(p.url, ids, b.cfg.duration)
+	if err != nil {
+		return err
+	}
+	after, _ := a.outcomes()
+	start := time.Now()
+	for _, id := range ids {
+		rep, err := a.drained(id, 5*time.Minute)
+		if err != nil {
+			return err
+		}
+		if rep.DeadLetters > 0 || rep.Duplicates > 0 || len(rep.Violations) > 0 {
+			return fmt.Errorf("sku %d: %+v", id, rep)
+		}
+	}
+	catchUp := time.Since(start)
+	p50, p99, n, err := b.lag(ids)
+	if err != nil {
+		return err
+	}
+	rss := b.stopServer(p)
+	skuLabel := "one hot SKU"
+	if nskus > 1 {
+		skuLabel = fmt.Sprintf("%d SKUs", nskus)
+	}
+	comb := fmt.Sprintf("batch_max %d", batch)
+	if batch == 1 {
+		comb = "batch_max 1 (no combining)"
+	}
+	b.rows = append(b.rows, row{
+		name: fmt.Sprintf("buy, in stock, %s, %s, %s", skuLabel, strategy, comb),
+		rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US), ratio: true,
+		answers: answers(diff(after, before), r),
+		lag:     fmt.Sprintf("%s / %s (%d orders; drained %.1fs after the load)", ms(p50), ms(p99), n, catchUp.Seconds()),
+		rss:     rss,
+	})
+	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r))
+	return nil
+}
+
+// lag is the accepted-to-persisted time of every order of skus, from SQL.
+func (b *bench) lag(skus []uint64) (p50, p99 time.Duration, n int, err error) {
+	ids := make([]string, len(skus))
+	for i, id := range skus {
+		ids[i] = strconv.FormatUint(id, 10)
+	}
+	rows, err := b.db.Query("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, persisted_at) FROM orders WHERE sku_id IN (" + strings.Join(ids, ",") + ")")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer rows.Close()
+	var lags []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return 0, 0, 0, err
+		}
+		lags = append(lags, v)
+	}
+	if err := rows.Err(); err != nil || len(lags) == 0 {
+		return 0, 0, 0, err
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	return us(lags[len(lags)/2]), us(lags[min(len(lags)-1, len(lags)*99/100)]), len(lags), nil
+}
+
+// flashCrowd releases cfg.crowd buyers at once on a SKU with cfg.crowdStock
+// units, with the default configuration.
+func (b *bench) flashCrowd(out io.Writer) error {
+	p, a, err := b.server("crowd", []string{"serve"})
+	if err != nil {
+		return err
+	}
+	defer b.stopServer(p)
+	id, err := a.seed("flash crowd", b.cfg.crowdStock)
+	if err != nil {
+		return err
+	}
+	b.skus = append(b.skus, id)
+	time.Sleep(300 * time.Millisecond)
+	r, err := crowd(p.url, id, b.cfg.crowd, b.tag)
+	if err != nil {
+		return err
+	}
+	rep, err := a.drained(id, time.Minute)
+	if err != nil {
+		return err
+	}
+	rss := b.stopServer(p)
+	fivexx := r.errors
+	var parts []string
+	codes := make([]int, 0, len(r.statuses))
+	for c := range r.statuses {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d × %d", r.statuses[c], c))
+		if c >= 500 {
+			fivexx += r.statuses[c]
+		}
+	}
+	if r.errors > 0 {
+		parts = append(parts, fmt.Sprintf("%d transport errors", r.errors))
+	}
+	b.rows = append(b.rows, row{
+		name: fmt.Sprintf("flash crowd: %d buyers at once, %d units (lock, defaults)", r.n, b.cfg.crowdStock),
+		p50:  r.p50, p99: r.p99,
+		answers: strings.Join(parts, ", ") + fmt.Sprintf("; last answer %s after the start; %d orders in SQL", ms(r.lastAnswer), rep.Orders),
+		rss:     rss,
+	})
+	b.checks = append(b.checks,
+		check{"flash crowd p99 ≤ 100 ms", ms(r.p99), r.p99 <= 100*time.Millisecond},
+		check{"flash crowd: zero 5xx", strconv.Itoa(fivexx), fivexx == 0},
+		check{fmt.Sprintf("flash crowd: exactly %d orders", b.cfg.crowdStock), fmt.Sprintf("%d orders, sold %d, consistent %v", rep.Orders, rep.Sold, rep.Consistent),
+			rep.Orders == b.cfg.crowdStock && rep.Sold == b.cfg.crowdStock && rep.Consistent})
+	fmt.Fprintf(out, "flash crowd %d: p50 %s p99 %s max %s, %v, %d orders\n", r.n, ms(r.p50), ms(r.p99), ms(r.max), r.statuses, rep.Orders)
+	return nil
+}
+
+// drainRun queues cfg.drain orders with the API alone (no workers), then
+// starts `seckill worker` and times until every order is in SQL.
+func (b *bench) drainRun(out io.Writer) error {
+	p, a, err := b.server("drain-api", []string{"serve", "--api-only"}, "SECKILL_STOCK_STRATEGY=atomic")
+	if err != nil {
+		return err
+	}
+	id, err := a.seed("drain", b.cfg.drain)
+	if err != nil {
+		b.stopServer(p)
+		return err
+	}
+	b.skus = append(b.skus, id)
+	for {
+		left, err := a.stockLeft(id)
+		if err != nil {
+			b.stopServer(p)
+			return err
+		}
+		if left == 0 {
+			break
+		}
+		if _, err := b.wrk(p.url, []uint64{id}, 5*time.Second); err != nil {
+			b.stopServer(p)
+			return err
+		}
+	}
+	b.stopServer(p)
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	w, err := startProc(b.dir, "worker", b.bin, []string{"worker"}, append([]string{"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(port)}, b.env...), "", "")
+	if err != nil {
+		return err
+	}
+	var n int64
+	for {
+		if err := b.db.QueryRow("SELECT COUNT(*) FROM orders WHERE sku_id = ?", id).Scan(&n); err != nil {
+			w.stop()
+			return err
+		}
+		if n >= b.cfg.drain {
+			break
+		}
+		if time.Since(start) > 5*time.Minute {
+			w.stop()
+			return fmt.Errorf("drain: %d of %d orders in SQL after 5 minutes", n, b.cfg.drain)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wall := time.Since(start)
+	var spanUS int64
+	if err := b.db.QueryRow("SELECT TIMESTAMPDIFF(MICROSECOND, MIN(persisted_at), MAX(persisted_at)) FROM orders WHERE sku_id = ?", id).Scan(&spanUS); err != nil {
+		w.stop()
+		return err
+	}
+	rss := w.peakRSS()
+	b.peak = max(b.peak, rss)
+	w.stop()
+	wallRate := float64(n) / wall.Seconds()
+	spanRate := float64(n) / (float64(spanUS) / 1e6)
+	b.rows = append(b.rows, row{
+		name:    fmt.Sprintf("drain: %d queued orders into MySQL (seckill worker, defaults)", n),
+		rate:    wallRate,
+		answers: fmt.Sprintf("%.1fs from process start (%.0f orders/s between first and last batch)", wall.Seconds(), spanRate),
+		rss:     rss,
+	})
+	b.checks = append(b.checks, check{"drain ≥ 20,000 orders/s", fmt.Sprintf("%.0f orders/s", wallRate), wallRate >= 20000})
+	fmt.Fprintf(out, "drain %d orders: %.2fs wall, %.0f orders/s (%.0f between first and last batch)\n", n, wall.Seconds(), wallRate, spanRate)
+	return nil
+}
+
+// verify runs `seckill verify` on every SKU of the run.
+func (b *bench) verify() string {
+	args := []string{"verify"}
+	for _, id := range b.skus {
+		args = append(args, "--sku", strconv.FormatUint(id, 10))
+	}
+	cmd := exec.Command(b.bin, args...)
+	cmd.Env = append(os.Environ(), b.env...)
+	o, err := cmd.CombinedOutput()
+	last := strings.TrimSpace(tail2(string(o)))
+	if err != nil {
+		return "FAILED: " + last
+	}
+	return "ok: " + last
+}
+
+func tail2(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func (b *bench) print(out io.Writer, machine string) {
+	ceiling := b.rows[0].rate
+	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | peak RSS |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---|---|---:|")
+	for _, r := range b.rows {
+		rate, ratio, p50, p99, rss := "", "", "", "", ""
+		if r.rate > 0 {
+			rate = fmt.Sprintf("%.0f", r.rate)
+		}
+		if r.ratio {
+			ratio = fmt.Sprintf("%.2f", r.rate/ceiling)
+		}
+		if r.p50 > 0 {
+			p50, p99 = ms(r.p50), ms(r.p99)
+		}
+		if r.rss > 0 {
+			rss = fmt.Sprintf("%d MB", r.rss>>20)
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, rate, p50, p99, ratio, r.answers, r.lag, rss)
+	}
+	rate := func(prefix string) float64 {
+		for _, r := range b.rows {
+			if strings.HasPrefix(r.name, prefix) {
+				return r.rate
+			}
+		}
+		return 0
+	}
+	soldOut := rate("buy, sold-out")
+	lock := rate("buy, in stock, one hot SKU, lock, batch_max 64")
+	atomic := rate("buy, in stock, one hot SKU, atomic, batch_max 64")
+	b.checks = append([]check{
+		{"sold-out path ≥ 0.8 × ceiling", fmt.Sprintf("%.2f×", soldOut/ceiling), soldOut >= 0.8*ceiling},
+		{"in stock, one hot SKU, lock ≥ 0.5 × ceiling", fmt.Sprintf("%.2f×", lock/ceiling), lock >= 0.5*ceiling},
+		{"in stock, one hot SKU, atomic ≥ 0.6 × ceiling", fmt.Sprintf("%.2f×", atomic/ceiling), atomic >= 0.6*ceiling},
+	}, b.checks...)
+	var worstLag time.Duration
+	for _, r := range b.rows {
+		if r.lag != "" {
+			if _, p99, ok := strings.Cut(strings.SplitN(r.lag, " (", 2)[0], " / "); ok {
+				if d, err := time.ParseDuration(strings.ReplaceAll(p99, " ", "")); err == nil {
+					worstLag = max(worstLag, d)
+				}
+			}
+		}
+	}
+	b.checks = append(b.checks,
+		check{"lag p99 ≤ 1 s at the in-stock rates (worst run)", ms(worstLag), worstLag <= time.Second},
+		check{"peak RSS ≤ 256 MB (largest process)", fmt.Sprintf("%d MB", b.peak>>20), b.peak <= 256<<20})
+}
+
+func answers(d map[string]float64, r wrkResult) string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%.0f %s", d[k], k))
+	}
+	if e := r.socketErrors(); e > 0 {
+		parts = append(parts, fmt.Sprintf("%d socket errors", e))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return "load average " + strings.Join(f[:3], " ")
+}
+
+func describeMachine(redisAddr string) string {
+	model := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	rv := "?"
+	c := redis.NewClient(&redis.Options{Addr: redisAddr})
+	if info, err := c.Info(context.Background(), "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+				rv = strings.TrimSpace(v)
+			}
+		}
+	}
+	_ = c.Close()
+	wv := "?"
+	if o, err := exec.Command("wrk", "-v").CombinedOutput(); err == nil {
+		wv = strings.Fields(string(o) + " ? ?")[1]
+	}
+	return fmt.Sprintf("machine: %d CPUs (%s), %s, Redis %s, wrk %s", runtime.NumCPU(), model, runtime.Version(), rv, wv)
+}
+
+// createDB creates a database on the server of base and returns its DSN and
+// a function that drops it.
+func createDB(base, name string) (string, func(), error) {
+	mc, err := mysql.ParseDSN(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("mysql dsn: %w", err)
+	}
+	mc.DBName = ""
+	admin, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := admin.Exec("CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	mc.DBName = name
+	var version string
+	_ = admin.QueryRow("SELECT VERSION()").Scan(&version)
+	fmt.Printf("database %s on %s (%s)\n", name, mc.Addr, version)
+	return mc.FormatDSN(), func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+		admin.Close()
+	}, nil
+}
+
+func cleanRedis(addr, prefix string) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 500 {
+			c.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		c.Unlink(ctx, batch...)
+	}
+}

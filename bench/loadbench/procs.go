@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const adminToken = "loadbench-admin-token-0123456789"
+
+// proc is a child process the benchmark started.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	url  string
+	log  string
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startProc runs bin with args and env (added to this process's environment
+// without any SECKILL_ variable of its own), logging to dir/name.log, and
+// waits until GET url+ready answers 200.
+func startProc(dir, name, bin string, args, env []string, url, ready string) (*proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SECKILL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	go func() { _ = cmd.Wait(); lf.Close() }()
+	p := &proc{name: name, cmd: cmd, url: url, log: logPath}
+	if ready == "" {
+		return p, nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + ready)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) || cmd.ProcessState != nil {
+			p.stop()
+			return nil, fmt.Errorf("%s did not become ready; log %s:\n%s", name, logPath, tail(logPath, 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// peakRSS is the process's VmHWM in bytes.
+func (p *proc) peakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// stop sends SIGTERM and waits for the exit (SIGKILL after 30s).
+func (p *proc) stop() {
+	if p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if p.cmd.Process.Signal(syscall.Signal(0)) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = p.cmd.Process.Kill()
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startRedis runs a private redis-server without persistence on a free port.
+func startRedis(dir string) (addr string, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, fmt.Errorf("no redis-server for a private server (or pass -redis): %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c.Ping(context.Background()).Err() == nil {
+			return addr, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, errors.New("private redis-server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// api talks to a seckill server's admin and metrics endpoints.
+type api struct {
+	url    string
+	client *http.Client
+}
+
+func newAPI(url string) *api {
+	return &api{url: url, client: &http.Client{Timeout: 60 * time.Second}}
+}
+
+func (a *api) do(method, path string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: %w: %s", method, path, err, raw)
+		}
+	}
+	if resp.StatusCode >= 300 && out != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, nil
+}
+
+// seed creates a SKU on sale for the next hours and returns its id.
+func (a *api) seed(name string, stock int64) (uint64, error) {
+	now := time.Now().UTC()
+	var v struct {
+		ID uint64 `json:"id"`
+	}
+	_, err := a.do("POST", "/admin/skus", map[string]any{
+		"name": name, "price_cents": 99900, "stock": stock, "per_user_limit": 1,
+		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(6 * time.Hour),
+	}, &v)
+	return v.ID, err
+}
+
+type report struct {
+	SKU          uint64   `json:"sku_id"`
+	StockTotal   int64    `json:"stock_total"`
+	Sold         int64    `json:"sold"`
+	RedisLeft    *int64   `json:"redis_left"`
+	Queued       int64    `json:"queued"`
+	QueuedOrders int64    `json:"queued_orders"`
+	Orders       int64    `json:"orders"`
+	DeadLetters  int64    `json:"dead_letters"`
+	Duplicates   int64    `json:"duplicates"`
+	Consistent   bool     `json:"consistent"`
+	Violations   []string `json:"violations"`
+}
+
+func (a *api) audit(id uint64) (report, error) {
+	var r report
+	_, err := a.do("GET", fmt.Sprintf("/admin/skus/%d/audit", id), nil, &r)
+	return r, err
+}
+
+// drained waits until nothing of sku is queued and the audit is consistent.
+func (a *api) drained(id uint64, timeout time.Duration) (report, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		r, err := a.audit(id)
+		if err == nil && r.QueuedOrders == 0 && r.Queued == 0 && r.Consistent {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("sku %d not drained in %s: %+v", id, timeout, r)
+			}
+			return r, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (a *api) stockLeft(id uint64) (int64, error) {
+	var v struct {
+		Left int64 `json:"stock_left"`
+	}
+	_, err := a.do("GET", fmt.Sprintf("/api/v1/skus/%d", id), nil, &v)
+	return v.Left, err
+}
+
+// outcomes reads seckill_buy_requests_total by outcome from /metrics.
+func (a *api) outcomes() (map[string]float64, error) {
+	resp, err := a.client.Get(a.url + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	const pfx = `seckill_buy_requests_total{outcome="`
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), pfx)
+		if !ok {
+			continue
+		}
+		i := strings.Index(rest, `"} `)
+		if i < 0 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(rest[i+3:], 64)
+		out[rest[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+func diff(after, before map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/seckill/seckill/internal/cli"
+)
+
+// runSeckill is `loadbench seckill <args>`: the seckill command in this
+// process, writing a CPU profile to $LOADBENCH_CPUPROFILE while it runs (the
+// -profile flag starts the servers this way).
+func runSeckill(args []string) {
+	if path := os.Getenv("LOADBENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.Run(ctx, args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed users.lua
+var usersLua []byte
+
+// wrkResult is what users.lua's done() reports.
+type wrkResult struct {
+	Requests      int64 `json:"requests"`
+	DurationUS    int64 `json:"duration_us"`
+	P50US         int64 `json:"p50_us"`
+	P90US         int64 `json:"p90_us"`
+	P99US         int64 `json:"p99_us"`
+	MaxUS         int64 `json:"max_us"`
+	ConnectErrors int64 `json:"connect_errors"`
+	ReadErrors    int64 `json:"read_errors"`
+	WriteErrors   int64 `json:"write_errors"`
+	Timeouts      int64 `json:"timeouts"`
+	Non2xx        int64 `json:"non2xx"`
+}
+
+func (r wrkResult) rate() float64 {
+	if r.DurationUS == 0 {
+		return 0
+	}
+	return float64(r.Requests) / (float64(r.DurationUS) / 1e6)
+}
+
+func (r wrkResult) socketErrors() int64 {
+	return r.ConnectErrors + r.ReadErrors + r.WriteErrors + r.Timeouts
+}
+
+// wrk runs the load client against url for d: every request a buy by a new
+// user, round-robin over skus.
+func (b *bench) wrk(url string, skus []uint64, d time.Duration) (wrkResult, error) {
+	script := filepath.Join(b.dir, "users.lua")
+	if err := os.WriteFile(script, usersLua, 0o644); err != nil {
+		return wrkResult{}, err
+	}
+	ids := make([]string, len(skus))
+	for i, id := range skus {
+		ids[i] = strconv.FormatUint(id, 10)
+	}
+	b.runs++
+	cmd := exec.Command("wrk", "-t", strconv.Itoa(b.cfg.threads), "-c", strconv.Itoa(b.cfg.conns),
+		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--timeout", "10s", "-s", script, url)
+	cmd.Env = append(os.Environ(), "LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if js, ok := strings.CutPrefix(line, "LBJSON "); ok {
+			var r wrkResult
+			if err := json.Unmarshal([]byte(js), &r); err != nil {
+				return r, fmt.Errorf("wrk result %q: %w", js, err)
+			}
+			return r, nil
+		}
+	}
+	return wrkResult{}, fmt.Errorf("wrk printed no result: %s", out)
+}

@@ -1,0 +1,184 @@
+// Shared helpers of the seckill k6 scenarios: settings from the environment,
+// seeding a SKU through the admin API, waiting for the drain, checking the
+// audit, and the end-of-test summary.
+import http from 'k6/http';
+import { check, fail, sleep } from 'k6';
+import { Gauge, Rate } from 'k6/metrics';
+
+export function env(name, def) {
+  const v = __ENV[name];
+  return v === undefined || v === '' ? def : v;
+}
+
+export function envInt(name, def) {
+  const v = env(name, '');
+  if (v === '') return def;
+  const n = parseInt(v, 10);
+  if (isNaN(n)) fail(`${name}=${v}: not a number`);
+  return n;
+}
+
+export const BASE_URL = env('BASE_URL', 'http://localhost:8080').replace(/\/+$/, '');
+export const ADMIN_TOKEN = env('ADMIN_TOKEN', '');
+
+// Audit figures, set by teardown and shown by the summary.
+export const auditOK = new Rate('audit_ok');
+const auditOrders = new Gauge('audit_orders');
+const auditSold = new Gauge('audit_sold');
+const auditStock = new Gauge('audit_stock_total');
+const auditQueued = new Gauge('audit_queued');
+const auditRedisLeft = new Gauge('audit_redis_left');
+const drainWait = new Gauge('audit_drain_wait_ms');
+
+function adminParams(tag) {
+  return {
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    tags: { name: tag },
+    timeout: '30s',
+  };
+}
+
+// seedSKU creates a fresh SKU on sale from now for `minutes` and returns it.
+export function seedSKU(name, stock, perUserLimit, minutes) {
+  if (ADMIN_TOKEN === '') fail('ADMIN_TOKEN is not set: the scenario seeds its SKU through the admin API');
+  const now = new Date();
+  const body = JSON.stringify({
+    name: name,
+    price_cents: 99900,
+    stock: stock,
+    per_user_limit: perUserLimit,
+    starts_at: new Date(now.getTime() - 1000).toISOString(),
+    ends_at: new Date(now.getTime() + minutes * 60 * 1000).toISOString(),
+  });
+  const r = http.post(`${BASE_URL}/admin/skus`, body, adminParams('admin seed'));
+  if (r.status !== 201) fail(`seeding the SKU: ${r.status} ${r.body}`);
+  return r.json();
+}
+
+// buyParams are the request parameters of one shopper's buy.
+export function buyParams(user) {
+  return {
+    headers: { 'Content-Type': 'application/json', 'X-User-ID': user },
+    tags: { name: 'POST /api/v1/orders' },
+    timeout: '30s',
+  };
+}
+
+export function buyBody(skuID) {
+  return JSON.stringify({ sku_id: skuID, qty: 1 });
+}
+
+// errorCode is the "error" field of a JSON error body, or ''.
+export function errorCode(r) {
+  try {
+    return r.json('error') || '';
+  } catch (e) {
+    return '';
+  }
+}
+
+// drainedAudit polls the SKU's audit until no order is queued (or the
+// timeout passes) and returns the last report.
+export function drainedAudit(skuID, timeoutSec) {
+  const start = Date.now();
+  let rep = null;
+  for (;;) {
+    const r = http.get(`${BASE_URL}/admin/skus/${skuID}/audit`, adminParams('admin audit'));
+    if (r.status === 200) {
+      rep = r.json();
+      if (rep.queued === 0 && rep.queued_orders === 0 && rep.consistent) break;
+    } else {
+      console.warn(`audit: ${r.status} ${r.body}`);
+    }
+    if (Date.now() - start > timeoutSec * 1000) {
+      console.error(`audit: SKU ${skuID} still has queued orders after ${timeoutSec}s`);
+      break;
+    }
+    sleep(0.25);
+  }
+  drainWait.add(Date.now() - start);
+  return rep;
+}
+
+// judgeAudit records the audit as metrics and checks; expect may hold
+// orders and sold (exact values). It returns whether every check passed.
+export function judgeAudit(rep, expect) {
+  if (rep === null) {
+    auditOK.add(false);
+    return false;
+  }
+  auditOrders.add(rep.orders);
+  auditSold.add(rep.sold);
+  auditStock.add(rep.stock_total);
+  auditQueued.add(rep.queued);
+  auditRedisLeft.add(rep.redis_left === null ? -1 : rep.redis_left);
+  const checks = {
+    'audit: nothing queued': rep.queued === 0 && rep.queued_orders === 0,
+    'audit: consistent': rep.consistent === true,
+    'audit: no violations': !rep.violations || rep.violations.length === 0,
+    // Every scenario buys one unit per order.
+    'audit: sold == pending_payment + paid orders': rep.sold === rep.pending_payment + rep.paid,
+    'audit: no dead letters or duplicates': rep.dead_letters === 0 && rep.duplicates === 0,
+  };
+  if (expect.orders !== undefined) checks[`audit: orders == ${expect.orders}`] = rep.orders === expect.orders;
+  if (expect.sold !== undefined) checks[`audit: sold == ${expect.sold}`] = rep.sold === expect.sold;
+  let ok = true;
+  for (const [name, pass] of Object.entries(checks)) {
+    check(rep, { [name]: () => pass });
+    if (!pass) ok = false;
+  }
+  auditOK.add(ok);
+  if (!ok) console.error(`audit failed: ${JSON.stringify(rep)}`);
+  return ok;
+}
+
+function fmtMs(v) {
+  if (v === undefined || v === null) return '-';
+  return v >= 1000 ? `${(v / 1000).toFixed(2)}s` : `${v.toFixed(1)}ms`;
+}
+
+function val(data, metric, field) {
+  const m = data.metrics[metric];
+  return m && m.values ? m.values[field] : undefined;
+}
+
+// summary renders the end of a run as text: requests and outcomes, latency,
+// checks, thresholds and the audit. lines are extra "label: value" rows.
+export function summary(data, title, lines) {
+  const out = [];
+  const dur = data.state ? data.state.testRunDurationMs / 1000 : 0;
+  out.push('', `== ${title} ==`, `base url:        ${BASE_URL}`, `run time:        ${dur.toFixed(1)}s`);
+  const reqs = val(data, 'http_reqs', 'count') || 0;
+  out.push(`http requests:   ${reqs} (${(val(data, 'http_reqs', 'rate') || 0).toFixed(0)}/s, incl. admin calls)`);
+  for (const [label, v] of lines || []) out.push(`${(label + ':').padEnd(17)}${v}`);
+  const buy = 'http_req_duration{name:POST /api/v1/orders}';
+  const lat = data.metrics[buy] ? buy : 'http_req_duration';
+  out.push(
+    `buy latency:     p50 ${fmtMs(val(data, lat, 'med'))}  p90 ${fmtMs(val(data, lat, 'p(90)'))}  ` +
+      `p99 ${fmtMs(val(data, lat, 'p(99)'))}  max ${fmtMs(val(data, lat, 'max'))}`,
+  );
+  const passes = val(data, 'checks', 'passes') || 0;
+  const fails = val(data, 'checks', 'fails') || 0;
+  out.push(`checks:          ${passes} passed, ${fails} failed`);
+  if (data.metrics.audit_orders) {
+    out.push(
+      `audit:           orders ${val(data, 'audit_orders', 'value')}, sold ${val(data, 'audit_sold', 'value')}, ` +
+        `stock_total ${val(data, 'audit_stock_total', 'value')}, redis_left ${val(data, 'audit_redis_left', 'value')}, ` +
+        `queued ${val(data, 'audit_queued', 'value')} (drained in ${fmtMs(val(data, 'audit_drain_wait_ms', 'value'))})`,
+    );
+  }
+  const audit = val(data, 'audit_ok', 'rate');
+  out.push(`audit verdict:   ${audit === 1 ? 'OK' : audit === undefined ? 'not run' : 'FAILED'}`);
+  const broken = [];
+  for (const [name, m] of Object.entries(data.metrics)) {
+    for (const [expr, t] of Object.entries(m.thresholds || {})) {
+      if (!t.ok) broken.push(`${name} ${expr}`);
+    }
+  }
+  out.push(`thresholds:      ${broken.length === 0 ? 'all passed' : 'FAILED: ' + broken.join('; ')}`);
+  out.push('');
+  const res = { stdout: out.join('\n') + '\n' };
+  const file = env('SUMMARY_JSON', '');
+  if (file !== '') res[file] = JSON.stringify(data, null, 2);
+  return res;
+}
