@@ -35,7 +35,7 @@ func TestParsePlaceFastShapes(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"sku_id":1,"qty":1}`: true, ` { "qty" : 2 , "sku_id" : 42 , "request_id" : "c0ffee-01" } `: true, `{}`: true,
 		`{"sku_id":1,"qty":-3}`: true,
-		`{"sku_id":-1}`: false, `{"sku_id":01}`: false, `{"sku_id":1.5}`: false, `{"SKU_ID":1}`: false,
+		`{"sku_id":-1}`:         false, `{"sku_id":01}`: false, `{"sku_id":1.5}`: false, `{"SKU_ID":1}`: false,
 		`{"sku_id":1,"sku_id":2}`: false, `{"x":1}`: false, `{"sku_id":1}{}`: false, `{"request_id":"a\"b"}`: false,
 		`{"sku_id":1234567890123456789}`: false, `{"sku_id":1,}`: false, `{"sku_id":null}`: false,
 	} {
