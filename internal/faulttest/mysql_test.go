@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,26 +13,42 @@ import (
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// TestMySQLDownDuringDrain kills the deployment's own mariadbd in the middle
-// of a sale, keeps it down for 10 seconds and restarts it on the same data
-// directory and port. The workers back off while it is down (the drain
-// retries in place, leases stay extended, nothing is dead-lettered), and
-// the drain resumes by itself when it is back.
+// TestMySQLDownDuringDrain takes the deployment's own mariadbd away for 10
+// seconds in the middle of a sale: "killed" kills it and restarts it on the
+// same data directory and port, "frozen" stops it with SIGSTOP and
+// continues it (connections stay open, nothing answers). While it is away
+// the drain waits — killed, it retries in place with a capped back-off;
+// frozen, its statements wait for an answer — its leases stay extended,
+// nothing is dead-lettered, and the drain resumes by itself when MySQL is
+// back.
 func TestMySQLDownDuringDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts seckill and mariadbd processes")
 	}
+	for _, tc := range []struct {
+		name       string
+		stop, cont func(m *mariaDB)
+		errors     bool // the drain's statements fail (rather than wait) while MySQL is away
+	}{
+		{"killed", (*mariaDB).kill, (*mariaDB).start, true},
+		{"frozen", func(m *mariaDB) { m.signal(syscall.SIGSTOP) }, func(m *mariaDB) { m.signal(syscall.SIGCONT) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { mysqlDown(t, tc.name, tc.stop, tc.cont, tc.errors) })
+	}
+}
+
+func mysqlDown(t *testing.T, name string, stop, cont func(*mariaDB), errors bool) {
 	m := startMariaDB(t)
 	_, prefix := testsvc.Redis(t)
 	d := newDeployment(t, testsvc.Env(t, testsvc.EnvRedis), prefix, m.DSN(), nil)
 	a := d.serve("full-1", "serve")
 	b := d.serve("full-2", "serve")
-	const stock, buyers = 400, 500
+	const stock, buyers = 600, 500
 	sku := d.seed(stock)
 
 	c := d.buy(sku, "sql", buyers, 100)
 	c.waitAccepted(100)
-	m.kill()
+	stop(m)
 	down := time.Now()
 	// Orders taken while the SKU is still in the instances' catalog cache
 	// queue up; their batches retry in place.
@@ -47,7 +64,7 @@ func TestMySQLDownDuringDrain(t *testing.T) {
 	assert.Zero(t, dead, "nothing is dead-lettered while MySQL is down")
 	retries := d.metric(a, "seckill_drain_sql_retries_total") + d.metric(b, "seckill_drain_sql_retries_total")
 	acceptedDuringOutage := c.accepted.Load()
-	m.start()
+	cont(m)
 	up := time.Now()
 	outage := up.Sub(down)
 
@@ -61,17 +78,22 @@ func TestMySQLDownDuringDrain(t *testing.T) {
 	checkErrorBodies(t, ss)
 	rep = d.drained(sku, 60*time.Second)
 	assert.Zero(t, rep.DeadLetters)
-	assert.Positive(t, retries, "the drain retried while MySQL was down")
+	if errors {
+		assert.Positive(t, retries, "the drain retried while MySQL was down")
+	}
+	away := during(ss, down, up)
 
-	f := figures{scenario: "mysql-down-10s", recoverMS: took.Milliseconds()}
+	f := figures{scenario: "mysql-" + name + "-10s", recoverMS: took.Milliseconds()}
 	d.checkOrders(sku, accepted(ss), false, &f)
 	d.verify(sku)
 	f.more = []string{fmt.Sprintf("outage_ms=%d", outage.Milliseconds()), fmt.Sprintf("queued_during_outage=%d", queuedDuringOutage),
 		fmt.Sprintf("sql_retries=%.0f", retries), fmt.Sprintf("dead_letters=%d", dead),
 		fmt.Sprintf("accepted_by_end_of_outage=%d", acceptedDuringOutage), fmt.Sprintf("answers_503=%d", count5xx(ss)),
-		fmt.Sprintf("accepted_after=%d", len(accepted(after)))}
+		fmt.Sprintf("accepted_after=%d", len(accepted(after))),
+		fmt.Sprintf("answer_p50_ms_while_away=%d", quantile(away, 0.5).Milliseconds()),
+		fmt.Sprintf("answer_max_ms_while_away=%d", quantile(away, 1).Milliseconds())}
 	f.log(t)
-	t.Logf("answers: %v", tally(ss))
+	t.Logf("answers: %v; sent while away: %v", tally(ss), tally(away))
 }
 
 // deadLetters counts sku's dead letters.

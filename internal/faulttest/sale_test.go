@@ -74,7 +74,7 @@ func newDeployment(t *testing.T, redisAddr, prefix, dsn string, extra map[string
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	d := &deployment{t: t, env: env, rdb: rdb, prefix: prefix, db: db, client: &http.Client{
-		Timeout:   10 * time.Second,
+		Timeout:   20 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256},
 	}}
 	t.Cleanup(d.client.CloseIdleConnections)
@@ -122,6 +122,7 @@ type answer struct {
 	Status int
 	Body   map[string]any
 	Raw    string
+	Start  time.Time
 	Took   time.Duration
 	Err    error // transport error: no answer
 }
@@ -152,11 +153,11 @@ func (d *deployment) call(base, method, path, user string, body any) answer {
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return answer{Err: err, Took: time.Since(start)}
+		return answer{Err: err, Start: start, Took: time.Since(start)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	a := answer{Status: resp.StatusCode, Raw: string(raw), Took: time.Since(start), Err: err}
+	a := answer{Status: resp.StatusCode, Raw: string(raw), Start: start, Took: time.Since(start), Err: err}
 	_ = json.Unmarshal(raw, &a.Body)
 	return a
 }
@@ -569,4 +570,15 @@ func retried(ss []shopper) int {
 		}
 	}
 	return n
+}
+
+// during returns the shoppers whose last request was sent between from and to.
+func during(ss []shopper, from, to time.Time) []shopper {
+	var out []shopper
+	for _, s := range ss {
+		if !s.Start.Before(from) && s.Start.Before(to) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
