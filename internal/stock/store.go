@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -142,20 +141,20 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	now := s.o.Now()
 	args := make([]any, 0, 7+5*len(reqs))
 	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, len(reqs))
+	// The payloads of the batch share one buffer; each keeps its own slice.
+	buf := make([]byte, 0, 128*len(reqs))
 	for _, r := range reqs {
 		ridIndex := 0
 		if r.RequestID != "" {
 			keys = append(keys, k.rid+r.User+":"+r.RequestID)
 			ridIndex = len(keys)
 		}
-		payload, err := json.Marshal(OrderTask{
+		start := len(buf)
+		buf = OrderTask{
 			OrderID: r.OrderID, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
 			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
-		})
-		if err != nil {
-			return 0, nil, fmt.Errorf("stock: encode order: %w", err)
-		}
-		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, payload)
+		}.appendJSON(buf)
+		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, buf[start:len(buf):len(buf)])
 	}
 	raw, err := buyScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {

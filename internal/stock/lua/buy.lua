@@ -63,6 +63,9 @@ end
 local out = {1, 0}
 local taken = 0
 local earliest = false
+-- Every task of the batch is due now, so only the first one added can become
+-- the queue's earliest: the queue's first due time is read once per batch.
+local first = queue_earliest(ready)
 for i = 0, n - 1 do
   local b = 8 + i * 5
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
@@ -83,8 +86,8 @@ for i = 0, n - 1 do
       out[#out + 1] = 4
       out[#out + 1] = ''
     else
-      local r = queue_enqueue_nowake(ready, data, meta, oid, ARGV[6], ARGV[b + 4], now, ARGV[4], now)
-      if r == 2 then
+      local due = queue_add(ready, data, meta, oid, ARGV[6], ARGV[b + 4], now, ARGV[4], now)
+      if due and (first == nil or due < first) then
         earliest = true
       end
       left = left - qty
