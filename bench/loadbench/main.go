@@ -52,6 +52,7 @@ type config struct {
 	keep       bool
 	profile    string
 	only       string
+	drainEnv   string
 }
 
 func main() {
@@ -76,8 +77,9 @@ func main() {
 	flag.IntVar(&cfg.crowd, "crowd", 5000, "simultaneous buyers of the flash crowd")
 	flag.Int64Var(&cfg.crowdStock, "crowd-stock", 10, "units the flash crowd buys")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the database and the work directory")
+	flag.StringVar(&cfg.drainEnv, "drain-env", "", "comma-separated SECKILL_...=value settings for the drain's worker, e.g. SECKILL_WORKER_CONCURRENCY=8")
 	flag.StringVar(&cfg.profile, "profile", "", "run the servers in this process's seckill mode and write a CPU profile per server into this directory")
-	flag.StringVar(&cfg.only, "only", "", "run only the in-stock variants whose name contains this (e.g. lock-b64-s1), skipping the rest")
+	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1) and drain")
 	flag.Parse()
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
@@ -191,6 +193,12 @@ func run(cfg config, out io.Writer) error {
 
 	if cfg.only != "" {
 		for _, v := range strings.Split(cfg.only, ",") {
+			if v == "drain" {
+				if err := b.drainRun(out); err != nil {
+					return err
+				}
+				continue
+			}
 			var strategy string
 			var batch, skus int
 			if _, err := fmt.Sscanf(strings.ReplaceAll(v, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
@@ -255,20 +263,25 @@ func (b *bench) server(name string, args []string, extra ...string) (*proc, *api
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	env := append(append([]string{"SECKILL_HTTP_ADDR=" + addr}, b.env...), extra...)
-	bin := b.bin
-	if b.cfg.profile != "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, nil, err
-		}
-		bin, args = self, append([]string{"seckill"}, args...)
-		env = append(env, "LOADBENCH_CPUPROFILE="+filepath.Join(b.cfg.profile, name+".pprof"))
-	}
+	bin, args, env := b.command(name, args, env)
 	p, err := startProc(b.dir, name, bin, args, env, "http://"+addr, "/readyz")
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, newAPI(p.url), nil
+}
+
+// command is how to run `seckill args`: the binary built from the
+// repository, or with -profile this program's seckill mode with a CPU profile.
+func (b *bench) command(name string, args, env []string) (string, []string, []string) {
+	if b.cfg.profile == "" {
+		return b.bin, args, env
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return b.bin, args, env
+	}
+	return self, append([]string{"seckill"}, args...), append(env, "LOADBENCH_CPUPROFILE="+filepath.Join(b.cfg.profile, name+".pprof"))
 }
 
 func (b *bench) stopServer(p *proc) int64 {
@@ -532,7 +545,12 @@ func (b *bench) drainRun(out io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	w, err := startProc(b.dir, "worker", b.bin, []string{"worker"}, append([]string{"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(port)}, b.env...), "", "")
+	wenv := append([]string{"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(port)}, b.env...)
+	if b.cfg.drainEnv != "" {
+		wenv = append(wenv, strings.Split(b.cfg.drainEnv, ",")...)
+	}
+	bin, args, env := b.command("worker", []string{"worker"}, wenv)
+	w, err := startProc(b.dir, "worker", bin, args, env, "", "")
 	if err != nil {
 		return err
 	}
