@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for a short time (FUZZTIME each, default 8s; about
-# 70 s in all with the builds). A failing input is written under the
+# Runs every fuzz target for a short time: FUZZTIME each (default 6s), about
+# 60-80 s in all including the instrumented builds. A failing input is written under the
 # package's testdata/fuzz/<target>/ and the script exits non-zero; commit that
 # file with the fix so the input stays in the seed corpus that `go test` runs.
 #
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-8s}
+FUZZTIME=${FUZZTIME:-6s}
 GO=${GO:-go}
 
 targets=(
