@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for a short time: FUZZTIME each (default 6s), about
-# 60-80 s in all including the instrumented builds. A failing input is written under the
-# package's testdata/fuzz/<target>/ and the script exits non-zero; commit that
-# file with the fix so the input stays in the seed corpus that `go test` runs.
+# 60-80 s in all including the instrumented builds. A failing input is written
+# under the package's testdata/fuzz/<target>/ and the script exits non-zero;
+# commit that file with the fix so the input stays in the seed corpus that
+# `go test` runs.
 #
 #   scripts/fuzz.sh                  # every target
 #   FUZZTIME=2m scripts/fuzz.sh      # longer, e.g. before a release
