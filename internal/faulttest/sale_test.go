@@ -99,10 +99,18 @@ func (d *deployment) serve(name string, args ...string) *proc {
 	return p
 }
 
-// worker adds a `seckill worker` process and starts it.
-func (d *deployment) worker(name string) *proc {
+// worker adds a `seckill worker` process, with extra variables on top of
+// the deployment's, and starts it.
+func (d *deployment) worker(name string, extra map[string]string) *proc {
 	d.t.Helper()
-	p := newProc(d.t, name, d.env, false, "worker")
+	env := map[string]string{}
+	for k, v := range d.env {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	p := newProc(d.t, name, env, false, "worker")
 	p.start()
 	return p
 }

@@ -16,23 +16,31 @@ import (
 
 // TestWorkerStalledPastLease stops a worker-only process (SIGSTOP) while its
 // batch is inside its MySQL transaction, past the end of the batch's lease.
-// A second worker recovers the batch and writes it; when the first one is
-// continued its late commit and ack change nothing more: each order is in
-// MySQL once and counted once in sold.
+// The queue takes the batch back and a second worker claims it; when the
+// first one is continued it commits, its ack is refused as stale, and the
+// second worker's insert finds the orders written: each order is in MySQL
+// once and counted once in sold.
 func TestWorkerStalledPastLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts seckill processes")
 	}
 	d := sharedDeployment(t, nil)
 	d.serve("api", "serve", "--api-only")
-	w1 := d.worker("worker-1")
 	const total, buyers = 100, 60
 	sku := d.seed(total)
-
-	release := d.holdSKURow(sku)
 	c := d.buy(sku, "stall", buyers, 300)
-	d.waitBlockedBatch(sku)
 	c.Wait()
+
+	// The worker claims every order (two batches) and blocks in both
+	// transactions.
+	release := d.holdSKURow(sku)
+	w1 := d.worker("worker-1", nil)
+	d.waitBlockedBatch(sku)
+	claimed := time.Now().Add(20 * time.Second)
+	for in, pending := d.queueLen(sku); pending > 0 || in < buyers; in, pending = d.queueLen(sku) {
+		require.True(t, time.Now().Before(claimed), "worker-1 holds %d of %d orders after 20s", in, buyers)
+		time.Sleep(10 * time.Millisecond)
+	}
 	held := d.inflightIDs(sku)
 	q, err := queue.New(d.rdb, stock.Tag(sku), queue.Options{Prefix: d.prefix})
 	require.NoError(t, err)
@@ -48,16 +56,22 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	// The blocked statement goes on in MySQL; the stopped worker's
 	// transaction stays open, holding its rows.
 	release()
-	d.worker("worker-2")
+	// Enough workers that each recovered batch finds one free while the
+	// earlier ones wait for the stalled transaction's row locks (recovery
+	// happens in claims).
+	d.worker("worker-2", map[string]string{"SECKILL_WORKER_CONCURRENCY": "16"})
 
-	// Wait until the second worker has claimed every held task again.
+	// Wait until every held task is out of the stalled worker's hands: its
+	// lease expired and the queue took it back (pending again, or claimed
+	// by the second worker, whose batches then wait for the stalled
+	// transaction's row locks).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		again := 0
 		for _, id := range held {
 			info, err := q.Inspect(context.Background(), id)
-			if err != nil || info.Attempts > claims[id] {
-				again++ // claimed again, or already acked
+			if err != nil || info.State != queue.StateInFlight || info.Attempts > claims[id] {
+				again++
 			}
 		}
 		if again == len(held) {
