@@ -22,7 +22,7 @@ func shopper(secret string, log *slog.Logger) gin.HandlerFunc {
 	key := []byte(secret)
 	return func(c *gin.Context) {
 		if secret == "" {
-			id := c.GetHeader("X-User-ID")
+			id := c.GetHeader("X-User-Id") // X-User-ID in its canonical form: found without a copy
 			if !order.ValidUserID(id) {
 				writeError(c, log, errUnauthorized)
 				return
