@@ -56,6 +56,11 @@ func FuzzPlaceRequest(f *testing.F) {
 		`{"sku_id":1,"qty":1001}`, `{"sku_id":0,"qty":1}`, `{"sku_id":1,"qty":0}`, `{"sku_id":1,"qty":-5}`,
 		`{"sku_id":1,"qty":1,"request_id":"` + strings.Repeat("r", 65) + `"}`,
 		`{"sku_id":1,"qty":1,"request_id":"a b"}`, `{"sku_id":1,"qty":1,"extra":true}`,
+		// Shapes at the edge of the handler's fast path.
+		`{"SKU_ID":1,"Qty":1}`, `{"sku_id":01,"qty":1}`, `{"sku_id":1,"qty":-0}`, `{"sku_id":999999999999999999,"qty":1}`,
+		`{"sku_id":1234567890123456789,"qty":1}`, `{"sku_id":1,"qty":1e0}`, `{"sku_id":1,"qty":1,"request_id":"r\u0031"}`,
+		`{"sku_id":1,"qty":1,"request_id":null}`, `{"sku_id":1,"qty":1,"qty":2}`, " \t\r\n{ \"sku_id\" : 1 , \"qty\" : 1 } \n",
+		`{"sku_id":1,"qty":1,}`, `{,"sku_id":1}`, `{"sku_id":1 "qty":1}`, `{"sku_id":1,"qty":1}}`,
 	} {
 		f.Add([]byte(b), "alice")
 	}
@@ -71,6 +76,12 @@ func FuzzPlaceRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, user string) {
 		var req placeRequest
 		err := decodeStrict(body, &req)
+		// The handler's fast path must agree with the strict decoder on
+		// every body it takes.
+		var fast placeRequest
+		if parsePlaceFast(body, &fast) && (err != nil || fast != req) {
+			t.Fatalf("%q: fast path read %+v, strict decoder %+v (%v)", body, fast, req, err)
+		}
 		if err == nil {
 			in := order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID}
 			if err = in.Validate(user); err == nil {
