@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
@@ -67,10 +68,16 @@ func mysqlDown(t *testing.T, name string, stop, cont func(*mariaDB), errors bool
 	cont(m)
 	up := time.Now()
 	outage := up.Sub(down)
+	// The drain catches up by itself.
+	caughtUp := time.Now().Add(60 * time.Second)
+	for in, pending := d.queueLen(sku); in+pending > 0; in, pending = d.queueLen(sku) {
+		require.True(t, time.Now().Before(caughtUp), "%d orders still queued 60s after MySQL is back", in+pending)
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(up)
 
 	ss := c.Wait()
 	rep := d.drained(sku, 60*time.Second)
-	took := time.Since(up)
 	// Shoppers arriving after the outage buy as before.
 	after := d.buy(sku, "sql-after", 200, 200).Wait()
 	assert.Positive(t, len(accepted(after)), "orders are accepted again: %v", tally(after))
