@@ -90,13 +90,19 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			require.NoError(t, err, victim.tail(20))
 			inflight, pending := d.queueLen(sku)
 			assert.Zero(t, inflight, "nothing left in flight after a graceful exit")
-			if tc.unblock == 0 {
+			finished := len(held) - d.notPersisted(held)
+			if tc.unblock > 0 {
+				assert.Equal(t, len(held), finished, "the batch was written before the exit")
+			} else {
+				assert.Zero(t, finished, "the blocked batch was not written")
 				assert.GreaterOrEqual(t, pending, int64(len(held)), "the blocked batch went back to the queue")
 			}
 			release()
+			// Orders waiting at the restart, the handed-back batch among them.
+			waiting := d.pendingIDs(sku)
 			restarted := time.Now()
 			victim.start()
-			d.waitPersisted(held, 60*time.Second)
+			d.waitPersisted(waiting, 60*time.Second)
 			took := time.Since(restarted)
 
 			ss := c.Wait()
@@ -108,10 +114,12 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			}
 			rep := d.drained(sku, 60*time.Second)
 			assert.Zero(t, rep.DeadLetters)
-			f := figures{scenario: "sigterm-" + tc.name, recovered: len(held), recoverMS: took.Milliseconds()}
+			f := figures{scenario: "sigterm-" + tc.name, recovered: len(held) - finished, recoverMS: took.Milliseconds()}
 			d.checkOrders(sku, accepted(ss), false, &f)
+			assert.Zero(t, f.extra, "every order taken was answered")
 			d.verify(sku)
-			f.more = []string{fmt.Sprintf("exit_ms=%d", exit.Milliseconds()), fmt.Sprintf("left_pending=%d", pending),
+			f.more = []string{fmt.Sprintf("exit_ms=%d", exit.Milliseconds()), fmt.Sprintf("in_flight_at_sigterm=%d", len(held)),
+				fmt.Sprintf("finished_before_exit=%d", finished), fmt.Sprintf("pending_at_restart=%d", len(waiting)),
 				fmt.Sprintf("no_answer=%d", tally(ss)["no answer"]), fmt.Sprintf("retried_elsewhere=%d", retried(ss))}
 			f.log(t)
 			t.Logf("answers: %v", tally(ss))

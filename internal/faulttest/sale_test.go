@@ -245,6 +245,18 @@ func (d *deployment) inflightIDs(sku uint64) []string {
 	return ids
 }
 
+// pendingIDs lists the orders of sku waiting in its queue.
+func (d *deployment) pendingIDs(sku uint64) []string {
+	ids, _ := d.rdb.ZRange(context.Background(), d.prefix+stock.Tag(sku)+":q:ready", 0, -1).Result()
+	out := ids[:0]
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "exp:") {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // verify runs `seckill verify --sku sku` against the deployment and
 // requires exit status 0.
 func (d *deployment) verify(sku uint64) {
@@ -521,20 +533,27 @@ func (d *deployment) waitBlockedBatch(sku uint64) {
 	}
 }
 
+// notPersisted counts the orders of ids not in MySQL.
+func (d *deployment) notPersisted(ids []string) int {
+	d.t.Helper()
+	missing := 0
+	for _, id := range ids {
+		var n int
+		require.NoError(d.t, d.db.QueryRow("SELECT COUNT(*) FROM orders WHERE order_id = ?", id).Scan(&n))
+		if n == 0 {
+			missing++
+		}
+	}
+	return missing
+}
+
 // waitPersisted waits until every order of ids is in MySQL and returns how
 // long that took.
 func (d *deployment) waitPersisted(ids []string, limit time.Duration) time.Duration {
 	d.t.Helper()
 	start := time.Now()
 	for {
-		missing := 0
-		for _, id := range ids {
-			var n int
-			require.NoError(d.t, d.db.QueryRow("SELECT COUNT(*) FROM orders WHERE order_id = ?", id).Scan(&n))
-			if n == 0 {
-				missing++
-			}
-		}
+		missing := d.notPersisted(ids)
 		if missing == 0 {
 			return time.Since(start)
 		}
