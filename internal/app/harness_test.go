@@ -28,14 +28,16 @@ type sale struct {
 	t      *testing.T
 	urls   []string
 	apps   []*App
-	client *http.Client
-	env    map[string]string
+	client  *http.Client
+	env     map[string]string
+	workers bool
 }
 
 type saleOpts struct {
 	instances int
 	cluster   bool // Redis Cluster instead of standalone
 	embedded  bool // no Redis or MySQL configured
+	noWorkers bool // API only: accepted orders stay queued
 	env       map[string]string
 }
 
@@ -70,7 +72,7 @@ func startSale(t *testing.T, o saleOpts) *sale {
 	for k, v := range o.env {
 		env[k] = v
 	}
-	s := &sale{t: t, env: env, client: &http.Client{
+	s := &sale{t: t, env: env, workers: !o.noWorkers, client: &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
 	}}
@@ -97,7 +99,7 @@ func (s *sale) start() {
 	a, err := Open(ctx, cfg, log, true)
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, RunOptions{API: true, Workers: true}) }()
+	go func() { done <- a.Run(ctx, RunOptions{API: true, Workers: s.workers}) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

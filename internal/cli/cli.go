@@ -82,6 +82,7 @@ or a --config file; see configs/config.yaml for every key.`,
 		migrateCmd(e),
 		seedCmd(e),
 		verifyCmd(e),
+		queueCmd(e),
 		versionCmd(e),
 	)
 	cmd, err := root.ExecuteContextC(ctx)

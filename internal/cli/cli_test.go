@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,9 +39,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, cmd := range []string{"serve", "worker", "migrate", "seed", "verify", "version"} {
+	for _, cmd := range []string{"serve", "worker", "migrate", "seed", "verify", "version", "queue", "queue stats", "queue dead", "queue requeue", "queue drop"} {
 		var out bytes.Buffer
-		require.NoError(t, Run(context.Background(), []string{cmd, "--help"}, envOf(nil), &out, &out))
+		require.NoError(t, Run(context.Background(), append(strings.Fields(cmd), "--help"), envOf(nil), &out, &out))
 		assert.Contains(t, out.String(), "Examples:", cmd)
 	}
 }
@@ -127,4 +130,78 @@ func get(t *testing.T, url string, want int) string {
 	_, _ = b.ReadFrom(resp.Body)
 	require.Equal(t, want, resp.StatusCode, "%s: %s", url, b.String())
 	return b.String()
+}
+
+func TestSeedVerifyAndQueue(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	_ = rdb
+	dsn := testsvc.MySQL(t)
+	env := envOf(map[string]string{
+		"SECKILL_REDIS_ADDRS":      testsvc.Env(t, testsvc.EnvRedis),
+		"SECKILL_REDIS_KEY_PREFIX": prefix,
+		"SECKILL_MYSQL_DSN":        dsn,
+	})
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := Run(context.Background(), args, env, &out, &bytes.Buffer{})
+		return out.String(), err
+	}
+	dir := t.TempDir()
+	yamlFile := dir + "/skus.yaml"
+	require.NoError(t, os.WriteFile(yamlFile, []byte(`
+- id: 11
+  name: Phone
+  price_cents: 99900
+  stock: 10
+  per_user_limit: 1
+  starts_at: 2026-11-11T00:00:00Z
+  ends_at: 2036-11-11T01:00:00Z
+`), 0o600))
+	csvFile := dir + "/skus.csv"
+	require.NoError(t, os.WriteFile(csvFile, []byte("id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n"+
+		"12,Watch,19900,5,2,2026-11-11T00:00:00Z,2036-11-11T01:00:00Z\n"), 0o600))
+
+	out, err := run("seed", "--file", yamlFile)
+	require.NoError(t, err)
+	assert.Contains(t, out, `"created":true`)
+	out, err = run("seed", "--file", yamlFile)
+	require.NoError(t, err)
+	assert.Contains(t, out, `"created":false`, "re-seeding changes nothing")
+	_, err = run("seed", "--file", csvFile)
+	require.NoError(t, err)
+	out, err = run("seed", "--name", "Flag", "--price-cents", "1", "--stock", "3")
+	require.NoError(t, err)
+	assert.Contains(t, out, `"stock_left":3`)
+
+	out, err = run("verify")
+	require.NoError(t, err, out)
+	assert.Equal(t, 3, strings.Count(out, `"consistent":true`))
+
+	out, err = run("queue", "stats", "--sku", "11")
+	require.NoError(t, err)
+	assert.Contains(t, out, `"dead": 0`)
+	_, err = run("queue", "requeue", "--sku", "11", "nope")
+	assert.Error(t, err)
+	_, err = run("queue", "stats")
+	assert.Equal(t, ExitBadConfig, ExitCode(err))
+
+	// A violation makes verify exit 1.
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("UPDATE skus SET sold = 1 WHERE id = 12")
+	require.NoError(t, err)
+	out, err = run("verify", "--sku", "12")
+	require.Error(t, err)
+	assert.Equal(t, ExitFailure, ExitCode(err))
+	assert.Contains(t, out, `"consistent":false`)
+
+	for _, bad := range [][]string{
+		{"seed", "--name", "x", "--price-cents", "1", "--stock", "-1"},
+		{"seed", "--name", "x", "--stock", "1", "--starts-at", "tomorrow"},
+		{"seed", "--file", dir + "/missing.yaml"},
+	} {
+		_, err := run(bad...)
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v: %v", bad, err)
+	}
 }

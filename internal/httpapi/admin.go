@@ -18,6 +18,10 @@ type Admin interface {
 	SetStock(ctx context.Context, id uint64, total int64) (*order.SKUView, error)
 	Audit(ctx context.Context, id uint64) (*order.Report, error)
 	Reconcile(ctx context.Context, id uint64) (*order.Report, error)
+	Queue(ctx context.Context, sku uint64, n int) (*order.QueueReport, error)
+	DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]order.TaskView, error)
+	RequeueDead(ctx context.Context, sku uint64, id string) error
+	DeleteDead(ctx context.Context, sku uint64, id string) error
 }
 
 type skuRequest struct {

@@ -26,5 +26,9 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		admin.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
 		admin.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))
 		admin.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))
+		admin.GET("/skus/:id/queue", handleQueue(d.Admin, d.Log))
+		admin.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
+		admin.POST("/skus/:id/dead/:task_id/requeue", handleRequeueDead(d.Admin, d.Log))
+		admin.DELETE("/skus/:id/dead/:task_id", handleDeleteDead(d.Admin, d.Log))
 	}
 }

@@ -66,6 +66,18 @@ func (stubAdmin) Reconcile(_ context.Context, id uint64) (*order.Report, error) 
 	return &order.Report{SKU: id, Consistent: true}, nil
 }
 
+func (stubAdmin) Queue(_ context.Context, sku uint64, _ int) (*order.QueueReport, error) {
+	return &order.QueueReport{SKU: sku}, nil
+}
+
+func (stubAdmin) DeadLetters(context.Context, uint64, int, int) ([]order.TaskView, error) {
+	return nil, nil
+}
+
+func (stubAdmin) RequeueDead(context.Context, uint64, string) error { return order.ErrTaskNotFound }
+
+func (stubAdmin) DeleteDead(context.Context, uint64, string) error { return order.ErrTaskNotFound }
+
 const testAdminToken = "test-admin-token-0123456789"
 
 // testHTTP is the configuration's HTTP section with its defaults.

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/internal/app"
+)
+
+func queueCmd(e *env) *cobra.Command {
+	var sku uint
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Inspect a SKU's order queue and act on its dead letters",
+		Long: `queue shows the depths of a SKU's queue (due, delayed, in flight, dead) and
+its next tasks, lists dead letters, and requeues or drops them. A dead letter
+is an order task that failed every attempt; it stays until an operator acts.
+Dropping a dead order gives its units back to the sale.`,
+		Example: `  seckill queue stats --sku 42
+  seckill queue dead --sku 42
+  seckill queue requeue --sku 42 42-06h04xk4nr755csppbj17h0w
+  seckill queue drop --sku 42 42-06h04xk4nr755csppbj17h0w`,
+	}
+	cmd.PersistentFlags().UintVar(&sku, "sku", 0, "SKU id (required)")
+	open := func(cmd *cobra.Command) (*app.App, error) {
+		if sku == 0 {
+			return nil, usageError{errors.New("--sku is required")}
+		}
+		cfg, log, err := e.load()
+		if err != nil {
+			return nil, err
+		}
+		return app.Open(cmd.Context(), cfg, log, false)
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+
+	var n, offset int
+	stats := &cobra.Command{
+		Use: "stats", Short: "Depths of the queue and its next pending tasks", Args: cobra.NoArgs,
+		Example: "  seckill queue stats --sku 42 -n 5",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Orders.Queue(cmd.Context(), uint64(sku), n)
+			if err != nil {
+				return err
+			}
+			return enc.Encode(r)
+		},
+	}
+	stats.Flags().IntVarP(&n, "n", "n", 10, "pending tasks to show")
+	dead := &cobra.Command{
+		Use: "dead", Short: "List dead letters", Args: cobra.NoArgs,
+		Example: "  seckill queue dead --sku 42 --offset 100 -n 100",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			list, err := a.Orders.DeadLetters(cmd.Context(), uint64(sku), offset, n)
+			if err != nil {
+				return err
+			}
+			return enc.Encode(list)
+		},
+	}
+	dead.Flags().IntVarP(&n, "n", "n", 100, "dead letters to list")
+	dead.Flags().IntVar(&offset, "offset", 0, "skip this many")
+	act := func(use, short, example, done string, f func(a *app.App, cmd *cobra.Command, id string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " TASK_ID", Short: short, Example: example, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				a, err := open(cmd)
+				if err != nil {
+					return err
+				}
+				defer a.Close()
+				if err := f(a, cmd, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, done, args[0])
+				return nil
+			},
+		}
+	}
+	cmd.AddCommand(stats, dead,
+		act("requeue", "Put a dead letter back in work with fresh attempts", "  seckill queue requeue --sku 42 TASK_ID", "requeued",
+			func(a *app.App, cmd *cobra.Command, id string) error {
+				return a.Orders.RequeueDead(cmd.Context(), uint64(sku), id)
+			}),
+		act("drop", "Delete a dead letter (a dropped order's units go back on sale)", "  seckill queue drop --sku 42 TASK_ID", "dropped",
+			func(a *app.App, cmd *cobra.Command, id string) error {
+				return a.Orders.DeleteDead(cmd.Context(), uint64(sku), id)
+			}),
+	)
+	return cmd
+}

@@ -1,0 +1,129 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// ErrTaskNotFound: no such task (or dead letter) in the SKU's queue.
+var ErrTaskNotFound = errors.New("task not found")
+
+// TaskView is what an operator sees of a queue task.
+type TaskView struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	State      string          `json:"state"`
+	At         time.Time       `json:"at"` // due (pending), lease end (in flight), death (dead)
+	Attempts   int             `json:"attempts"`
+	EnqueuedAt time.Time       `json:"enqueued_at"`
+	LastError  string          `json:"last_error,omitempty"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+func taskView(in queue.Info) TaskView {
+	payload := json.RawMessage(in.Payload)
+	if !json.Valid(payload) {
+		payload, _ = json.Marshal(string(in.Payload))
+	}
+	return TaskView{ID: in.ID, Type: in.Type, State: string(in.State), At: in.At.UTC(), Attempts: in.Attempts,
+		EnqueuedAt: in.EnqueuedAt.UTC(), LastError: in.LastError, Payload: payload}
+}
+
+// QueueReport is the state of one SKU's queue.
+type QueueReport struct {
+	SKU       uint64     `json:"sku_id"`
+	Due       int64      `json:"due"`
+	Delayed   int64      `json:"delayed"`
+	InFlight  int64      `json:"in_flight"`
+	Dead      int64      `json:"dead"`
+	OldestDue *time.Time `json:"oldest_due"`
+	Next      []TaskView `json:"next"` // the first pending tasks by due time
+}
+
+// Queue reports the depths of sku's queue and its first n pending tasks.
+func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, error) {
+	if _, err := s.skus.Get(ctx, sku); err != nil {
+		return nil, err
+	}
+	q := s.store.Queue(sku)
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &QueueReport{SKU: sku, Due: st.Due, Delayed: st.Delayed, InFlight: st.InFlight, Dead: st.Dead, Next: []TaskView{}}
+	if !st.OldestDue.IsZero() {
+		t := st.OldestDue.UTC()
+		r.OldestDue = &t
+	}
+	next, err := q.Peek(ctx, min(max(n, 0), queue.MaxList))
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range next {
+		r.Next = append(r.Next, taskView(in))
+	}
+	return r, nil
+}
+
+// DeadLetters lists sku's dead letters from offset, at most n.
+func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]TaskView, error) {
+	if _, err := s.skus.Get(ctx, sku); err != nil {
+		return nil, err
+	}
+	list, err := s.store.Queue(sku).ListDead(ctx, max(offset, 0), min(max(n, 0), queue.MaxList))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TaskView, 0, len(list))
+	for _, in := range list {
+		out = append(out, taskView(in))
+	}
+	return out, nil
+}
+
+// RequeueDead puts a dead letter back in work with fresh attempts.
+func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error {
+	err := s.store.Queue(sku).RequeueDead(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
+	}
+	return err
+}
+
+// DeleteDead drops a dead letter for good. Dropping an accepted order gives
+// its units back first, so the SKU's counts still add up; the shopper's
+// order is then gone.
+func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
+	q := s.store.Queue(sku)
+	in, err := q.Inspect(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) || err == nil && in.State != queue.StateDead {
+		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
+	}
+	if err != nil {
+		return err
+	}
+	if in.Type == stock.TaskCreate {
+		t, err := stock.DecodeTask(in.Payload)
+		if err != nil {
+			return err
+		}
+		if _, err := s.store.Return(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
+			return err
+		}
+		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
+			"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
+	}
+	if err := q.DeleteDead(ctx, id); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
+		}
+		return err
+	}
+	return nil
+}
