@@ -25,9 +25,9 @@ const adminToken = "test-admin-token-0123456789"
 // sale is a running deployment under test: instances sharing one Redis
 // (standalone or Cluster) and one SQL database.
 type sale struct {
-	t      *testing.T
-	urls   []string
-	apps   []*App
+	t       *testing.T
+	urls    []string
+	apps    []*App
 	client  *http.Client
 	env     map[string]string
 	workers bool
