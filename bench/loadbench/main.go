@@ -53,6 +53,7 @@ type config struct {
 	profile    string
 	only       string
 	drainEnv   string
+	serveEnv   string
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	flag.Int64Var(&cfg.crowdStock, "crowd-stock", 10, "units the flash crowd buys")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the database and the work directory")
 	flag.StringVar(&cfg.drainEnv, "drain-env", "", "comma-separated SECKILL_...=value settings for the drain's worker, e.g. SECKILL_WORKER_CONCURRENCY=8")
+	flag.StringVar(&cfg.serveEnv, "serve-env", "", "comma-separated SECKILL_...=value settings added to every seckill server, e.g. SECKILL_REDIS_POOL_SIZE=100")
 	flag.StringVar(&cfg.profile, "profile", "", "run the servers in this process's seckill mode and write a CPU profile per server into this directory")
 	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1) and drain")
 	flag.Parse()
@@ -107,6 +109,38 @@ type bench struct {
 	skus   []uint64
 	peak   int64
 	checks []check
+	// Processes whose CPU use is shown for each run (0: unknown).
+	redisPID, mysqlPID int
+	ceilingCrowd       crowdResult
+}
+
+// cpuUse samples the CPU time of the server, Redis and MySQL around a run.
+type cpuUse struct {
+	server, redis, mysql float64
+}
+
+func (b *bench) cpuNow(server *proc) cpuUse {
+	return cpuUse{cpuSeconds(server.cmd.Process.Pid), cpuSeconds(b.redisPID), cpuSeconds(b.mysqlPID)}
+}
+
+// cpuSplit says how many CPUs each process kept busy during r.
+func (b *bench) cpuSplit(before, after cpuUse, r wrkResult) string {
+	wall := float64(r.DurationUS) / 1e6
+	if wall <= 0 {
+		return ""
+	}
+	f := func(name string, sec float64, known bool) string {
+		if !known {
+			return name + " ?"
+		}
+		return fmt.Sprintf("%s %.2f", name, sec/wall)
+	}
+	return strings.Join([]string{
+		f("server", after.server-before.server, true),
+		f("redis", after.redis-before.redis, b.redisPID > 0),
+		f("mysql", after.mysql-before.mysql, b.mysqlPID > 0),
+		f("wrk", r.CPU, true),
+	}, ", ")
 }
 
 type row struct {
@@ -115,6 +149,7 @@ type row struct {
 	p50     time.Duration
 	p99     time.Duration
 	ratio   bool
+	cpu     string
 	answers string
 	lag     string
 	rss     int64
@@ -153,12 +188,13 @@ func run(cfg config, out io.Writer) error {
 
 	redisAddr := cfg.redis
 	if redisAddr == "" {
-		addr, stop, err := startRedis(dir)
+		addr, pid, stop, err := startRedis(dir)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		redisAddr = addr
+		b.redisPID = pid
 	}
 	prefix := "loadbench:" + b.tag + ":"
 	defer cleanRedis(redisAddr, prefix)
@@ -186,6 +222,13 @@ func run(cfg config, out io.Writer) error {
 		// New SKUs are picked up by the drain within this; the default 2s
 		// would add up to 2s to the lag of the first orders of each run.
 		"SECKILL_WORKER_SKU_REFRESH=200ms",
+	}
+	if cfg.serveEnv != "" {
+		b.env = append(b.env, strings.Split(cfg.serveEnv, ",")...)
+	}
+	b.mysqlPID = findProc("mariadbd")
+	if b.mysqlPID == 0 {
+		b.mysqlPID = findProc("mysqld")
 	}
 	machine := describeMachine(redisAddr)
 	fmt.Fprintln(out, machine)
@@ -217,11 +260,16 @@ func run(cfg config, out io.Writer) error {
 		strategy string
 		batch    int
 		skus     int
+		env      []string
 	}{
-		{"lock", 64, 1}, {"lock", 1, 1}, {"atomic", 64, 1}, {"atomic", 1, 1},
-		{"lock", 64, cfg.skus}, {"atomic", 64, cfg.skus},
+		{"lock", 64, 1, nil}, {"lock", 1, 1, nil}, {"atomic", 64, 1, nil}, {"atomic", 1, 1, nil},
+		{"lock", 64, cfg.skus, nil}, {"atomic", 64, cfg.skus, nil},
+		// Many SKUs mean many combining lines and drain consumers sharing
+		// the Redis pool and MySQL: the same run with a larger pool and one
+		// drain worker per SKU.
+		{"atomic", 64, cfg.skus, manySKUTuning},
 	} {
-		if err := b.inStock(out, v.strategy, v.batch, v.skus); err != nil {
+		if err := b.inStock(out, v.strategy, v.batch, v.skus, v.env...); err != nil {
 			return err
 		}
 	}
@@ -312,14 +360,16 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 		return err
 	}
 	before, _ := a.outcomes()
+	c0 := b.cpuNow(p)
 	r, err := b.wrk(p.url, []uint64{id}, b.cfg.duration)
 	if err != nil {
 		return err
 	}
+	c1 := b.cpuNow(p)
 	after, _ := a.outcomes()
 	rss := b.stopServer(p)
 	soldOut := row{name: "buy, sold-out SKU (per-process flag)", rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US), ratio: true,
-		answers: answers(diff(after, before), r), rss: rss}
+		cpu: b.cpuSplit(c0, c1, r), answers: answers(diff(after, before), r), rss: rss}
 
 	port, err := freePort()
 	if err != nil {
@@ -334,13 +384,22 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cc0 := b.cpuNow(c)
 	cr, err := b.wrk(url, []uint64{id}, b.cfg.duration)
+	cc1 := b.cpuNow(c)
+	if err != nil {
+		c.stop()
+		return err
+	}
+	// The flash crowd's burst against the ceiling: what this machine can do
+	// for that many simultaneous requests with no work behind them.
+	b.ceilingCrowd, err = crowd(url, id, b.cfg.crowd, b.tag+"c")
 	c.stop()
 	if err != nil {
 		return err
 	}
 	b.rows = append(b.rows, row{name: "ceiling: no-op Gin handler, same 409 body", rate: cr.rate(), p50: us(cr.P50US), p99: us(cr.P99US),
-		ratio: true, answers: fmt.Sprintf("%d × 409", cr.Non2xx)}, soldOut)
+		ratio: true, cpu: b.cpuSplit(cc0, cc1, cr), answers: fmt.Sprintf("%d × 409", cr.Non2xx)}, soldOut)
 	fmt.Fprintf(out, "ceiling %.0f req/s; sold-out path %.0f req/s (%.2f×)\n", cr.rate(), r.rate(), r.rate()/cr.rate())
 	return nil
 }
@@ -372,10 +431,16 @@ func soldOutDetail(url string, sku uint64) (string, error) {
 
 // inStock measures buys of SKUs with plenty of stock by users never seen
 // before, and the lag from acceptance to SQL for the orders of the run.
-func (b *bench) inStock(out io.Writer, strategy string, batch, nskus int) error {
+// manySKUTuning is the configuration of the tuned many-SKU run.
+var manySKUTuning = []string{"SECKILL_REDIS_POOL_SIZE=200", "SECKILL_WORKER_CONCURRENCY=1"}
+
+func (b *bench) inStock(out io.Writer, strategy string, batch, nskus int, env ...string) error {
 	name := fmt.Sprintf("%s-b%d-s%d", strategy, batch, nskus)
+	if len(env) > 0 {
+		name += "-tuned"
+	}
 	p, a, err := b.server(name, []string{"serve"},
-		"SECKILL_STOCK_STRATEGY="+strategy, "SECKILL_STOCK_BATCH_MAX="+strconv.Itoa(batch))
+		append([]string{"SECKILL_STOCK_STRATEGY=" + strategy, "SECKILL_STOCK_BATCH_MAX=" + strconv.Itoa(batch)}, env...)...)
 	if err != nil {
 		return err
 	}
@@ -391,10 +456,12 @@ func (b *bench) inStock(out io.Writer, strategy string, batch, nskus int) error 
 	b.skus = append(b.skus, ids...)
 	time.Sleep(500 * time.Millisecond) // the drain picks the SKUs up
 	before, _ := a.outcomes()
+	c0 := b.cpuNow(p)
 	r, err := b.wrk(p.url, ids, b.cfg.duration)
 	if err != nil {
 		return err
 	}
+	c1 := b.cpuNow(p)
 	after, _ := a.outcomes()
 	start := time.Now()
 	for _, id := range ids {
@@ -420,14 +487,18 @@ func (b *bench) inStock(out io.Writer, strategy string, batch, nskus int) error 
 	if batch == 1 {
 		comb = "batch_max 1 (no combining)"
 	}
+	if len(env) > 0 {
+		comb += "; " + strings.ToLower(strings.ReplaceAll(strings.Join(env, ", "), "SECKILL_", ""))
+	}
 	b.rows = append(b.rows, row{
 		name: fmt.Sprintf("buy, in stock, %s, %s, %s", skuLabel, strategy, comb),
 		rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US), ratio: true,
+		cpu:     b.cpuSplit(c0, c1, r),
 		answers: answers(diff(after, before), r),
 		lag:     fmt.Sprintf("%s / %s (%d orders; drained %.1fs after the load)", ms(p50), ms(p99), n, catchUp.Seconds()),
 		rss:     rss,
 	})
-	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r))
+	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s  CPUs: %s\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r), b.cpuSplit(c0, c1, r))
 	return nil
 }
 
@@ -502,8 +573,15 @@ func (b *bench) flashCrowd(out io.Writer) error {
 		answers: strings.Join(parts, ", ") + fmt.Sprintf("; last answer %s after the start; %d orders in SQL", ms(r.lastAnswer), rep.Orders),
 		rss:     rss,
 	})
+	if cc := b.ceilingCrowd; cc.n > 0 {
+		b.rows = append(b.rows, row{
+			name: fmt.Sprintf("the same crowd against the ceiling (%d requests at once, no-op handler)", cc.n),
+			p50:  cc.p50, p99: cc.p99,
+			answers: fmt.Sprintf("%d × 409, %d transport errors; last answer %s after the start", cc.statuses[409], cc.errors, ms(cc.lastAnswer)),
+		})
+	}
 	b.checks = append(b.checks,
-		check{"flash crowd p99 ≤ 100 ms", ms(r.p99), r.p99 <= 100*time.Millisecond},
+		check{"flash crowd p99 ≤ 100 ms", fmt.Sprintf("%s (the ceiling server: %s)", ms(r.p99), ms(b.ceilingCrowd.p99)), r.p99 <= 100*time.Millisecond},
 		check{"flash crowd: zero 5xx", strconv.Itoa(fivexx), fivexx == 0},
 		check{fmt.Sprintf("flash crowd: exactly %d orders", b.cfg.crowdStock), fmt.Sprintf("%d orders, sold %d, consistent %v", rep.Orders, rep.Sold, rep.Consistent),
 			rep.Orders == b.cfg.crowdStock && rep.Sold == b.cfg.crowdStock && rep.Consistent})
@@ -614,8 +692,8 @@ func tail2(s string) string {
 
 func (b *bench) print(out io.Writer, machine string) {
 	ceiling := b.rows[0].rate
-	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | peak RSS |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---|---|---:|")
+	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | peak RSS | CPUs busy during the run |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---|---|---:|---|")
 	for _, r := range b.rows {
 		rate, ratio, p50, p99, rss := "", "", "", "", ""
 		if r.rate > 0 {
@@ -630,7 +708,7 @@ func (b *bench) print(out io.Writer, machine string) {
 		if r.rss > 0 {
 			rss = fmt.Sprintf("%d MB", r.rss>>20)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, rate, p50, p99, ratio, r.answers, r.lag, rss)
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, rate, p50, p99, ratio, r.answers, r.lag, rss, r.cpu)
 	}
 	rate := func(prefix string) float64 {
 		for _, r := range b.rows {
@@ -718,8 +796,9 @@ func describeMachine(redisAddr string) string {
 	}
 	_ = c.Close()
 	wv := "?"
-	if o, err := exec.Command("wrk", "-v").CombinedOutput(); err == nil {
-		wv = strings.Fields(string(o) + " ? ?")[1]
+	o, _ := exec.Command("wrk", "-v").CombinedOutput() // prints its version and exits 1
+	if f := strings.Fields(string(o)); len(f) > 1 {
+		wv = f[1]
 	}
 	return fmt.Sprintf("machine: %d CPUs (%s), %s, Redis %s, wrk %s", runtime.NumCPU(), model, runtime.Version(), rv, wv)
 }

@@ -123,20 +123,58 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// cpuSeconds is the CPU time (user + system) pid has used, or 0 when it is
+// unknown.
+func cpuSeconds(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// findProc returns the pid of a process named comm, or 0.
+func findProc(comm string) int {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == comm {
+			return pid
+		}
+	}
+	return 0
+}
+
 // startRedis runs a private redis-server without persistence on a free port.
-func startRedis(dir string) (addr string, stop func(), err error) {
+func startRedis(dir string) (addr string, pid int, stop func(), err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return "", nil, fmt.Errorf("no redis-server for a private server (or pass -redis): %w", err)
+		return "", 0, nil, fmt.Errorf("no redis-server for a private server (or pass -redis): %w", err)
 	}
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop = func() {
 		_ = cmd.Process.Kill()
@@ -147,11 +185,11 @@ func startRedis(dir string) (addr string, stop func(), err error) {
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c.Ping(context.Background()).Err() == nil {
-			return addr, stop, nil
+			return addr, cmd.Process.Pid, stop, nil
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, errors.New("private redis-server did not start")
+			return "", 0, nil, errors.New("private redis-server did not start")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -17,17 +17,18 @@ var usersLua []byte
 
 // wrkResult is what users.lua's done() reports.
 type wrkResult struct {
-	Requests      int64 `json:"requests"`
-	DurationUS    int64 `json:"duration_us"`
-	P50US         int64 `json:"p50_us"`
-	P90US         int64 `json:"p90_us"`
-	P99US         int64 `json:"p99_us"`
-	MaxUS         int64 `json:"max_us"`
-	ConnectErrors int64 `json:"connect_errors"`
-	ReadErrors    int64 `json:"read_errors"`
-	WriteErrors   int64 `json:"write_errors"`
-	Timeouts      int64 `json:"timeouts"`
-	Non2xx        int64 `json:"non2xx"`
+	Requests      int64   `json:"requests"`
+	DurationUS    int64   `json:"duration_us"`
+	P50US         int64   `json:"p50_us"`
+	P90US         int64   `json:"p90_us"`
+	P99US         int64   `json:"p99_us"`
+	MaxUS         int64   `json:"max_us"`
+	ConnectErrors int64   `json:"connect_errors"`
+	ReadErrors    int64   `json:"read_errors"`
+	WriteErrors   int64   `json:"write_errors"`
+	Timeouts      int64   `json:"timeouts"`
+	Non2xx        int64   `json:"non2xx"`
+	CPU           float64 `json:"-"` // CPU seconds wrk used
 }
 
 func (r wrkResult) rate() float64 {
@@ -66,6 +67,7 @@ func (b *bench) wrk(url string, skus []uint64, d time.Duration) (wrkResult, erro
 			if err := json.Unmarshal([]byte(js), &r); err != nil {
 				return r, fmt.Errorf("wrk result %q: %w", js, err)
 			}
+			r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 			return r, nil
 		}
 	}
