@@ -3,6 +3,7 @@ package stock
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -26,8 +27,11 @@ type OrderTask struct {
 // DecodeTask parses a TaskCreate payload.
 func DecodeTask(b []byte) (OrderTask, error) {
 	var t OrderTask
-	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("stock: order task: %w", err)
+	if !t.parsePlain(b) {
+		t = OrderTask{}
+		if err := json.Unmarshal(b, &t); err != nil {
+			return t, fmt.Errorf("stock: order task: %w", err)
+		}
 	}
 	if t.OrderID == "" || t.SKU == 0 || t.User == "" || t.Qty <= 0 {
 		return t, fmt.Errorf("stock: order task incomplete: %q", b)
@@ -72,6 +76,107 @@ func plainJSON(s string) bool {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
+	}
+	return true
+}
+
+// parsePlain reads a payload in exactly the form appendJSON writes for plain
+// ids, without reflection. It reports false for anything else (DecodeTask
+// then uses json.Unmarshal, which accepts such a payload with the same
+// result).
+func (t *OrderTask) parsePlain(b []byte) bool {
+	p := taskParser{b: b}
+	var qty int64
+	ok := p.lit(`{"o":`) && p.str(&t.OrderID) &&
+		p.lit(`,"s":`) && p.uint(&t.SKU) &&
+		p.lit(`,"u":`) && p.str(&t.User) &&
+		p.lit(`,"q":`) && p.int(&qty, strconv.IntSize) &&
+		p.lit(`,"p":`) && p.int(&t.PriceCents, 64) &&
+		p.lit(`,"c":`) && p.int(&t.CreatedMS, 64)
+	t.Qty = int(qty)
+	if ok && p.peek(`,"r":`) {
+		ok = p.lit(`,"r":`) && p.str(&t.RequestID)
+	}
+	if ok && p.peek(`,"f":`) {
+		ok = p.lit(`,"f":`) && p.int(&t.Fence, 64)
+	}
+	return ok && p.lit("}") && p.i == len(b)
+}
+
+type taskParser struct {
+	b []byte
+	i int
+}
+
+func (p *taskParser) peek(s string) bool {
+	return len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s
+}
+
+func (p *taskParser) lit(s string) bool {
+	if !p.peek(s) {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+// str reads a string of printable ASCII without escapes.
+func (p *taskParser) str(dst *string) bool {
+	if !p.lit(`"`) {
+		return false
+	}
+	start := p.i
+	for ; p.i < len(p.b) && p.b[p.i] != '"'; p.i++ {
+		if c := p.b[p.i]; c < 0x20 || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	if p.i == len(p.b) {
+		return false
+	}
+	*dst = string(p.b[start:p.i])
+	p.i++
+	return true
+}
+
+// digits reads a JSON integer: its sign and magnitude, false on anything
+// else or a magnitude beyond uint64.
+func (p *taskParser) digits(signed bool) (neg bool, mag uint64, ok bool) {
+	if signed && p.i < len(p.b) && p.b[p.i] == '-' {
+		neg = true
+		p.i++
+	}
+	d := p.i
+	for ; p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9'; p.i++ {
+		c := uint64(p.b[p.i] - '0')
+		if mag > (math.MaxUint64-c)/10 {
+			return false, 0, false
+		}
+		mag = mag*10 + c
+	}
+	if p.i == d || p.i-d > 1 && p.b[d] == '0' {
+		return false, 0, false
+	}
+	return neg, mag, true
+}
+
+func (p *taskParser) uint(dst *uint64) bool {
+	_, n, ok := p.digits(false)
+	*dst = n
+	return ok
+}
+
+// int reads an integer that fits in bits.
+func (p *taskParser) int(dst *int64, bits int) bool {
+	neg, mag, ok := p.digits(true)
+	limit := uint64(1) << (bits - 1) // |min|; max is one less
+	switch {
+	case !ok, neg && mag > limit, !neg && mag >= limit:
+		return false
+	case neg:
+		*dst = -int64(mag-1) - 1
+	default:
+		*dst = int64(mag)
 	}
 	return true
 }
