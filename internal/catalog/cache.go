@@ -11,9 +11,12 @@ import (
 )
 
 // Cache keeps SKUs in memory for ttl so the buy path reads a SKU's window,
-// price and limit without a database round trip. Unknown ids are remembered
-// too (briefly, and at most maxMisses of them) so a flood of made-up ids
-// does not reach the database. Concurrent misses for one id share one query.
+// price and limit without a database round trip. Once a SKU is known, an
+// entry past its ttl is still served while one background query refreshes
+// it, so a slow or unreachable database never holds up a buyer; a failed
+// refresh keeps the entry. Unknown ids are remembered too (briefly, and at
+// most maxMisses of them) so a flood of made-up ids does not reach the
+// database. Concurrent misses for one id share one query.
 type Cache struct {
 	store *Store
 	ttl   time.Duration
@@ -37,33 +40,50 @@ func NewCache(store *Store, ttl time.Duration) *Cache {
 	return &Cache{store: store, ttl: ttl, now: time.Now, items: map[uint64]cached{}}
 }
 
-// Get returns the SKU from memory when fresh, else from the store. The SKU
+// refreshTimeout bounds a background refresh.
+const refreshTimeout = 5 * time.Second
+
+// Get returns the SKU from memory when known, else from the store. The SKU
 // returned is shared: callers must not modify it.
 func (c *Cache) Get(ctx context.Context, id uint64) (*SKU, error) {
 	now := c.now()
 	c.mu.RLock()
 	it, ok := c.items[id]
 	c.mu.RUnlock()
-	if ok && now.Sub(it.at) < c.ttl {
-		if it.sku == nil {
-			return nil, ErrNotFound
-		}
+	fresh := ok && now.Sub(it.at) < c.ttl
+	switch {
+	case fresh && it.sku == nil:
+		return nil, ErrNotFound
+	case fresh:
+		return it.sku, nil
+	case ok && it.sku != nil:
+		c.group.DoChan(key(id), func() (any, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+			defer cancel()
+			return c.load(ctx, id)
+		})
 		return it.sku, nil
 	}
 	v, err, _ := c.group.Do(key(id), func() (any, error) {
-		sku, err := c.store.Get(context.WithoutCancel(ctx), id)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			c.put(id, nil)
-		case err == nil:
-			c.put(id, sku)
-		}
-		return sku, err
+		return c.load(context.WithoutCancel(ctx), id)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*SKU), nil
+}
+
+// load reads id from the store and remembers the answer; a failure other
+// than ErrNotFound leaves the cache as it was.
+func (c *Cache) load(ctx context.Context, id uint64) (*SKU, error) {
+	sku, err := c.store.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		c.put(id, nil)
+	case err == nil:
+		c.put(id, sku)
+	}
+	return sku, err
 }
 
 // Forget drops id so the next Get reads the store.

@@ -100,3 +100,27 @@ func TestCacheRemembersHitsAndMisses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "New", got.Name)
 }
+
+func TestCacheServesAKnownSKUWhileTheStoreIsDown(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	st := catalog.NewStore(db, nil)
+	c := catalog.NewCache(st, time.Millisecond)
+	start := time.Now().UTC()
+	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: 5, Name: "A", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = c.Get(ctx, 5)
+	require.NoError(t, err)
+
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	require.NoError(t, sqlDB.Close())
+	time.Sleep(5 * time.Millisecond)
+	for range 3 {
+		got, err := c.Get(ctx, 5)
+		require.NoError(t, err, "a known SKU is served from memory")
+		assert.Equal(t, "A", got.Name)
+	}
+	_, err = c.Get(ctx, 6)
+	assert.Error(t, err, "an unknown one needs the store")
+}
