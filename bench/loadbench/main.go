@@ -268,6 +268,8 @@ func run(cfg config, out io.Writer) error {
 		// the Redis pool and MySQL: the same run with a larger pool and one
 		// drain worker per SKU.
 		{"atomic", 64, cfg.skus, manySKUTuning},
+		// The garbage collector's share: the hot-SKU atomic run with GOGC=200.
+		{"atomic", 64, 1, []string{"GOGC=200"}},
 	} {
 		if err := b.inStock(out, v.strategy, v.batch, v.skus, v.env...); err != nil {
 			return err

@@ -12,8 +12,9 @@ import (
 )
 
 // runSeckill is `loadbench seckill <args>`: the seckill command in this
-// process, writing a CPU profile to $LOADBENCH_CPUPROFILE while it runs (the
-// -profile flag starts the servers this way).
+// process, writing a CPU profile to $LOADBENCH_CPUPROFILE while it runs and
+// an allocation profile to that path plus ".allocs" at exit (the -profile
+// flag starts the servers this way).
 func runSeckill(args []string) {
 	if path := os.Getenv("LOADBENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -23,6 +24,13 @@ func runSeckill(args []string) {
 				f.Close()
 			}()
 		}
+		// And what was allocated where, written at exit.
+		defer func() {
+			if f, err := os.Create(path + ".allocs"); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, args, os.Getenv, os.Stdout, os.Stderr)
