@@ -263,8 +263,10 @@ func (d *Drainer) insertGuarded(ctx context.Context, rows []Order, now time.Time
 }
 
 // insertOneByOne writes each row in its own guarded transaction; a row the
-// guard refuses is written with status failed and its units go back to Redis.
+// guard refuses is written with status failed, and the SKU's Redis state is
+// rebuilt from SQL so its units are free again.
 func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Time) (fresh []Order, refused int, err error) {
+	rebuild := map[uint64]bool{}
 	for _, o := range rows {
 		ok := false
 		err := d.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -290,17 +292,26 @@ func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Tim
 		}
 		if o.Status == StatusFailed {
 			refused++
-			d.log.Error("drain: stock guard refused an order; units returned", "order_id", o.OrderID, "sku", o.SKU, "qty", o.Qty)
+			d.log.Error("drain: stock guard refused an order; rebuilding the sku's redis state", "order_id", o.OrderID, "sku", o.SKU, "qty", o.Qty)
 		}
-		// Also for a failed row written by an earlier attempt: Return is once per order.
+		// Also for a failed row written by an earlier attempt that stopped
+		// before the rebuild below.
 		var cur Order
 		if err := d.svc.db.WithContext(ctx).Take(&cur, "order_id = ?", o.OrderID).Error; err != nil {
 			return fresh, refused, err
 		}
 		if cur.Status == StatusFailed {
-			if _, err := d.svc.store.Return(ctx, cur.SKU, cur.OrderID, cur.User, cur.Qty); err != nil {
-				return fresh, refused, err
-			}
+			rebuild[cur.SKU] = true
+		}
+	}
+	// A refusal means Redis and SQL disagree about the units left: Redis
+	// took units SQL does not have (its state was lost and rebuilt while
+	// this batch was in flight, or is wrong). Rebuilding the SKU from SQL
+	// gives the failed orders' units back if Redis counted them, and adds
+	// none if it never did.
+	for sku := range rebuild {
+		if _, err := d.svc.Reconcile(ctx, sku); err != nil {
+			return fresh, refused, err
 		}
 	}
 	return fresh, refused, nil
