@@ -262,7 +262,7 @@ func run(cfg config, out io.Writer) error {
 		skus     int
 		env      []string
 	}{
-		{"lock", 64, 1, nil}, {"lock", 1, 1, nil}, {"atomic", 64, 1, nil}, {"atomic", 1, 1, nil},
+		{"lock", 64, 1, nil}, {"lock", 1, 1, nil}, {"lock", 256, 1, nil}, {"atomic", 64, 1, nil}, {"atomic", 1, 1, nil},
 		{"lock", 64, cfg.skus, nil}, {"atomic", 64, cfg.skus, nil},
 		// Many SKUs mean many combining lines and drain consumers sharing
 		// the Redis pool and MySQL: the same run with a larger pool and one
