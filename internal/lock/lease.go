@@ -47,6 +47,29 @@ type lease struct {
 	wdDone   chan struct{}
 }
 
+// extend renews the lock for ttl from now through the handle's owner-checked
+// script. It returns ErrInvalidTTL, ErrNotHeld (the lock is then marked
+// lost) or the Redis error.
+func (l *lease) extend(ctx context.Context, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return ErrInvalidTTL
+	}
+	if !l.held() {
+		return ErrNotHeld
+	}
+	start := l.env.now()
+	ok, err := l.h.renew(ctx, ttl)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		l.lost()
+		return ErrNotHeld
+	}
+	l.renewed(start, ttl)
+	return nil
+}
+
 func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Time, watchdog bool, maxRenewals int) {
 	l.env, l.kind, l.h, l.ttl, l.expires = e, k, h, ttl, start.Add(ttl)
 	if watchdog {

@@ -169,23 +169,7 @@ func (m *Mutex) unlock(ctx context.Context) error { return m.Unlock(ctx) }
 // lost) or the Redis error. A running watchdog keeps renewing with the TTL
 // of the acquisition.
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return ErrInvalidTTL
-	}
-	if !m.held() {
-		return ErrNotHeld
-	}
-	start := m.env.now()
-	ok, err := m.renew(ctx, ttl)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		m.lost()
-		return ErrNotHeld
-	}
-	m.renewed(start, ttl)
-	return nil
+	return m.lease.extend(ctx, ttl)
 }
 
 func (m *Mutex) renew(ctx context.Context, ttl time.Duration) (bool, error) {

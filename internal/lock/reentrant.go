@@ -110,23 +110,7 @@ func (r *Reentrant) unlock(ctx context.Context) error {
 // Extend sets the lock's TTL to ttl from now while the owner holds it; it
 // returns ErrInvalidTTL, ErrNotHeld or the Redis error.
 func (r *Reentrant) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return ErrInvalidTTL
-	}
-	if !r.held() {
-		return ErrNotHeld
-	}
-	start := r.env.now()
-	ok, err := r.renew(ctx, ttl)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		r.lost()
-		return ErrNotHeld
-	}
-	r.renewed(start, ttl)
-	return nil
+	return r.lease.extend(ctx, ttl)
 }
 
 func (r *Reentrant) renew(ctx context.Context, ttl time.Duration) (bool, error) {

@@ -168,23 +168,7 @@ func (h *RWHold) unlock(ctx context.Context) error { return h.Unlock(ctx) }
 // Extend gives this hold a new expiry ttl from now; it returns
 // ErrInvalidTTL, ErrNotHeld or the Redis error.
 func (h *RWHold) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return ErrInvalidTTL
-	}
-	if !h.held() {
-		return ErrNotHeld
-	}
-	start := h.env.now()
-	ok, err := h.renew(ctx, ttl)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		h.lost()
-		return ErrNotHeld
-	}
-	h.renewed(start, ttl)
-	return nil
+	return h.lease.extend(ctx, ttl)
 }
 
 func (h *RWHold) renew(ctx context.Context, ttl time.Duration) (bool, error) {
