@@ -11,68 +11,69 @@ import (
 
 // Bad input gets a 4xx with the error body, never a 5xx, and writes nothing.
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	s := startSale(t, saleOpts{})
-	sku := s.seed(10, 2)
-	before := s.audit(sku)
+	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+		sku := s.seed(10, 2)
+		before := s.audit(sku)
 
-	big := `{"sku_id":1,"qty":1,"request_id":"` + strings.Repeat("x", 17<<10) + `"}`
-	for _, tc := range []struct {
-		name, method, path, user string
-		body                     any
-		status                   int
-		code                     string
-	}{
-		{"malformed json", "POST", "/api/v1/orders", "u", `{"sku_id":`, 400, "invalid_request"},
-		{"not an object", "POST", "/api/v1/orders", "u", `[1,2]`, 400, "invalid_request"},
-		{"empty body", "POST", "/api/v1/orders", "u", ``, 400, "invalid_request"},
-		{"two objects", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1}{}`, sku), 400, "invalid_request"},
-		{"unknown field", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1,"price":0}`, sku), 400, "invalid_request"},
-		{"qty zero", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":0}`, sku), 400, "invalid_request"},
-		{"qty missing", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d}`, sku), 400, "invalid_request"},
-		{"qty negative", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":-1}`, sku), 400, "invalid_request"},
-		{"qty huge", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":99999999999999999999}`, sku), 400, "invalid_request"},
-		{"qty above limit", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":3}`, sku), 409, "limit_exceeded"},
-		{"qty fraction", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1.5}`, sku), 400, "invalid_request"},
-		{"sku as string", "POST", "/api/v1/orders", "u", `{"sku_id":"1","qty":1}`, 400, "invalid_request"},
-		{"sku negative", "POST", "/api/v1/orders", "u", `{"sku_id":-1,"qty":1}`, 400, "invalid_request"},
-		{"sku zero", "POST", "/api/v1/orders", "u", `{"sku_id":0,"qty":1}`, 400, "invalid_request"},
-		{"sku unknown", "POST", "/api/v1/orders", "u", `{"sku_id":987654,"qty":1}`, 404, "unknown_sku"},
-		{"sql in request id", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1,"request_id":"1'; DROP TABLE orders;--"}`, sku), 400, "invalid_request"},
-		{"body over 16 KiB", "POST", "/api/v1/orders", "u", big, 413, "invalid_request"},
-		{"no user", "POST", "/api/v1/orders", "", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku), 401, "unauthorized"},
-		{"sql in user", "POST", "/api/v1/orders", "x' OR '1'='1", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku), 401, "unauthorized"},
-		{"sku id not a number", "GET", "/api/v1/skus/abc", "", nil, 400, "invalid_request"},
-		{"sku id huge", "GET", "/api/v1/skus/99999999999999999999999", "", nil, 400, "invalid_request"},
-		{"sku id unknown", "GET", "/api/v1/skus/424242", "", nil, 404, "unknown_sku"},
-		{"order id junk", "GET", "/api/v1/orders/' OR 1=1", "u", nil, 404, "not_found"},
-		{"pay junk order", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/pay", "u", nil, 404, "not_found"},
-		{"cancel no user", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/cancel", "", nil, 401, "unauthorized"},
-		{"unknown route", "GET", "/api/v1/nope", "", nil, 404, "not_found"},
-		{"wrong method", "DELETE", "/api/v1/orders", "u", nil, 405, "method_not_allowed"},
-		{"admin stock below sold is fine but negative is not", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{"stock_total":-5}`, 400, "invalid_request"},
-		{"admin stock missing", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{}`, 400, "invalid_request"},
-		{"admin stock string", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{"stock_total":"9"}`, 400, "invalid_request"},
-		{"admin sku without name", "POST", "/admin/skus", "", `{"price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
-		{"admin sku window backwards", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-02T00:00:00Z","ends_at":"2026-01-01T00:00:00Z"}`, 400, "invalid_request"},
-		{"admin sku bad time", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"tomorrow","ends_at":"2026-01-01T00:00:00Z"}`, 400, "invalid_request"},
-		{"admin sku stock negative", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":-1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
-		{"admin audit unknown", "GET", "/admin/skus/31337/audit", "", nil, 404, "unknown_sku"},
-		{"admin audit bad id", "GET", "/admin/skus/x/audit", "", nil, 400, "invalid_request"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := s.do(0, tc.method, tc.path, tc.user, tc.body)
-			assert.Equal(t, tc.status, r.Status, r.Raw)
-			assert.Equal(t, tc.code, r.str("error"), r.Raw)
-			assert.NotEmpty(t, r.str("detail"), r.Raw)
-		})
-	}
-	after := s.audit(sku)
-	assert.Equal(t, before.Orders, after.Orders)
-	assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "no stock taken")
-	assert.Zero(t, after.QueuedOrders)
-	var skus int64
-	s.apps[0].DB.Raw("SELECT COUNT(*) FROM skus").Scan(&skus)
-	assert.Equal(t, int64(1), skus, "no SKU written by the refused admin requests")
+		big := `{"sku_id":1,"qty":1,"request_id":"` + strings.Repeat("x", 17<<10) + `"}`
+		for _, tc := range []struct {
+			name, method, path, user string
+			body                     any
+			status                   int
+			code                     string
+		}{
+			{"malformed json", "POST", "/api/v1/orders", "u", `{"sku_id":`, 400, "invalid_request"},
+			{"not an object", "POST", "/api/v1/orders", "u", `[1,2]`, 400, "invalid_request"},
+			{"empty body", "POST", "/api/v1/orders", "u", ``, 400, "invalid_request"},
+			{"two objects", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1}{}`, sku), 400, "invalid_request"},
+			{"unknown field", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1,"price":0}`, sku), 400, "invalid_request"},
+			{"qty zero", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":0}`, sku), 400, "invalid_request"},
+			{"qty missing", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d}`, sku), 400, "invalid_request"},
+			{"qty negative", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":-1}`, sku), 400, "invalid_request"},
+			{"qty huge", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":99999999999999999999}`, sku), 400, "invalid_request"},
+			{"qty above limit", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":3}`, sku), 409, "limit_exceeded"},
+			{"qty fraction", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1.5}`, sku), 400, "invalid_request"},
+			{"sku as string", "POST", "/api/v1/orders", "u", `{"sku_id":"1","qty":1}`, 400, "invalid_request"},
+			{"sku negative", "POST", "/api/v1/orders", "u", `{"sku_id":-1,"qty":1}`, 400, "invalid_request"},
+			{"sku zero", "POST", "/api/v1/orders", "u", `{"sku_id":0,"qty":1}`, 400, "invalid_request"},
+			{"sku unknown", "POST", "/api/v1/orders", "u", `{"sku_id":987654,"qty":1}`, 404, "unknown_sku"},
+			{"sql in request id", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1,"request_id":"1'; DROP TABLE orders;--"}`, sku), 400, "invalid_request"},
+			{"body over 16 KiB", "POST", "/api/v1/orders", "u", big, 413, "invalid_request"},
+			{"no user", "POST", "/api/v1/orders", "", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku), 401, "unauthorized"},
+			{"sql in user", "POST", "/api/v1/orders", "x' OR '1'='1", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku), 401, "unauthorized"},
+			{"sku id not a number", "GET", "/api/v1/skus/abc", "", nil, 400, "invalid_request"},
+			{"sku id huge", "GET", "/api/v1/skus/99999999999999999999999", "", nil, 400, "invalid_request"},
+			{"sku id unknown", "GET", "/api/v1/skus/424242", "", nil, 404, "unknown_sku"},
+			{"order id junk", "GET", "/api/v1/orders/' OR 1=1", "u", nil, 404, "not_found"},
+			{"pay junk order", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/pay", "u", nil, 404, "not_found"},
+			{"cancel no user", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/cancel", "", nil, 401, "unauthorized"},
+			{"unknown route", "GET", "/api/v1/nope", "", nil, 404, "not_found"},
+			{"wrong method", "DELETE", "/api/v1/orders", "u", nil, 405, "method_not_allowed"},
+			{"admin stock below sold is fine but negative is not", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{"stock_total":-5}`, 400, "invalid_request"},
+			{"admin stock missing", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{}`, 400, "invalid_request"},
+			{"admin stock string", "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", `{"stock_total":"9"}`, 400, "invalid_request"},
+			{"admin sku without name", "POST", "/admin/skus", "", `{"price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku window backwards", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-02T00:00:00Z","ends_at":"2026-01-01T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku bad time", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"tomorrow","ends_at":"2026-01-01T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku stock negative", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":-1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin audit unknown", "GET", "/admin/skus/31337/audit", "", nil, 404, "unknown_sku"},
+			{"admin audit bad id", "GET", "/admin/skus/x/audit", "", nil, 400, "invalid_request"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := s.do(0, tc.method, tc.path, tc.user, tc.body)
+				assert.Equal(t, tc.status, r.Status, r.Raw)
+				assert.Equal(t, tc.code, r.str("error"), r.Raw)
+				assert.NotEmpty(t, r.str("detail"), r.Raw)
+			})
+		}
+		after := s.audit(sku)
+		assert.Equal(t, before.Orders, after.Orders)
+		assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "no stock taken")
+		assert.Zero(t, after.QueuedOrders)
+		var skus int64
+		s.apps[0].DB.Raw("SELECT COUNT(*) FROM skus").Scan(&skus)
+		assert.Equal(t, int64(1), skus, "no SKU written by the refused admin requests")
+	})
 }
 
 func TestAdminAuth(t *testing.T) {

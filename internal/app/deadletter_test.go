@@ -33,43 +33,44 @@ func deadLetter(t *testing.T, s *sale, sku uint64, user string) string {
 }
 
 func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
-	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
-	sku := s.seed(5, 1)
-	kept := deadLetter(t, s, sku, "alice")
-	dropped := deadLetter(t, s, sku, "bob")
+	onBackends(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}}, func(t *testing.T, s *sale) {
+		sku := s.seed(5, 1)
+		kept := deadLetter(t, s, sku, "alice")
+		dropped := deadLetter(t, s, sku, "bob")
 
-	rep := s.audit(sku)
-	assert.False(t, rep.Consistent)
-	assert.Equal(t, int64(2), rep.DeadLetters)
-	assert.Equal(t, int64(3), *rep.RedisLeft)
+		rep := s.audit(sku)
+		assert.False(t, rep.Consistent)
+		assert.Equal(t, int64(2), rep.DeadLetters)
+		assert.Equal(t, int64(3), *rep.RedisLeft)
 
-	q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
-	require.Equal(t, http.StatusOK, q.Status, q.Raw)
-	assert.Equal(t, int64(2), q.num("dead"))
+		q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
+		require.Equal(t, http.StatusOK, q.Status, q.Raw)
+		assert.Equal(t, int64(2), q.num("dead"))
 
-	list := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead", sku), "", nil)
-	require.Equal(t, http.StatusOK, list.Status, list.Raw)
-	dead, _ := list.Body["dead"].([]any)
-	require.Len(t, dead, 2)
-	first := dead[0].(map[string]any)
-	assert.Equal(t, "order.create", first["type"])
-	assert.Contains(t, first["last_error"], "injected failure")
+		list := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead", sku), "", nil)
+		require.Equal(t, http.StatusOK, list.Status, list.Raw)
+		dead, _ := list.Body["dead"].([]any)
+		require.Len(t, dead, 2)
+		first := dead[0].(map[string]any)
+		assert.Equal(t, "order.create", first["type"])
+		assert.Contains(t, first["last_error"], "injected failure")
 
-	// Dropping an accepted order gives its unit back.
-	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, dropped), "", nil)
-	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	assert.Equal(t, http.StatusNotFound, s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, dropped), "", nil).Status)
-	rep = s.audit(sku)
-	assert.Equal(t, int64(4), *rep.RedisLeft)
+		// Dropping an accepted order gives its unit back.
+		r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, dropped), "", nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		assert.Equal(t, http.StatusNotFound, s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, dropped), "", nil).Status)
+		rep = s.audit(sku)
+		assert.Equal(t, int64(4), *rep.RedisLeft)
 
-	// Requeued, the other one is queued again and its shopper sees it.
-	r = s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku, kept), "", nil)
-	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+kept, "alice", nil).str("status"))
-	rep = s.audit(sku)
-	assert.True(t, rep.Consistent, "%+v", rep)
-	assert.Equal(t, int64(1), rep.Queued)
+		// Requeued, the other one is queued again and its shopper sees it.
+		r = s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku, kept), "", nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+kept, "alice", nil).str("status"))
+		rep = s.audit(sku)
+		assert.True(t, rep.Consistent, "%+v", rep)
+		assert.Equal(t, int64(1), rep.Queued)
 
-	assert.Equal(t, http.StatusNotFound, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/nope/requeue", sku), "", nil).Status)
-	assert.Equal(t, http.StatusBadRequest, s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead?n=-1", sku), "", nil).Status)
+		assert.Equal(t, http.StatusNotFound, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/nope/requeue", sku), "", nil).Status)
+		assert.Equal(t, http.StatusBadRequest, s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead?n=-1", sku), "", nil).Status)
+	})
 }

@@ -224,3 +224,13 @@ func (s *sale) waitStatus(user, orderID, want string) reply {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// onBackends runs f on a deployment over standalone Redis (o as given) and
+// on one of three instances over the Redis Cluster.
+func onBackends(t *testing.T, o saleOpts, f func(t *testing.T, s *sale)) {
+	t.Run("standalone", func(t *testing.T) { f(t, startSale(t, o)) })
+	t.Run("cluster-3", func(t *testing.T) {
+		o.cluster, o.instances = true, 3
+		f(t, startSale(t, o))
+	})
+}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -8,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 )
 
 // flashSale runs the classic case: stock units, buyers distinct shoppers at
@@ -101,230 +102,244 @@ func TestFlashSaleEmbedded(t *testing.T) {
 }
 
 func TestPerUserLimitAndQty(t *testing.T) {
-	s := startSale(t, saleOpts{})
-	sku := s.seed(10, 2)
-	r := s.buy(0, sku, "alice", 3)
-	assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
-	assert.Equal(t, "limit_exceeded", r.str("error"))
-	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 2).Status)
-	r = s.buy(0, sku, "alice", 1)
-	assert.Equal(t, http.StatusConflict, r.Status)
-	assert.Equal(t, "limit_exceeded", r.str("error"))
-	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "bob", 1).Status)
-	rep := s.drained(sku)
-	assert.Equal(t, int64(3), rep.Sold)
-	assert.Equal(t, int64(7), *rep.RedisLeft)
+	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+		sku := s.seed(10, 2)
+		r := s.buy(0, sku, "alice", 3)
+		assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
+		assert.Equal(t, "limit_exceeded", r.str("error"))
+		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 2).Status)
+		r = s.buy(0, sku, "alice", 1)
+		assert.Equal(t, http.StatusConflict, r.Status)
+		assert.Equal(t, "limit_exceeded", r.str("error"))
+		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "bob", 1).Status)
+		rep := s.drained(sku)
+		assert.Equal(t, int64(3), rep.Sold)
+		assert.Equal(t, int64(7), *rep.RedisLeft)
+	})
 }
 
 func TestSaleWindow(t *testing.T) {
-	s := startSale(t, saleOpts{})
-	now := time.Now().UTC()
-	for _, tc := range []struct {
-		start, end time.Duration
-		code       string
-		state      string
-	}{
-		{time.Hour, 2 * time.Hour, "sale_not_started", "upcoming"},
-		{-2 * time.Hour, -time.Hour, "sale_ended", "ended"},
-	} {
-		r := s.do(0, "POST", "/admin/skus", "", map[string]any{
-			"name": "x", "price_cents": 1, "stock": 5, "per_user_limit": 1,
-			"starts_at": now.Add(tc.start), "ends_at": now.Add(tc.end),
-		})
-		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
-		sku := uint64(r.num("id"))
-		b := s.buy(0, sku, "alice", 1)
-		assert.Equal(t, http.StatusForbidden, b.Status, b.Raw)
-		assert.Equal(t, tc.code, b.str("error"))
-		g := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
-		assert.Equal(t, tc.state, g.str("state"))
-		assert.Equal(t, int64(5), g.num("stock_left"))
-	}
+	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+		now := time.Now().UTC()
+		for _, tc := range []struct {
+			start, end time.Duration
+			code       string
+			state      string
+		}{
+			{time.Hour, 2 * time.Hour, "sale_not_started", "upcoming"},
+			{-2 * time.Hour, -time.Hour, "sale_ended", "ended"},
+		} {
+			r := s.do(0, "POST", "/admin/skus", "", map[string]any{
+				"name": "x", "price_cents": 1, "stock": 5, "per_user_limit": 1,
+				"starts_at": now.Add(tc.start), "ends_at": now.Add(tc.end),
+			})
+			require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+			sku := uint64(r.num("id"))
+			b := s.buy(0, sku, "alice", 1)
+			assert.Equal(t, http.StatusForbidden, b.Status, b.Raw)
+			assert.Equal(t, tc.code, b.str("error"))
+			g := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
+			assert.Equal(t, tc.state, g.str("state"))
+			assert.Equal(t, int64(5), g.num("stock_left"))
+		}
+	})
 }
 
 func TestIdempotentRequestID(t *testing.T) {
-	s := startSale(t, saleOpts{instances: 2})
-	sku := s.seed(10, 5)
-	body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "retry-1"}
-	first := s.do(0, "POST", "/api/v1/orders", "alice", body)
-	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			r := s.do(i, "POST", "/api/v1/orders", "alice", body)
-			assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-			assert.Equal(t, first.str("order_id"), r.str("order_id"))
-		})
-	}
-	wg.Wait()
-	// The same request id of another shopper is another order.
-	other := s.do(0, "POST", "/api/v1/orders", "bob", body)
-	require.Equal(t, http.StatusAccepted, other.Status)
-	assert.NotEqual(t, first.str("order_id"), other.str("order_id"))
-	rep := s.drained(sku)
-	assert.Equal(t, int64(2), rep.Sold)
+	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *sale) {
+		sku := s.seed(10, 5)
+		body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "retry-1"}
+		first := s.do(0, "POST", "/api/v1/orders", "alice", body)
+		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				r := s.do(i, "POST", "/api/v1/orders", "alice", body)
+				assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+				assert.Equal(t, first.str("order_id"), r.str("order_id"))
+			})
+		}
+		wg.Wait()
+		// The same request id of another shopper is another order.
+		other := s.do(0, "POST", "/api/v1/orders", "bob", body)
+		require.Equal(t, http.StatusAccepted, other.Status)
+		assert.NotEqual(t, first.str("order_id"), other.str("order_id"))
+		rep := s.drained(sku)
+		assert.Equal(t, int64(2), rep.Sold)
+	})
 }
 
 func TestOrderLifecycle(t *testing.T) {
-	s := startSale(t, saleOpts{})
-	sku := s.seed(1, 1)
-	placed := s.buy(0, sku, "alice", 1)
-	require.Equal(t, http.StatusAccepted, placed.Status)
-	id := placed.str("order_id")
+	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+		sku := s.seed(1, 1)
+		placed := s.buy(0, sku, "alice", 1)
+		require.Equal(t, http.StatusAccepted, placed.Status)
+		id := placed.str("order_id")
 
-	// Only the owner sees the order.
-	assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "mallory", nil).Status)
-	assert.Equal(t, http.StatusNotFound, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "mallory", nil).Status)
+		// Only the owner sees the order.
+		assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "mallory", nil).Status)
+		assert.Equal(t, http.StatusNotFound, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "mallory", nil).Status)
 
-	got := s.waitStatus("alice", id, "pending_payment")
-	assert.Equal(t, float64(sku), got.Body["sku_id"])
-	assert.Equal(t, float64(99900), got.Body["price_cents"])
+		got := s.waitStatus("alice", id, "pending_payment")
+		assert.Equal(t, float64(sku), got.Body["sku_id"])
+		assert.Equal(t, float64(99900), got.Body["price_cents"])
 
-	// Cancel returns the unit: sold out, then buyable again.
-	assert.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).str("error"))
-	c := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
-	require.Equal(t, http.StatusOK, c.Status, c.Raw)
-	assert.Equal(t, "cancelled", c.str("status"))
-	again := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
-	assert.Equal(t, http.StatusOK, again.Status, "cancel is idempotent")
-	assert.Equal(t, http.StatusConflict, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "alice", nil).Status)
+		// Cancel returns the unit: sold out, then buyable again.
+		assert.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).str("error"))
+		c := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
+		require.Equal(t, http.StatusOK, c.Status, c.Raw)
+		assert.Equal(t, "cancelled", c.str("status"))
+		again := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
+		assert.Equal(t, http.StatusOK, again.Status, "cancel is idempotent")
+		assert.Equal(t, http.StatusConflict, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "alice", nil).Status)
 
-	rebuy := s.buy(0, sku, "bob", 1)
-	require.Equal(t, http.StatusAccepted, rebuy.Status, "the returned unit sells again: %s", rebuy.Raw)
-	bid := rebuy.str("order_id")
-	s.waitStatus("bob", bid, "pending_payment")
-	p := s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil)
-	require.Equal(t, http.StatusOK, p.Status, p.Raw)
-	assert.Equal(t, "paid", p.str("status"))
-	assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil).Status, "pay is idempotent")
-	cp := s.do(0, "POST", "/api/v1/orders/"+bid+"/cancel", "bob", nil)
-	assert.Equal(t, http.StatusConflict, cp.Status)
-	assert.Equal(t, "order_paid", cp.str("error"))
+		rebuy := s.buy(0, sku, "bob", 1)
+		require.Equal(t, http.StatusAccepted, rebuy.Status, "the returned unit sells again: %s", rebuy.Raw)
+		bid := rebuy.str("order_id")
+		s.waitStatus("bob", bid, "pending_payment")
+		p := s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil)
+		require.Equal(t, http.StatusOK, p.Status, p.Raw)
+		assert.Equal(t, "paid", p.str("status"))
+		assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil).Status, "pay is idempotent")
+		cp := s.do(0, "POST", "/api/v1/orders/"+bid+"/cancel", "bob", nil)
+		assert.Equal(t, http.StatusConflict, cp.Status)
+		assert.Equal(t, "order_paid", cp.str("error"))
 
-	rep := s.drained(sku)
-	assert.Equal(t, int64(1), rep.Sold)
-	assert.Equal(t, int64(1), rep.Paid)
-	assert.Equal(t, int64(1), rep.Cancelled)
+		rep := s.drained(sku)
+		assert.Equal(t, int64(1), rep.Sold)
+		assert.Equal(t, int64(1), rep.Paid)
+		assert.Equal(t, int64(1), rep.Cancelled)
+	})
 }
 
 func TestUnpaidOrdersExpireOnce(t *testing.T) {
-	s := startSale(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}})
-	sku := s.seed(3, 1)
-	var ids []string
-	for _, u := range []string{"a", "b", "c"} {
-		r := s.buy(0, sku, u, 1)
-		require.Equal(t, http.StatusAccepted, r.Status)
-		ids = append(ids, r.str("order_id"))
-	}
-	s.waitStatus("a", ids[0], "expired")
-	s.waitStatus("b", ids[1], "expired")
-	s.waitStatus("c", ids[2], "expired")
-	rep := s.drained(sku)
-	assert.Equal(t, int64(0), rep.Sold)
-	assert.Equal(t, int64(3), rep.Expired)
-	assert.Equal(t, int64(3), *rep.RedisLeft, "each unit returned exactly once")
-	// A late payment is refused.
-	r := s.do(0, "POST", "/api/v1/orders/"+ids[0]+"/pay", "a", nil)
-	assert.Equal(t, http.StatusConflict, r.Status)
-	assert.Equal(t, "order_closed", r.str("error"))
+	onBackends(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *sale) {
+		sku := s.seed(3, 1)
+		var ids []string
+		for _, u := range []string{"a", "b", "c"} {
+			r := s.buy(0, sku, u, 1)
+			require.Equal(t, http.StatusAccepted, r.Status)
+			ids = append(ids, r.str("order_id"))
+		}
+		s.waitStatus("a", ids[0], "expired")
+		s.waitStatus("b", ids[1], "expired")
+		s.waitStatus("c", ids[2], "expired")
+		rep := s.drained(sku)
+		assert.Equal(t, int64(0), rep.Sold)
+		assert.Equal(t, int64(3), rep.Expired)
+		assert.Equal(t, int64(3), *rep.RedisLeft, "each unit returned exactly once")
+		// A late payment is refused.
+		r := s.do(0, "POST", "/api/v1/orders/"+ids[0]+"/pay", "a", nil)
+		assert.Equal(t, http.StatusConflict, r.Status)
+		assert.Equal(t, "order_closed", r.str("error"))
+	})
 }
 
 func TestPayRacesExpiry(t *testing.T) {
-	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}})
-	const n = 40
-	sku := s.seed(n, 1)
-	ids := make([]string, n)
-	for i := range n {
-		r := s.buy(0, sku, fmt.Sprintf("u%d", i), 1)
-		require.Equal(t, http.StatusAccepted, r.Status)
-		ids[i] = r.str("order_id")
-	}
-	for i := range n {
-		s.waitStatus(fmt.Sprintf("u%d", i), ids[i], "pending_payment")
-	}
-	// Pay every order around its deadline while the expiry fires.
-	var paid atomic.Int64
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			time.Sleep(time.Duration(800+10*i) * time.Millisecond)
-			r := s.do(0, "POST", "/api/v1/orders/"+ids[i]+"/pay", fmt.Sprintf("u%d", i), nil)
-			switch r.Status {
-			case http.StatusOK:
-				paid.Add(1)
-			case http.StatusConflict:
-			default:
-				t.Errorf("pay: %d %s", r.Status, r.Raw)
-			}
-		})
-	}
-	wg.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	var rep = s.audit(sku)
-	for rep.PendingPayment > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		rep = s.audit(sku)
-	}
-	assert.True(t, rep.Consistent, "%+v", rep)
-	assert.Equal(t, paid.Load(), rep.Paid, "every 200 paid is a paid order")
-	assert.Equal(t, int64(n)-paid.Load(), rep.Expired)
-	assert.Equal(t, paid.Load(), rep.Sold)
-	assert.Equal(t, int64(n)-paid.Load(), *rep.RedisLeft)
+	onBackends(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *sale) {
+		const n = 40
+		sku := s.seed(n, 1)
+		ids := make([]string, n)
+		for i := range n {
+			r := s.buy(0, sku, fmt.Sprintf("u%d", i), 1)
+			require.Equal(t, http.StatusAccepted, r.Status)
+			ids[i] = r.str("order_id")
+		}
+		for i := range n {
+			s.waitStatus(fmt.Sprintf("u%d", i), ids[i], "pending_payment")
+		}
+		// Pay every order around its deadline while the expiry fires.
+		var paid atomic.Int64
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				time.Sleep(time.Duration(800+10*i) * time.Millisecond)
+				r := s.do(0, "POST", "/api/v1/orders/"+ids[i]+"/pay", fmt.Sprintf("u%d", i), nil)
+				switch r.Status {
+				case http.StatusOK:
+					paid.Add(1)
+				case http.StatusConflict:
+				default:
+					t.Errorf("pay: %d %s", r.Status, r.Raw)
+				}
+			})
+		}
+		wg.Wait()
+		deadline := time.Now().Add(20 * time.Second)
+		var rep = s.audit(sku)
+		for rep.PendingPayment > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			rep = s.audit(sku)
+		}
+		assert.True(t, rep.Consistent, "%+v", rep)
+		assert.Equal(t, paid.Load(), rep.Paid, "every 200 paid is a paid order")
+		assert.Equal(t, int64(n)-paid.Load(), rep.Expired)
+		assert.Equal(t, paid.Load(), rep.Sold)
+		assert.Equal(t, int64(n)-paid.Load(), *rep.RedisLeft)
+	})
 }
 
 func TestRedisWipedMidSale(t *testing.T) {
-	s := startSale(t, saleOpts{instances: 2})
-	const stock = 200
-	sku := s.seed(stock, 1)
-	var accepted atomic.Int64
-	var wg sync.WaitGroup
-	buyers := 1500
-	for i := range buyers {
-		wg.Go(func() {
-			if i == buyers/3 {
-				// Redis loses everything of this deployment.
-				wipe(t, s)
-			}
-			r := s.buy(i, sku, fmt.Sprintf("u%d", i), 1)
-			switch r.Status {
-			case http.StatusAccepted:
-				accepted.Add(1)
-			case http.StatusConflict, http.StatusServiceUnavailable:
-			default:
-				t.Errorf("buy: %d %s", r.Status, r.Raw)
-			}
-		})
-	}
-	wg.Wait()
-	time.Sleep(500 * time.Millisecond)
-	var sold, orders int64
-	db := s.apps[0].DB
-	require.NoError(t, db.Raw("SELECT sold FROM skus WHERE id = ?", sku).Scan(&sold).Error)
-	require.NoError(t, db.Raw("SELECT COUNT(*) FROM orders WHERE sku_id = ?", sku).Scan(&orders).Error)
-	assert.LessOrEqual(t, sold, int64(stock), "SQL is never oversold")
-	t.Logf("accepted %d, persisted %d, sold %d (orders queued at the wipe are gone with Redis)", accepted.Load(), orders, sold)
+	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *sale) {
+		const stock = 200
+		sku := s.seed(stock, 1)
+		var accepted atomic.Int64
+		var wg sync.WaitGroup
+		buyers := 1500
+		for i := range buyers {
+			wg.Go(func() {
+				if i == buyers/3 {
+					// Redis loses everything of this deployment.
+					wipe(t, s)
+				}
+				r := s.buy(i, sku, fmt.Sprintf("u%d", i), 1)
+				switch r.Status {
+				case http.StatusAccepted:
+					accepted.Add(1)
+				case http.StatusConflict, http.StatusServiceUnavailable:
+				default:
+					t.Errorf("buy: %d %s", r.Status, r.Raw)
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(500 * time.Millisecond)
+		var sold, orders int64
+		db := s.apps[0].DB
+		require.NoError(t, db.Raw("SELECT sold FROM skus WHERE id = ?", sku).Scan(&sold).Error)
+		require.NoError(t, db.Raw("SELECT COUNT(*) FROM orders WHERE sku_id = ?", sku).Scan(&orders).Error)
+		assert.LessOrEqual(t, sold, int64(stock), "SQL is never oversold")
+		t.Logf("accepted %d, persisted %d, sold %d (orders queued at the wipe are gone with Redis)", accepted.Load(), orders, sold)
 
-	r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), "", nil)
-	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	rep := s.drained(sku)
-	assert.True(t, rep.Consistent, "%+v", rep)
-	assert.LessOrEqual(t, rep.Sold, int64(stock))
-	assert.Equal(t, int64(stock)-rep.Sold, *rep.RedisLeft)
+		r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), "", nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		rep := s.drained(sku)
+		assert.True(t, rep.Consistent, "%+v", rep)
+		assert.LessOrEqual(t, rep.Sold, int64(stock))
+		assert.Equal(t, int64(stock)-rep.Sold, *rep.RedisLeft)
+	})
 }
 
 // wipe deletes every Redis key of the deployment, as a Redis restarted
 // without persistence would.
 func wipe(t *testing.T, s *sale) {
 	ctx := t.Context()
-	rdb := s.apps[0].Redis
-	keys, err := rdb.Keys(ctx, s.env["SECKILL_REDIS_KEY_PREFIX"]+"*").Result()
+	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
+	del := func(c *redis.Client) error {
+		keys, err := c.Keys(ctx, prefix+"*").Result()
+		for _, k := range keys {
+			c.Del(ctx, k)
+		}
+		return err
+	}
+	var err error
+	switch c := s.apps[0].Redis.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(m) })
+	case *redis.Client:
+		err = del(c)
+	}
 	if err != nil {
 		t.Errorf("wipe: %v", err)
-		return
-	}
-	for _, k := range keys {
-		rdb.Del(ctx, k)
 	}
 }
-
-var _ = gorm.ErrRecordNotFound

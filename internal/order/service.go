@@ -280,6 +280,10 @@ func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) 
 		}
 		if returned {
 			s.metrics.closed(to)
+			if s.seller != nil {
+				// A shopper of this instance may buy them right away.
+				s.seller.ClearSoldOut(o.SKU)
+			}
 		}
 	}
 	return &o, nil

@@ -117,6 +117,10 @@ func (s *Seller) markSoldOut(sku uint64) {
 	v.(*atomic.Int64).Store(time.Now().Add(s.o.SoldOutRecheck).UnixNano())
 }
 
+// ClearSoldOut forgets that sku was seen sold out in this process (units
+// came back here; other instances hear of it by pub/sub).
+func (s *Seller) ClearSoldOut(sku uint64) { s.clearSoldOut(sku) }
+
 func (s *Seller) clearSoldOut(sku uint64) {
 	if v, ok := s.soldOut.Load(sku); ok {
 		v.(*atomic.Int64).Store(0)
