@@ -66,7 +66,7 @@ func toAPI(err error) *Error {
 // with the request id.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	ae := toAPI(err)
-	if ae.Status >= 500 {
+	if ae.Status >= 500 && ae.Code != "canceled" {
 		log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(), "status", ae.Status,
 			"request_id", c.GetString(requestIDKey), "route", c.FullPath())
 	}

@@ -36,6 +36,9 @@ var rules = []rule{
 	{is(stock.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: stock.RetryAfter}},
 	{is(stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: stock.RetryAfter}},
 	{is(stock.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: stock.RetryAfter}},
+	// The client went away; nobody reads this answer, but the outcome is
+	// counted as what it was rather than as an internal error.
+	{is(context.Canceled), Error{Status: http.StatusServiceUnavailable, Code: "canceled", Detail: "the request was canceled"}},
 	{unavailable, Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Detail: "a backing store is unavailable, retry shortly", RetryAfter: "2"}},
 }
 
