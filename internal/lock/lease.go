@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -68,6 +69,26 @@ func (l *lease) extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.renewed(start, ttl)
 	return nil
+}
+
+// remaining turns the answer of a PTTL script into a TTL, or ErrNotHeld when
+// the holder no longer holds the lock.
+func remaining(ms int64, err error) (time.Duration, error) {
+	if err != nil {
+		return 0, err
+	}
+	if ms <= 0 {
+		return 0, ErrNotHeld
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// heldBy turns a TTL answer into Held's: not held is false, not an error.
+func heldBy(_ time.Duration, err error) (bool, error) {
+	if errors.Is(err, ErrNotHeld) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Time, watchdog bool, maxRenewals int) {

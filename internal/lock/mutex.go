@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -187,21 +186,10 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	if m.rl != nil {
 		return m.rl.ttl(ctx, m)
 	}
-	ms, err := pttlScript.Run(ctx, m.c.rdb, m.keyv, m.arg).Int64()
-	if err != nil {
-		return 0, err
-	}
-	if ms <= 0 {
-		return 0, ErrNotHeld
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return remaining(pttlScript.Run(ctx, m.c.rdb, m.keyv, m.arg).Int64())
 }
 
 // Held reports whether Redis still holds the mutex for this acquisition.
 func (m *Mutex) Held(ctx context.Context) (bool, error) {
-	_, err := m.TTL(ctx)
-	if errors.Is(err, ErrNotHeld) {
-		return false, nil
-	}
-	return err == nil, err
+	return heldBy(m.TTL(ctx))
 }

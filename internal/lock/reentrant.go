@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -121,21 +120,10 @@ func (r *Reentrant) renew(ctx context.Context, ttl time.Duration) (bool, error) 
 // TTL returns the lock's remaining TTL, or ErrNotHeld when the owner does not
 // hold it.
 func (r *Reentrant) TTL(ctx context.Context) (time.Duration, error) {
-	ms, err := reentrantPTTLScript.Run(ctx, r.o.c.rdb, []string{r.keys.reentrant()}, r.o.id).Int64()
-	if err != nil {
-		return 0, err
-	}
-	if ms <= 0 {
-		return 0, ErrNotHeld
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return remaining(reentrantPTTLScript.Run(ctx, r.o.c.rdb, []string{r.keys.reentrant()}, r.o.id).Int64())
 }
 
 // Held reports whether Redis still holds the lock for the owner.
 func (r *Reentrant) Held(ctx context.Context) (bool, error) {
-	_, err := r.TTL(ctx)
-	if errors.Is(err, ErrNotHeld) {
-		return false, nil
-	}
-	return err == nil, err
+	return heldBy(r.TTL(ctx))
 }

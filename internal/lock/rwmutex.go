@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -178,21 +177,10 @@ func (h *RWHold) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 
 // TTL returns the remaining time of this hold, or ErrNotHeld.
 func (h *RWHold) TTL(ctx context.Context) (time.Duration, error) {
-	ms, err := rwPTTLScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, h.field).Int64()
-	if err != nil {
-		return 0, err
-	}
-	if ms <= 0 {
-		return 0, ErrNotHeld
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return remaining(rwPTTLScript.Run(ctx, h.rw.c.rdb, []string{h.rw.keys.rw()}, h.field).Int64())
 }
 
 // Held reports whether Redis still has this hold.
 func (h *RWHold) Held(ctx context.Context) (bool, error) {
-	_, err := h.TTL(ctx)
-	if errors.Is(err, ErrNotHeld) {
-		return false, nil
-	}
-	return err == nil, err
+	return heldBy(h.TTL(ctx))
 }
