@@ -101,6 +101,9 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 		return Placed{}, ErrEnded
 	case in.Qty > sku.PerUserLimit:
 		return Placed{}, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit)
+	case s.seller.SoldOut(sku.ID):
+		// Known here already: no order id to make, no Redis call.
+		return Placed{}, stock.ErrSoldOut
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
