@@ -26,6 +26,8 @@ var (
 	reentrantExtendSrc string
 	//go:embed scripts/reentrant_pttl.lua
 	reentrantPTTLSrc string
+	//go:embed scripts/rw_common.lua
+	rwCommonSrc string
 	//go:embed scripts/rw_rlock.lua
 	rwRLockSrc string
 	//go:embed scripts/rw_wlock.lua
@@ -45,8 +47,8 @@ var (
 	reentrantUnlockScript = redis.NewScript(reentrantUnlockSrc)
 	reentrantExtendScript = redis.NewScript(reentrantExtendSrc)
 	reentrantPTTLScript   = redis.NewScript(reentrantPTTLSrc)
-	rwRLockScript         = redis.NewScript(rwRLockSrc)
-	rwWLockScript         = redis.NewScript(rwWLockSrc)
+	rwRLockScript         = redis.NewScript(rwCommonSrc + rwRLockSrc)
+	rwWLockScript         = redis.NewScript(rwCommonSrc + rwWLockSrc)
 	rwUnlockScript        = redis.NewScript(rwUnlockSrc)
 	rwExtendScript        = redis.NewScript(rwExtendSrc)
 	rwPTTLScript          = redis.NewScript(rwPTTLSrc)

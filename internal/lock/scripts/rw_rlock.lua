@@ -6,23 +6,7 @@
 -- ARGV[1]  token of this reader
 -- ARGV[2]  ttl in milliseconds
 -- Returns  1 acquired; 0 blocked by a writer or a waiting writer.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local blocked = false
-local last = 0
-local h = redis.call('HGETALL', KEYS[1])
-for i = 1, #h, 2 do
-	local exp = tonumber(h[i + 1])
-	if exp <= now then
-		redis.call('HDEL', KEYS[1], h[i])
-	else
-		local kind = string.sub(h[i], 1, 2)
-		if kind == 'w:' or kind == 'p:' then
-			blocked = true
-		end
-		if exp > last then last = exp end
-	end
-end
+local now, blocked, last = rw_sweep(KEYS[1], 'w:', 'p:')
 if blocked then
 	return 0
 end

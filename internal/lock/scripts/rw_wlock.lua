@@ -6,23 +6,7 @@
 -- ARGV[3]  milliseconds to keep a waiting-writer marker "p:<token>" when the
 --          lock is busy (0: leave no marker, as TryLock does)
 -- Returns  1 acquired; 0 busy (marker set or refreshed when ARGV[3] > 0).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local busy = false
-local last = 0
-local h = redis.call('HGETALL', KEYS[1])
-for i = 1, #h, 2 do
-	local exp = tonumber(h[i + 1])
-	if exp <= now then
-		redis.call('HDEL', KEYS[1], h[i])
-	else
-		local kind = string.sub(h[i], 1, 2)
-		if kind == 'w:' or kind == 'r:' then
-			busy = true
-		end
-		if exp > last then last = exp end
-	end
-end
+local now, busy, last = rw_sweep(KEYS[1], 'w:', 'r:')
 local exp
 if not busy then
 	redis.call('HDEL', KEYS[1], 'p:' .. ARGV[1])
