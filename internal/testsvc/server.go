@@ -23,6 +23,7 @@ import (
 type RedisServer struct {
 	t    testing.TB
 	bin  string
+	args []string
 	dir  string
 	port int
 
@@ -32,16 +33,16 @@ type RedisServer struct {
 	started bool
 }
 
-// StartRedisServer starts a private redis-server (no persistence) and stops it
-// when the test ends. It needs the redis-server binary that
-// scripts/test-services.sh installs.
-func StartRedisServer(t testing.TB) *RedisServer {
+// StartRedisServer starts a private redis-server (no persistence), with the
+// extra command-line arguments given, and stops it when the test ends. It
+// needs the redis-server binary that scripts/test-services.sh installs.
+func StartRedisServer(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Missing(t, "redis-server binary not found: %v; %s", err, startServicesMsg)
 	}
-	s := &RedisServer{t: t, bin: bin, dir: t.TempDir(), port: FreePort(t)}
+	s := &RedisServer{t: t, bin: bin, args: args, dir: t.TempDir(), port: FreePort(t)}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -75,9 +76,10 @@ func (s *RedisServer) Start() {
 // startOnce starts the process and waits until the server on the port is
 // this process (another test binary may have taken the port).
 func (s *RedisServer) startOnce() error {
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis.log"))
+		"--logfile", filepath.Join(s.dir, "redis.log")}, s.args...)
+	cmd := exec.Command(s.bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -123,6 +125,50 @@ func (s *RedisServer) Kill() {
 	_ = s.cmd.Process.Signal(os.Kill)
 	<-s.exited
 	s.cmd = nil
+}
+
+// StartRedisClusterNode starts a private redis-server in cluster mode that
+// serves every slot alone: a one-node Redis Cluster.
+func StartRedisClusterNode(t testing.TB) *RedisServer {
+	t.Helper()
+	s := StartRedisServer(t, "--cluster-enabled", "yes")
+	c := s.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("%s: cluster addslotsrange: %v", s, err)
+	}
+	for {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return s
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: cluster state not ok: %v %q", s, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Freeze stops the server with SIGSTOP: it keeps its connections and the
+// kernel still accepts commands for it, but nothing is answered until Thaw
+// (a stall, like a long fork or a swapped-out process).
+func (s *RedisServer) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server with SIGCONT; it then runs the commands that
+// arrived meanwhile.
+func (s *RedisServer) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("%s: not running", s)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("%s: %v: %v", s, sig, err)
+	}
 }
 
 // Client returns a client for the server, closed when the test ends.
