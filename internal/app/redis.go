@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -35,7 +38,17 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 		// about 1.7s to fail; the callers retry by themselves (a buyer gets
 		// 503 at once, workers claim again).
 		DialerRetries: 1,
+		// No resend after an error. A command whose reply timed out or whose
+		// connection broke may have run: resending a buy, a fenced lock
+		// acquire or a queue claim would run it twice (a replayed buy then
+		// fails on its own order id). The callers retry by themselves, with
+		// what makes a retry safe: a shopper sends the same request_id,
+		// workers claim again after the lease.
+		MaxRetries: -1,
 	})
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		sendOnce(cc)
+	}
 	err := retry(ctx, log, "redis", cfg.ConnectTimeout, func(ctx context.Context) error {
 		return rdb.Ping(ctx).Err()
 	})
@@ -44,6 +57,108 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 		return nil, nil, err
 	}
 	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// sendOnce keeps a Cluster client from sending a command again after an
+// error that says the command may have reached the server: its reply timed
+// out or its connection broke. MaxRetries does not cover this, since the
+// Cluster client also resends on such errors within its redirect budget
+// (MaxRedirects), which MOVED and ASK redirects need. A hook on each node
+// notes the first such error and cancels the command's context, so the
+// client stops before its next attempt; the command fails with that error.
+//
+// Pipelines keep the client's resends: every pipeline seckill sends
+// (enqueues, SETNX of request ids, reads) may run twice.
+func sendOnce(c *redis.ClusterClient) {
+	c.AddHook(clusterSendOnce{})
+	c.OnNewNode(func(n *redis.Client) { n.AddHook(nodeSendOnce{}) })
+}
+
+type sendOnceKey struct{}
+
+// sent is the state of one command on a Cluster client.
+type sent struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	first  error // the first error after which the command may have run
+}
+
+func (s *sent) fail(err error) {
+	s.mu.Lock()
+	if s.first == nil {
+		s.first = err
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+func (s *sent) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
+}
+
+// clusterSendOnce wraps each command of the Cluster client.
+type clusterSendOnce struct{}
+
+func (clusterSendOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (clusterSendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (clusterSendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s := &sent{cancel: cancel}
+		err := next(context.WithValue(ctx, sendOnceKey{}, s), cmd)
+		if first := s.err(); first != nil {
+			return first
+		}
+		return err
+	}
+}
+
+// nodeSendOnce watches each attempt on one node of the Cluster.
+type nodeSendOnce struct{}
+
+func (nodeSendOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (nodeSendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (nodeSendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && maybeRan(err) {
+			if s, ok := ctx.Value(sendOnceKey{}).(*sent); ok {
+				s.fail(err)
+			}
+		}
+		return err
+	}
+}
+
+// maybeRan reports whether a command that failed with err may still have
+// run: the connection failed after it was made, so the command may have been
+// sent. A reply from the server, a failed dial or no free connection mean it
+// was not.
+func maybeRan(err error) bool {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op != "dial"
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // openMiniredis starts the embedded Redis. miniredis only ages keys when told

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// openTestRedis opens a client to addr the way the server does, with a short
+// read timeout, and closes it when the test ends.
+func openTestRedis(t *testing.T, addrs []string, readTimeout time.Duration) redis.UniversalClient {
+	t.Helper()
+	rdb, closeRedis, err := openRedis(context.Background(), config.Redis{
+		Addrs:          addrs,
+		PoolSize:       16,
+		DialTimeout:    time.Second,
+		ReadTimeout:    readTimeout,
+		WriteTimeout:   readTimeout,
+		ConnectTimeout: 5 * time.Second,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(closeRedis)
+	return rdb
+}
+
+// warmPool makes the client hold n open connections, so a retry would not
+// have to dial (and would reach the server).
+func warmPool(t *testing.T, rdb redis.UniversalClient, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			// Each BLPOP holds its connection for 50ms, so n are open at once.
+			_ = rdb.Do(context.Background(), "BLPOP", "warm:"+testsvc.RandomID(4), "0.05").Err()
+		})
+	}
+	wg.Wait()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// A script whose reply does not come in time is not sent again by the
+// client: it may have run, and running a script twice (a buy, a lock, a
+// claim) is not the same as running it once.
+func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
+	const readTimeout = 100 * time.Millisecond
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) (*testsvc.RedisServer, []string)
+	}{
+		{"standalone", func(t *testing.T) (*testsvc.RedisServer, []string) {
+			srv := testsvc.StartRedisServer(t)
+			return srv, []string{srv.Addr()}
+		}},
+		{"cluster", func(t *testing.T) (*testsvc.RedisServer, []string) {
+			srv := testsvc.StartRedisClusterNode(t)
+			// Two seed addresses make openRedis build a Cluster client.
+			return srv, []string{srv.Addr(), srv.Addr()}
+		}},
+	} {
+		t.Run(tc.name+"/counter", func(t *testing.T) {
+			srv, addrs := tc.start(t)
+			rdb := openTestRedis(t, addrs, readTimeout)
+			incr := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+			require.NoError(t, incr.Load(ctx, rdb).Err())
+			warmPool(t, rdb, 8)
+
+			srv.Freeze()
+			start := time.Now()
+			err := incr.Run(ctx, rdb, []string{"n"}).Err()
+			time.Sleep(400*time.Millisecond - time.Since(start))
+			srv.Thaw()
+
+			require.Error(t, err)
+			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
+			// The server runs what reached it during the stall once it resumes.
+			time.Sleep(200 * time.Millisecond)
+			n, err := srv.Client().Get(ctx, "n").Int()
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "the script ran once")
+		})
+
+		t.Run(tc.name+"/buy", func(t *testing.T) {
+			srv, addrs := tc.start(t)
+			rdb := openTestRedis(t, addrs, readTimeout)
+			store := stock.NewStore(rdb, stock.StoreOptions{Prefix: "t:"})
+			const sku = 7
+			_, err := store.Configure(ctx, sku, 10, 5)
+			require.NoError(t, err)
+			buy := func(orderID string) error {
+				_, res, err := store.Buy(ctx, sku, []stock.Request{{User: "u", Qty: 1, OrderID: orderID, Created: time.Now()}}, stock.Guard{})
+				if err == nil {
+					err = res[0].Err
+				}
+				return err
+			}
+			require.NoError(t, buy("7-first")) // loads the script
+			warmPool(t, rdb, 8)
+
+			// The stall ends after the reply timed out but before a resend
+			// would have timed out too: a resend reaches the server after
+			// the first attempt ran.
+			srv.Freeze()
+			done := make(chan error, 1)
+			go func() { done <- buy("7-second") }()
+			time.Sleep(150 * time.Millisecond)
+			srv.Thaw()
+			err = <-done
+
+			require.Error(t, err)
+			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
+			time.Sleep(200 * time.Millisecond)
+			st, ok, err := store.State(ctx, sku)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, int64(8), st.Left, "each buy took its unit once")
+			qs, err := store.Queue(sku).Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, int64(2), qs.Due+qs.Delayed, "one order task per buy")
+		})
+	}
+}
+
+// A buy while Redis stalls or is down is a 503 with Retry-After, never a
+// 500, even when the stalled script ran once Redis resumed: the shopper's
+// retry with the same request id gets that order.
+func TestBuyWhileRedisStallsIsUnavailable(t *testing.T) {
+	srv := testsvc.StartRedisServer(t)
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{
+		"SECKILL_REDIS_ADDRS":        srv.Addr(),
+		"SECKILL_REDIS_READ_TIMEOUT": "200ms",
+		"SECKILL_STOCK_STRATEGY":     "atomic",
+	}})
+	sku := s.seed(10, 5)
+	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "u1", 1).Status)
+	body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
+
+	// The stall outlasts the read timeout, and ends before a resend of the
+	// script would time out as well.
+	srv.Freeze()
+	done := make(chan reply, 1)
+	go func() { done <- s.do(0, "POST", "/api/v1/orders", "u2", body) }()
+	time.Sleep(300 * time.Millisecond)
+	srv.Thaw()
+	r := <-done
+	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
+	assert.Equal(t, "unavailable", r.str("error"), r.Raw)
+	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
+
+	time.Sleep(200 * time.Millisecond)
+	retry := s.do(0, "POST", "/api/v1/orders", "u2", body)
+	require.Equal(t, http.StatusAccepted, retry.Status, retry.Raw)
+	rep := s.audit(sku)
+	assert.Equal(t, int64(8), *rep.RedisLeft, "the stalled buy took its unit once")
+
+	srv.Kill()
+	r = s.buy(0, sku, "u3", 1)
+	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
+	assert.Equal(t, "unavailable", r.str("error"), r.Raw)
+	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
+}
