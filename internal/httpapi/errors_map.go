@@ -2,10 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"syscall"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/catalog"
@@ -42,10 +46,21 @@ var rules = []rule{
 	{unavailable, Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Detail: "a backing store is unavailable, retry shortly", RetryAfter: "2"}},
 }
 
-// unavailable matches a store that cannot be reached or did not answer in
-// time: the client should retry, and internals stay in the log.
+// unavailable matches a store that cannot be reached, did not answer in time,
+// dropped the connection or refuses work for now (Redis loading, a replica
+// or a failover under way, out of memory under noeviction): the client
+// should retry, and internals stay in the log.
 func unavailable(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+	switch {
+	case errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, redis.ErrClosed):
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err)
 }
