@@ -114,7 +114,7 @@ func (a *App) build() {
 	})
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
-	a.Orders = order.NewService(a.DB, a.Catalog, catalog.NewCache(a.Catalog, 2*time.Second), a.Stock, nil, order.Options{
+	a.Orders = order.NewService(a.DB, a.Catalog, catalog.NewCache(a.Catalog, 2*time.Second), a.Stock, a.Locks, nil, order.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
 		Log:            a.Log,
 		Metrics:        order.NewMetrics(a.Registry),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,4 +74,45 @@ func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/nope/requeue", sku), "", nil).Status)
 		assert.Equal(t, http.StatusBadRequest, s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead?n=-1", sku), "", nil).Status)
 	})
+}
+
+// Deleting a dead letter while another operator requeues it gives its units
+// back at most once, and only when the order did not reach SQL.
+func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	const n = 20
+	sku := s.seed(n+1, 1)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = deadLetter(t, s, sku, fmt.Sprintf("u%d", i))
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku, id), "", nil) })
+		wg.Go(func() { s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, id), "", nil) })
+		wg.Go(func() { s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, id), "", nil) })
+	}
+	wg.Wait()
+	rep := s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(n+1), *rep.RedisLeft+rep.Queued, "each unit is either back or queued, once")
+
+	// A dead letter whose order is in SQL (written, then its ack was lost)
+	// keeps its units when dropped.
+	sku = s.seed(2, 1)
+	last := deadLetter(t, s, sku, "written")
+	q := s.apps[0].Stock.Queue(sku)
+	in, err := q.Inspect(context.Background(), last)
+	require.NoError(t, err)
+	require.NoError(t, s.apps[0].DB.Exec(
+		`INSERT INTO orders (order_id, sku_id, user_id, qty, price_cents, status, fence, created_at, persisted_at, expires_at, updated_at)
+		 VALUES (?, ?, 'written', 1, 99900, 'pending_payment', 0, ?, ?, ?, ?)`,
+		last, sku, in.EnqueuedAt.UTC(), time.Now().UTC(), time.Now().Add(time.Hour).UTC(), time.Now().UTC()).Error)
+	require.NoError(t, s.apps[0].DB.Exec("UPDATE skus SET sold = sold + 1 WHERE id = ?", sku).Error)
+	before := s.audit(sku)
+	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, last), "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	after := s.audit(sku)
+	assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "no unit of an order in SQL comes back")
+	assert.True(t, after.Consistent, "%+v", after)
 }

@@ -103,7 +103,7 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 			rdb := openTestRedis(t, addrs, readTimeout)
 			store := stock.NewStore(rdb, stock.StoreOptions{Prefix: "t:"})
 			const sku = 7
-			_, err := store.Configure(ctx, sku, 10, 5)
+			_, err := store.Configure(ctx, sku, stock.Config{Total: 10, Limit: 5, Expires: time.Now().Add(time.Hour)}, true)
 			require.NoError(t, err)
 			buy := func(orderID string) error {
 				_, res, err := store.Buy(ctx, sku, []stock.Request{{User: "u", Qty: 1, OrderID: orderID, Created: time.Now()}}, stock.Guard{})

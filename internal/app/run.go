@@ -94,6 +94,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 			RetryBackoffMax: cfg.Worker.RetryBackoffMax,
 			Waker:           waker,
 			Watch:           func(q *queue.Queue) { a.QueueMetrics.Watch(q) },
+			Unwatch:         a.QueueMetrics.Unwatch,
 		})
 		workers.Go(func() { _ = d.Run(workCtx) })
 		a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)

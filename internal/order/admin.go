@@ -2,13 +2,16 @@ package order
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -53,24 +56,54 @@ func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
 	}
 }
 
-// UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and
-// then in Redis. Re-running the same spec changes nothing. A stock below what
-// is sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
-// and changes nothing. Errors also: catalog.ErrInvalid.
+// UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and in
+// Redis. Re-running the same spec changes nothing. A stock below what is
+// sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
+// and changes nothing. An existing SKU Redis has lost is rebuilt from SQL,
+// never created afresh. Errors also: catalog.ErrInvalid, stock.ErrBusy.
 func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
-	sku, created, prev, err := s.skus.Upsert(ctx, spec)
+	if err := spec.Validate(); err != nil {
+		return nil, false, err
+	}
+	if spec.ID == 0 {
+		return s.createSKU(ctx, spec)
+	}
+	var view *SKUView
+	created := false
+	err := s.exclusive(ctx, spec.ID, func(ctx context.Context) error {
+		cur, err := s.skus.Get(ctx, spec.ID)
+		if errors.Is(err, catalog.ErrNotFound) {
+			view, created, err = s.createSKU(ctx, spec)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		next := *cur
+		next.StockTotal, next.PerUserLimit, next.EndsAt = spec.Stock, spec.PerUserLimit, spec.EndsAt
+		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
+			sku, _, _, err := s.skus.Upsert(ctx, spec)
+			return sku, err
+		})
+		if err == nil {
+			view = s.skuView(sku, left)
+		}
+		return err
+	})
+	return view, created, err
+}
+
+// createSKU creates a SKU in SQL, then its state in Redis.
+func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+	sku, created, _, err := s.skus.Upsert(ctx, spec)
 	if err != nil {
 		return nil, false, err
 	}
 	defer s.cache.Forget(sku.ID)
-	left, err := s.store.Configure(ctx, sku.ID, sku.StockTotal, sku.PerUserLimit)
+	// A SKU that is new in SQL has no units taken anywhere; if Redis fails
+	// here, the first buyer's ErrStateLost rebuilds it from SQL.
+	left, err := s.store.Configure(ctx, sku.ID, s.config(sku), created)
 	if err != nil {
-		if errors.Is(err, stock.ErrBelowTaken) && !created {
-			if _, rerr := s.skus.SetStockTotal(ctx, sku.ID, prev); rerr != nil {
-				return nil, false, errors.Join(err, rerr)
-			}
-			return nil, false, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
-		}
 		return nil, false, err
 	}
 	return s.skuView(sku, left), created, nil
@@ -78,28 +111,123 @@ func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, b
 
 // SetStock sets a SKU's stock_total (a top-up or a cut, never below what is
 // sold or taken: catalog.ErrBelowSold). Errors also: catalog.ErrNotFound,
-// catalog.ErrInvalid.
+// catalog.ErrInvalid, stock.ErrBusy.
 func (s *Service) SetStock(ctx context.Context, id uint64, total int64) (*SKUView, error) {
-	prev, err := s.skus.SetStockTotal(ctx, id, total)
-	if err != nil {
-		return nil, err
+	if total < 0 || total > catalog.MaxStock {
+		return nil, fmt.Errorf("%w: stock_total must be from 0 to %d", catalog.ErrInvalid, catalog.MaxStock)
 	}
-	defer s.cache.Forget(id)
-	sku, err := s.skus.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	left, err := s.store.Configure(ctx, id, total, sku.PerUserLimit)
-	if errors.Is(err, stock.ErrBelowTaken) {
-		if _, rerr := s.skus.SetStockTotal(ctx, id, prev); rerr != nil {
-			return nil, errors.Join(err, rerr)
+	var view *SKUView
+	err := s.exclusive(ctx, id, func(ctx context.Context) error {
+		cur, err := s.skus.Get(ctx, id)
+		if err != nil {
+			return err
 		}
-		return nil, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
+		next := *cur
+		next.StockTotal = total
+		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
+			if _, err := s.skus.SetStockTotal(ctx, id, total); err != nil {
+				return nil, err
+			}
+			return s.skus.Get(ctx, id)
+		})
+		if err == nil {
+			view = s.skuView(sku, left)
+		}
+		return err
+	})
+	return view, err
+}
+
+// change writes a change of an existing SKU to both stores (write does the
+// SQL side), in the order that lets a failure between the two only
+// undersell, never fail an order Redis accepted: a cut lowers Redis first
+// — Redis refuses it below the units taken, and then nothing is written —
+// and SQL after; a top-up raises SQL first and Redis after. A SKU Redis has
+// lost is rebuilt from SQL after the SQL write. Run it under exclusive.
+func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Config, write func(context.Context) (*catalog.SKU, error)) (*catalog.SKU, int64, error) {
+	defer s.cache.Forget(cur.ID)
+	cut := next.Total < cur.StockTotal
+	lost := false
+	var left int64
+	if cut {
+		var err error
+		left, err = s.store.Configure(ctx, cur.ID, next, false)
+		switch {
+		case errors.Is(err, stock.ErrBelowTaken):
+			return nil, 0, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
+		case errors.Is(err, stock.ErrStateLost):
+			lost = true
+		case err != nil:
+			return nil, 0, err
+		}
+	}
+	sku, err := write(ctx)
+	if err != nil {
+		if cut && !lost && (errors.Is(err, catalog.ErrBelowSold) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound)) {
+			// SQL refused and kept the old total: Redis may have it back.
+			// After any other error SQL may hold the cut, so Redis keeps it
+			// too (it can only undersell until the change is retried).
+			if _, rerr := s.store.Configure(context.WithoutCancel(ctx), cur.ID, s.config(cur), false); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return nil, 0, err
+	}
+	if !cut {
+		left, err = s.store.Configure(ctx, cur.ID, s.config(sku), false)
+		switch {
+		case errors.Is(err, stock.ErrStateLost):
+			lost = true
+		case err != nil:
+			return nil, 0, err
+		}
+	}
+	if lost {
+		if _, err := s.reconcile(ctx, cur.ID); err != nil {
+			return nil, 0, err
+		}
+		st, _, err := s.store.State(ctx, cur.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		left = st.Left
+	}
+	return sku, left, nil
+}
+
+// exclusive runs f while holding sku's admin lock: stock changes and
+// rebuilds of one SKU run one at a time across every instance, so no two
+// of them interleave their SQL and Redis writes. It waits up to 5 seconds
+// for the lock (stock.ErrBusy after).
+func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Context) error) error {
+	m, err := s.locks.Lock(ctx, "sku-admin:"+strconv.FormatUint(sku, 10), 10*time.Second,
+		lock.WithWaitTimeout(5*time.Second), lock.WithWatchdog(0))
+	if errors.Is(err, lock.ErrNotObtained) {
+		return fmt.Errorf("%w: another change of sku %d is running", stock.ErrBusy, sku)
 	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("order: lock sku %d: %w", sku, err)
 	}
-	return s.skuView(sku, left), nil
+	defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
+	// The work stops if the lock is lost (Redis unreachable past its TTL).
+	lctx, cancel := m.Context(ctx)
+	defer cancel()
+	return f(lctx)
+}
+
+// config is what Redis needs of sku.
+func (s *Service) config(sku *catalog.SKU) stock.Config {
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Expires: s.stateExpiry(sku)}
+}
+
+// stateExpiry is when sku's Redis state may expire: StateRetention after
+// its sale and payment window closed (a sale ended early counts from now).
+func (s *Service) stateExpiry(sku *catalog.SKU) time.Time {
+	end := sku.EndsAt
+	if now := s.o.Now(); now.After(end) {
+		end = now
+	}
+	return end.Add(s.o.PaymentTimeout + s.o.StateRetention)
 }
 
 // Report is the invariant check of one SKU.
@@ -232,44 +360,37 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	if r.DeadLetters > 0 {
 		fail("%d accepted orders dead-lettered: inspect and requeue them", r.DeadLetters)
 	}
-	if r.RedisLeft == nil {
+	// A finished sale's Redis state expires after StateRetention.
+	expired := r.RedisLeft == nil && r.QueuedOrders == 0 && !s.o.Now().Before(s.stateExpiry(sku))
+	switch {
+	case r.RedisLeft == nil && !expired:
 		fail("redis has no state for the sku: reconcile it")
-	} else if got := *r.RedisLeft + r.Queued + r.ActiveUnits; got != r.StockTotal {
-		fail("redis_left %d + queued %d + active %d = %d != stock_total %d", *r.RedisLeft, r.Queued, r.ActiveUnits, got, r.StockTotal)
+	case r.RedisLeft != nil:
+		if got := *r.RedisLeft + r.Queued + r.ActiveUnits; got != r.StockTotal {
+			fail("redis_left %d + queued %d + active %d = %d != stock_total %d", *r.RedisLeft, r.Queued, r.ActiveUnits, got, r.StockTotal)
+		}
 	}
 	r.Consistent = len(r.Violations) == 0
 	return r, nil
 }
 
 // queuedTasks returns the order tasks in sku's queue (pending, in flight or
-// dead) and how many of them are dead letters.
+// dead), read in one step, and how many of them are dead letters.
 func (s *Service) queuedTasks(ctx context.Context, sku uint64) ([]stock.OrderTask, int64, error) {
-	q := s.store.Queue(sku)
-	var out []stock.OrderTask
+	snap, err := s.store.Lookup(sku).Snapshot(ctx, stock.TaskCreate)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]stock.OrderTask, 0, len(snap))
 	var dead int64
-	for _, state := range []queue.State{queue.StatePending, queue.StateInFlight, queue.StateDead} {
-		for offset := 0; ; {
-			page, err := q.List(ctx, state, offset, 1000)
-			if err != nil {
-				return nil, 0, err
-			}
-			for _, in := range page {
-				if in.Type != stock.TaskCreate {
-					continue
-				}
-				t, err := stock.DecodeTask(in.Payload)
-				if err != nil {
-					continue
-				}
-				out = append(out, t)
-				if state == queue.StateDead {
-					dead++
-				}
-			}
-			if len(page) < 1000 {
-				break
-			}
-			offset += len(page)
+	for _, in := range snap {
+		t, err := stock.DecodeTask(in.Payload)
+		if err != nil {
+			continue
+		}
+		out = append(out, t)
+		if in.Dead {
+			dead++
 		}
 	}
 	return out, dead, nil
@@ -297,8 +418,21 @@ func existing(db *gorm.DB, tasks []stock.OrderTask) (map[string]bool, error) {
 
 // Reconcile rebuilds sku's Redis state from SQL and the orders still queued:
 // units left = stock_total - sold - queued, buyers = active orders per user
-// plus queued ones. Buyers of the SKU get ErrBusy for the moment it takes.
+// plus queued ones, the orders SQL closed marked as returned, and the
+// request ids of its orders remembered again. Buyers of the SKU get ErrBusy
+// for the moment it takes.
 func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
+	var r *Report
+	err := s.exclusive(ctx, id, func(ctx context.Context) error {
+		var err error
+		r, err = s.reconcile(ctx, id)
+		return err
+	})
+	return r, err
+}
+
+// reconcile is Reconcile under the SKU's admin lock.
+func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 	const pause = 30 * time.Second
 	token, err := s.store.Pause(ctx, id, pause)
 	if err != nil {
@@ -332,29 +466,30 @@ func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
 	for _, r := range rows {
 		tasks = append(tasks, deadline(r.OrderID, r.ExpiresAt))
 	}
-	if _, err := s.store.Queue(id).EnqueueBatch(ctx, tasks); err != nil {
+	if _, err := s.store.Lookup(id).EnqueueBatch(ctx, tasks); err != nil {
 		return fmt.Errorf("order: reschedule payment deadlines: %w", err)
 	}
 	return nil
 }
 
+// rebuild computes sku's Redis state while buyers, returns and stock
+// changes are paused, and writes it. The queue is read first, in one
+// script; then SQL, in one REPEATABLE READ snapshot: a batch the drain
+// commits meanwhile is either in it (active) or not (still counted as
+// queued), never neither, which would leave a unit too many in Redis.
 func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
 	queued, _, err := s.queuedTasks(ctx, id)
 	if err != nil {
 		return err
 	}
-	sku, err := s.skus.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	buyers := map[string]int64{}
+	r := stock.Rebuilt{Buyers: map[string]int64{}}
+	var sku catalog.SKU
 	var sold, active, waiting int64
-	// Sold, the active orders and which queued orders are written are read
-	// in one transaction, one snapshot (MySQL's default REPEATABLE READ): a
-	// batch the drain commits meanwhile is then either in it (active) or
-	// not (waiting), never neither, which would leave a unit too many in
-	// Redis.
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&sku, "id = ?", id).Error; err != nil {
+			return fmt.Errorf("order: rebuild: %w", err)
+		}
+		sold = sku.Sold
 		var rows []struct {
 			UserID string
 			Units  int64
@@ -364,12 +499,26 @@ func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
 			Group("user_id").Scan(&rows).Error; err != nil {
 			return fmt.Errorf("order: rebuild: %w", err)
 		}
-		if err := tx.Raw("SELECT sold FROM skus WHERE id = ?", id).Scan(&sold).Error; err != nil {
+		for _, row := range rows {
+			r.Buyers[row.UserID] += row.Units
+			active += row.Units
+		}
+		if err := tx.Model(&Order{}).Where("sku_id = ? AND status IN ?", id,
+			[]string{StatusCancelled, StatusExpired, StatusFailed}).Pluck("order_id", &r.Returned).Error; err != nil {
 			return fmt.Errorf("order: rebuild: %w", err)
 		}
-		for _, r := range rows {
-			buyers[r.UserID] += r.Units
-			active += r.Units
+		var reqs []struct {
+			UserID    string
+			RequestID string
+			OrderID   string
+			CreatedAt time.Time
+		}
+		if err := tx.Model(&Order{}).Select("user_id, request_id, order_id, created_at").
+			Where("sku_id = ? AND request_id IS NOT NULL", id).Scan(&reqs).Error; err != nil {
+			return fmt.Errorf("order: rebuild: %w", err)
+		}
+		for _, q := range reqs {
+			r.Requests = append(r.Requests, stock.Replay{User: q.UserID, RequestID: q.RequestID, OrderID: q.OrderID, Created: q.CreatedAt})
 		}
 		inSQL, err := existing(tx, queued)
 		if err != nil {
@@ -377,17 +526,28 @@ func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
 		}
 		for _, t := range queued {
 			if !inSQL[t.OrderID] {
-				buyers[t.User] += int64(t.Qty)
+				r.Buyers[t.User] += int64(t.Qty)
 				waiting += int64(t.Qty)
 			}
 		}
 		return nil
-	})
+	}, s.snapshotTx())
 	if err != nil {
 		return err
 	}
-	left := max(0, sku.StockTotal-max(sold, active)-waiting)
-	return s.store.Rebuild(ctx, id, token, sku.StockTotal, left, sku.PerUserLimit, buyers)
+	r.Config = s.config(&sku)
+	r.Left = max(0, sku.StockTotal-max(sold, active)-waiting)
+	return s.store.Rebuild(ctx, id, token, r)
+}
+
+// snapshotTx is the isolation of a transaction whose reads must be one
+// snapshot: REPEATABLE READ on MySQL, set explicitly since a server's
+// default may be READ COMMITTED; SQLite's transactions are serializable.
+func (s *Service) snapshotTx() *sql.TxOptions {
+	if s.db.Dialector.Name() == "mysql" {
+		return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	return nil
 }
 
 // RebuildMissing rebuilds the Redis state of every recent SKU Redis does not

@@ -24,8 +24,8 @@ type DrainOptions struct {
 	RetryBackoffMax time.Duration // cap of the back-off while SQL is unavailable; default 10s
 	Waker           *queue.Waker  // wakes idle consumers when a task is enqueued; nil polls
 	// Watch, when set, is told of every queue the drainer starts consuming
-	// (for depth metrics).
-	Watch func(*queue.Queue)
+	// (for depth metrics), and Unwatch of every queue it stops consuming.
+	Watch, Unwatch func(*queue.Queue)
 }
 
 // Drainer moves accepted orders from every SKU's queue into SQL and runs
@@ -38,7 +38,7 @@ type Drainer struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	running map[uint64]bool
+	running map[uint64]context.CancelFunc
 }
 
 // Drainer returns a drainer for the service's SKUs.
@@ -61,13 +61,15 @@ func (s *Service) Drainer(o DrainOptions) *Drainer {
 	if o.RetryBackoffMax <= 0 {
 		o.RetryBackoffMax = 10 * time.Second
 	}
-	return &Drainer{svc: s, o: o, log: s.o.Log, running: map[uint64]bool{}}
+	return &Drainer{svc: s, o: o, log: s.o.Log, running: map[uint64]context.CancelFunc{}}
 }
 
 // Run drains until ctx is cancelled, then lets running batches finish (or
-// hands them back to their queues) and returns. It starts a consumer for
-// every SKU whose sale, plus its payment window, has not long ended, and
-// looks for new SKUs every SKURefresh.
+// hands them back to their queues) and returns. It runs a consumer for every
+// SKU whose sale, plus its payment window, has not long ended, looks for new
+// SKUs every SKURefresh, and stops the consumer of a SKU that dropped out of
+// that list once its queue has nothing left to run (dead letters stay for
+// an operator).
 func (d *Drainer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -79,8 +81,13 @@ func (d *Drainer) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("drain: list skus", "err", err.Error())
 		}
-		for _, sku := range skus {
-			d.start(ctx, &wg, sku.ID)
+		if err == nil {
+			listed := make(map[uint64]bool, len(skus))
+			for _, sku := range skus {
+				listed[sku.ID] = true
+				d.start(ctx, &wg, sku.ID)
+			}
+			d.stopFinished(ctx, listed)
 		}
 		select {
 		case <-ctx.Done():
@@ -93,10 +100,11 @@ func (d *Drainer) Run(ctx context.Context) error {
 func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.running[sku] {
+	if d.running[sku] != nil {
 		return
 	}
-	d.running[sku] = true
+	cctx, cancel := context.WithCancel(ctx)
+	d.running[sku] = cancel
 	q := d.svc.store.Queue(sku)
 	if d.o.Watch != nil {
 		d.o.Watch(q)
@@ -109,15 +117,40 @@ func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
 		Waker:     d.o.Waker,
 	})
 	wg.Go(func() {
-		defer func() {
-			d.mu.Lock()
-			delete(d.running, sku)
-			d.mu.Unlock()
-		}()
-		if err := c.Run(ctx); err != nil {
+		if err := c.Run(cctx); err != nil {
 			d.log.Error("drain: consumer stopped", "sku", sku, "err", err.Error())
 		}
 	})
+}
+
+// stopFinished stops the consumers of SKUs not listed any more whose queue
+// has no task pending or in flight.
+func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
+	d.mu.Lock()
+	var gone []uint64
+	for sku := range d.running {
+		if !listed[sku] {
+			gone = append(gone, sku)
+		}
+	}
+	d.mu.Unlock()
+	for _, sku := range gone {
+		q := d.svc.store.Queue(sku)
+		st, err := q.Stats(ctx)
+		if err != nil || st.Due+st.Delayed+st.InFlight > 0 {
+			continue
+		}
+		d.mu.Lock()
+		cancel := d.running[sku]
+		delete(d.running, sku)
+		d.mu.Unlock()
+		cancel()
+		if d.o.Unwatch != nil {
+			d.o.Unwatch(q)
+		}
+		d.svc.store.Forget(sku)
+		d.log.Info("drain: sale over and drained; consumer stopped", "sku", sku)
+	}
 }
 
 // handle is the queue handler: order.create tasks are written in one
@@ -194,21 +227,34 @@ var errGuard = errors.New("order: stock guard refused the batch")
 // persist writes the orders of one batch: in one transaction, the rows not
 // yet written and one guarded increment of sold per SKU. When the guard
 // refuses (SQL would oversell — Redis must have lost state), it falls back
-// to one order at a time and marks the orders that do not fit failed, giving
-// their units back. Then it schedules each order's payment deadline.
+// to one order at a time and marks the orders that do not fit failed, then
+// rebuilds their SKU's Redis state from SQL, which frees their units. A
+// batch delivered again after a rebuild that did not complete finds its
+// failed rows written and runs the rebuild again. Then it schedules each
+// order's payment deadline.
 func (d *Drainer) persist(ctx context.Context, tasks []stock.OrderTask) error {
 	now := d.svc.o.Now().UTC()
 	rows := make([]Order, 0, len(tasks))
 	for _, t := range tasks {
 		rows = append(rows, d.row(t, now))
 	}
-	fresh, err := d.insertGuarded(ctx, rows, now)
+	fresh, failed, err := d.insertGuarded(ctx, rows, now)
 	refused := 0
 	if errors.Is(err, errGuard) {
-		fresh, refused, err = d.insertOneByOne(ctx, rows, now)
+		fresh, refused, failed, err = d.insertOneByOne(ctx, rows, now)
 	}
 	if err != nil {
 		return err
+	}
+	// A refusal means Redis and SQL disagree about the units left: Redis
+	// took units SQL does not have (its state was lost and rebuilt while
+	// this batch was in flight, or is wrong). Rebuilding the SKU from SQL
+	// gives the failed orders' units back if Redis counted them, and adds
+	// none if it never did.
+	for sku := range failed {
+		if _, err := d.svc.Reconcile(ctx, sku); err != nil {
+			return err
+		}
 	}
 	created := make([]time.Time, 0, len(fresh))
 	for _, o := range fresh {
@@ -233,12 +279,14 @@ func (d *Drainer) row(t stock.OrderTask, now time.Time) Order {
 }
 
 // insertGuarded writes the rows not yet in SQL and counts their units in
-// skus.sold, all or nothing; errGuard when a SKU has too few units left.
-func (d *Drainer) insertGuarded(ctx context.Context, rows []Order, now time.Time) ([]Order, error) {
+// skus.sold, all or nothing; errGuard when a SKU has too few units left. It
+// also returns the SKUs of rows already written as failed.
+func (d *Drainer) insertGuarded(ctx context.Context, rows []Order, now time.Time) ([]Order, map[uint64]bool, error) {
 	var fresh []Order
+	var failed map[uint64]bool
 	err := d.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		fresh, err = notWritten(tx, rows)
+		fresh, failed, err = notWritten(tx, rows)
 		if err != nil || len(fresh) == 0 {
 			return err
 		}
@@ -259,18 +307,21 @@ func (d *Drainer) insertGuarded(ctx context.Context, rows []Order, now time.Time
 		}
 		return nil
 	})
-	return fresh, err
+	return fresh, failed, err
 }
 
 // insertOneByOne writes each row in its own guarded transaction; a row the
-// guard refuses is written with status failed, and the SKU's Redis state is
-// rebuilt from SQL so its units are free again.
-func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Time) (fresh []Order, refused int, err error) {
-	rebuild := map[uint64]bool{}
+// guard refuses is written with status failed. It returns the SKUs with
+// failed rows in this batch (now or from an earlier attempt).
+func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Time) (fresh []Order, refused int, failed map[uint64]bool, err error) {
+	failed = map[uint64]bool{}
 	for _, o := range rows {
 		ok := false
 		err := d.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			todo, err := notWritten(tx, []Order{o})
+			todo, before, err := notWritten(tx, []Order{o})
+			for sku := range before {
+				failed[sku] = true
+			}
 			if err != nil || len(todo) == 0 {
 				return err
 			}
@@ -284,7 +335,7 @@ func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Tim
 			return tx.Create(&o).Error
 		})
 		if err != nil {
-			return fresh, refused, err
+			return fresh, refused, failed, err
 		}
 		if ok {
 			fresh = append(fresh, o)
@@ -292,47 +343,41 @@ func (d *Drainer) insertOneByOne(ctx context.Context, rows []Order, now time.Tim
 		}
 		if o.Status == StatusFailed {
 			refused++
+			failed[o.SKU] = true
 			d.log.Error("drain: stock guard refused an order; rebuilding the sku's redis state", "order_id", o.OrderID, "sku", o.SKU, "qty", o.Qty)
 		}
-		// Also for a failed row written by an earlier attempt that stopped
-		// before the rebuild below.
-		var cur Order
-		if err := d.svc.db.WithContext(ctx).Take(&cur, "order_id = ?", o.OrderID).Error; err != nil {
-			return fresh, refused, err
-		}
-		if cur.Status == StatusFailed {
-			rebuild[cur.SKU] = true
-		}
 	}
-	// A refusal means Redis and SQL disagree about the units left: Redis
-	// took units SQL does not have (its state was lost and rebuilt while
-	// this batch was in flight, or is wrong). Rebuilding the SKU from SQL
-	// gives the failed orders' units back if Redis counted them, and adds
-	// none if it never did.
-	for sku := range rebuild {
-		if _, err := d.svc.Reconcile(ctx, sku); err != nil {
-			return fresh, refused, err
-		}
-	}
-	return fresh, refused, nil
+	return fresh, refused, failed, nil
 }
 
-// notWritten returns the rows whose order_id is not in SQL yet.
-func notWritten(tx *gorm.DB, rows []Order) ([]Order, error) {
+// notWritten returns the rows whose order_id is not in SQL yet, and the
+// SKUs of those written with status failed.
+func notWritten(tx *gorm.DB, rows []Order) ([]Order, map[uint64]bool, error) {
 	ids := make([]string, len(rows))
 	for i, o := range rows {
 		ids[i] = o.OrderID
 	}
-	var have []string
-	if err := tx.Model(&Order{}).Where("order_id IN ?", ids).Pluck("order_id", &have).Error; err != nil {
-		return nil, err
+	var have []struct {
+		OrderID string
+		SKUID   uint64 `gorm:"column:sku_id"`
+		Status  string
+	}
+	if err := tx.Model(&Order{}).Select("order_id, sku_id, status").Where("order_id IN ?", ids).Scan(&have).Error; err != nil {
+		return nil, nil, err
 	}
 	if len(have) == 0 {
-		return rows, nil
+		return rows, nil, nil
 	}
 	seen := make(map[string]bool, len(have))
-	for _, id := range have {
-		seen[id] = true
+	var failed map[uint64]bool
+	for _, h := range have {
+		seen[h.OrderID] = true
+		if h.Status == StatusFailed {
+			if failed == nil {
+				failed = map[uint64]bool{}
+			}
+			failed[h.SKUID] = true
+		}
 	}
 	var out []Order
 	for _, o := range rows {
@@ -340,7 +385,7 @@ func notWritten(tx *gorm.DB, rows []Order) ([]Order, error) {
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	return out, failed, nil
 }
 
 // addSold counts n more units sold of sku unless that would pass

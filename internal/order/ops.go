@@ -51,7 +51,7 @@ func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, e
 	if _, err := s.skus.Get(ctx, sku); err != nil {
 		return nil, err
 	}
-	q := s.store.Queue(sku)
+	q := s.store.Lookup(sku)
 	st, err := q.Stats(ctx)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 	if _, err := s.skus.Get(ctx, sku); err != nil {
 		return nil, err
 	}
-	list, err := s.store.Queue(sku).ListDead(ctx, max(offset, 0), min(max(n, 0), queue.MaxList))
+	list, err := s.store.Lookup(sku).ListDead(ctx, max(offset, 0), min(max(n, 0), queue.MaxList))
 	if err != nil {
 		return nil, err
 	}
@@ -89,18 +89,22 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 
 // RequeueDead puts a dead letter back in work with fresh attempts.
 func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error {
-	err := s.store.Queue(sku).RequeueDead(ctx, id)
+	err := s.store.Lookup(sku).RequeueDead(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
 	}
 	return err
 }
 
-// DeleteDead drops a dead letter for good. Dropping an accepted order gives
-// its units back first, so the SKU's counts still add up; the shopper's
-// order is then gone.
+// DeleteDead drops a dead letter for good. Dropping an accepted order that
+// never reached SQL gives its units back, once, after the letter is gone (a
+// requeue racing the delete wins or loses as a whole); the shopper's order
+// is then gone. An order that is in SQL keeps its units.
 func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
-	q := s.store.Queue(sku)
+	if _, err := s.skus.Get(ctx, sku); err != nil {
+		return err
+	}
+	q := s.store.Lookup(sku)
 	in, err := q.Inspect(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || err == nil && in.State != queue.StateDead {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
@@ -108,22 +112,49 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	if err != nil {
 		return err
 	}
-	if in.Type == stock.TaskCreate {
-		t, err := stock.DecodeTask(in.Payload)
-		if err != nil {
+	var t stock.OrderTask
+	create := in.Type == stock.TaskCreate
+	if create {
+		if t, err = stock.DecodeTask(in.Payload); err != nil {
 			return err
 		}
-		if _, err := s.store.Return(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
+		// Read before the delete, so a store that is down changes nothing.
+		if _, err := s.written(ctx, t.OrderID); err != nil {
 			return err
 		}
-		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
-			"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
 	}
-	if err := q.DeleteDead(ctx, id); err != nil {
+	if _, err := q.DeleteDead(ctx, id); err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
 		}
 		return err
 	}
+	if !create {
+		return nil
+	}
+	// Read again: a worker whose lease ran out may have written it late.
+	inSQL, err := s.written(ctx, t.OrderID)
+	if err != nil {
+		return err
+	}
+	if inSQL {
+		s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
+			"order_id", t.OrderID, "sku", t.SKU)
+		return nil
+	}
+	if _, err := s.giveBack(ctx, &Order{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty}); err != nil {
+		return err
+	}
+	s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
+		"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
 	return nil
+}
+
+// written reports whether an order is in SQL.
+func (s *Service) written(ctx context.Context, orderID string) (bool, error) {
+	_, err := s.find(ctx, orderID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }

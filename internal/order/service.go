@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -19,6 +20,9 @@ type Options struct {
 	// PaymentTimeout is how long an order waits for payment before it
 	// expires and its units return; default 15m.
 	PaymentTimeout time.Duration
+	// StateRetention is how long after a sale's payment window the SKU's
+	// Redis state is kept before it expires; default 24h.
+	StateRetention time.Duration
 	Now            func() time.Time
 	Log            *slog.Logger
 	Metrics        *Metrics
@@ -30,16 +34,21 @@ type Service struct {
 	skus    *catalog.Store
 	cache   *catalog.Cache
 	store   *stock.Store
+	locks   *lock.Client
 	seller  *stock.Seller
 	o       Options
 	metrics *Metrics
 }
 
-// NewService returns a Service. seller may be nil in processes that only
-// drain (they never place orders).
-func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, seller *stock.Seller, o Options) *Service {
+// NewService returns a Service. locks serialises the changes of one SKU's
+// stock and its rebuilds across instances. seller may be nil in processes
+// that only drain (they never place orders).
+func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, locks *lock.Client, seller *stock.Seller, o Options) *Service {
 	if o.PaymentTimeout <= 0 {
 		o.PaymentTimeout = 15 * time.Minute
+	}
+	if o.StateRetention <= 0 {
+		o.StateRetention = 24 * time.Hour
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -47,7 +56,7 @@ func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *s
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Service{db: db, skus: skus, cache: cache, store: store, seller: seller, o: o, metrics: o.Metrics}
+	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, seller: seller, o: o, metrics: o.Metrics}
 }
 
 // PlaceInput is a shopper's buy request.
@@ -81,10 +90,13 @@ type Placed struct {
 	Replayed bool // the request id was seen before; this is the order it got
 }
 
-// Place validates a buy request and hands it to the seller. Errors:
-// ErrInvalid, catalog.ErrNotFound, ErrNotStarted, ErrEnded,
-// ErrLimitExceeded, stock.ErrSoldOut, stock.ErrLimitExceeded, stock.ErrBusy,
-// stock.ErrStateLost, or an internal error.
+// Place validates a buy request and hands it to the seller. A request id
+// this shopper's earlier request got an order with is answered with that
+// order (Replayed) whatever the SKU's state now: sold out, ended, paused or
+// the shopper's limit reached. Errors: ErrInvalid, catalog.ErrNotFound,
+// ErrNotStarted, ErrEnded, ErrLimitExceeded, stock.ErrSoldOut,
+// stock.ErrLimitExceeded, stock.ErrBusy, stock.ErrStateLost, or an internal
+// error.
 func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	if err := in.Validate(user); err != nil {
 		return Placed{}, err
@@ -96,23 +108,45 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	now := s.o.Now()
 	switch {
 	case now.Before(sku.StartsAt):
-		return Placed{}, ErrNotStarted
+		return s.refuse(ctx, sku.ID, user, in, ErrNotStarted)
 	case !now.Before(sku.EndsAt):
-		return Placed{}, ErrEnded
+		return s.refuse(ctx, sku.ID, user, in, ErrEnded)
 	case in.Qty > sku.PerUserLimit:
-		return Placed{}, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit)
+		return s.refuse(ctx, sku.ID, user, in, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit))
 	case s.seller.SoldOut(sku.ID):
 		// Known here already: no order id to make, no Redis call.
-		return Placed{}, stock.ErrSoldOut
+		return s.refuse(ctx, sku.ID, user, in, stock.ErrSoldOut)
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
 		OrderID: newOrderID(sku.ID, now), PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrLimitExceeded):
+		// The buy script answers a replay before anything else, but these
+		// may come before it runs (the sold-out flag, a rebuild's pause).
+		return s.refuse(ctx, sku.ID, user, in, err)
+	case err != nil:
 		return Placed{}, err
 	}
 	return Placed{OrderID: res.OrderID, Replayed: res.Replayed}, nil
+}
+
+// refuse answers a buy request that is refused with err, unless it carries
+// a request id that already got an order: then the answer is that order.
+// Only a request with a request id costs a Redis lookup here.
+func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceInput, err error) (Placed, error) {
+	if in.RequestID == "" {
+		return Placed{}, err
+	}
+	id, ok, lerr := s.store.RequestOrder(ctx, sku, user, in.RequestID)
+	if lerr != nil {
+		return Placed{}, lerr
+	}
+	if ok {
+		return Placed{OrderID: id, Replayed: true}, nil
+	}
+	return Placed{}, err
 }
 
 // Get returns the user's order: from SQL once it is there, from its SKU's
@@ -165,7 +199,7 @@ func (s *Service) find(ctx context.Context, orderID string) (*Order, error) {
 
 // queued returns the task of an order still in its SKU's queue.
 func (s *Service) queued(ctx context.Context, sku uint64, orderID string) (stock.OrderTask, error) {
-	info, err := s.store.Queue(sku).Inspect(ctx, orderID)
+	info, err := s.store.Lookup(sku).Inspect(ctx, orderID)
 	if errors.Is(err, queue.ErrNotFound) {
 		return stock.OrderTask{}, ErrNotFound
 	}
@@ -197,7 +231,7 @@ func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) 
 		s.metrics.paid()
 		// The payment deadline has nothing left to do.
 		if sku, ok := skuOfOrderID(orderID); ok {
-			_ = s.store.Queue(sku).Cancel(context.WithoutCancel(ctx), expirePfx+orderID)
+			_ = s.store.Lookup(sku).Cancel(context.WithoutCancel(ctx), expirePfx+orderID)
 		}
 	}
 	switch v.Status {
@@ -244,11 +278,12 @@ func (s *Service) Cancel(ctx context.Context, user, orderID string) (*View, erro
 // its units off skus.sold in one transaction, then gives them back in Redis
 // (once per order). With a non-zero due, only an order whose deadline is at
 // or before due is expired. It returns the order as it ends up; an order
-// already closed with status to has its units given back again (a no-op
+// already cancelled or expired has its units given back again (a no-op
 // unless an earlier call stopped between SQL and Redis).
 func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) (*Order, error) {
 	now := s.o.Now().UTC()
 	var o Order
+	lost := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Take(&o, "order_id = ?", orderID).Error; err != nil {
 			return err
@@ -262,7 +297,10 @@ func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) 
 			return res.Error
 		}
 		if res.RowsAffected != 1 {
-			return tx.Take(&o, "id = ?", o.ID).Error
+			// Paid or closed by someone else meanwhile. A read in this
+			// transaction would still see its old snapshot: read after.
+			lost = true
+			return nil
 		}
 		if err := tx.Exec("UPDATE skus SET sold = sold - ?, updated_at = ? WHERE id = ?", o.Qty, now, o.SKU).Error; err != nil {
 			return err
@@ -276,8 +314,18 @@ func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("order: %s %s: %w", to, orderID, err)
 	}
-	if o.Status == to {
-		returned, err := s.store.Return(ctx, o.SKU, o.OrderID, o.User, o.Qty)
+	if lost {
+		cur, err := s.find(ctx, orderID)
+		if err != nil {
+			return nil, err
+		}
+		o = *cur
+	}
+	if o.Status == StatusCancelled || o.Status == StatusExpired {
+		// Also for an order closed before (by the other status, or by a
+		// call that stopped between SQL and Redis): the payment deadline
+		// runs this for every order, so units never stay taken for good.
+		returned, err := s.giveBack(context.WithoutCancel(ctx), &o)
 		if err != nil {
 			return nil, err
 		}
@@ -290,6 +338,27 @@ func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) 
 		}
 	}
 	return &o, nil
+}
+
+// giveBack returns a closed order's units in Redis, waiting out a rebuild
+// of the SKU in progress (a few milliseconds) for up to 5 seconds: the
+// rebuild reads SQL, so a return that lands during it would be counted by
+// it or lost.
+func (s *Service) giveBack(ctx context.Context, o *Order) (bool, error) {
+	wait := 20 * time.Millisecond
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		returned, err := s.store.Return(ctx, o.SKU, o.OrderID, o.User, o.Qty)
+		if !errors.Is(err, stock.ErrBusy) || time.Now().After(deadline) {
+			return returned, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // WithSeller returns a copy of s that places orders through seller.

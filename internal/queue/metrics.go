@@ -80,6 +80,25 @@ func (m *Metrics) Watch(qs ...*Queue) {
 	m.queues = append(m.queues, qs...)
 }
 
+// Unwatch stops reading q's depths and drops its counters (its work is
+// over), so a process that serves one sale after another keeps a bounded
+// set of series.
+func (m *Metrics) Unwatch(q *Queue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.queues[:0]
+	for _, w := range m.queues {
+		if w.Name() != q.Name() {
+			kept = append(kept, w)
+		}
+	}
+	clear(m.queues[len(kept):])
+	m.queues = kept
+	for _, c := range m.counters {
+		c.DeleteLabelValues(q.Name())
+	}
+}
+
 func (m *Metrics) add(c counter, queue string, n int) {
 	if m == nil || n <= 0 {
 		return

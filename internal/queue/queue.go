@@ -747,17 +747,49 @@ func (q *Queue) RequeueDead(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeleteDead removes a dead letter for good. ErrNotFound if there is no dead
-// letter with this id.
-func (q *Queue) DeleteDead(ctx context.Context, id string) error {
-	r, err := deleteScript.Run(ctx, q.c, q.k.all(), id).Int64()
+// DeleteDead removes a dead letter for good and returns what it was (ID,
+// Type, Payload, State dead). ErrNotFound if there is no dead letter with
+// this id: of two racing calls, or a delete racing a requeue, only one gets
+// the letter.
+func (q *Queue) DeleteDead(ctx context.Context, id string) (Info, error) {
+	v, err := deleteScript.Run(ctx, q.c, q.k.all(), id).Slice()
 	if err != nil {
-		return fmt.Errorf("queue %s: delete dead: %w", q.name, err)
+		return Info{}, fmt.Errorf("queue %s: delete dead: %w", q.name, err)
 	}
-	if r == 0 {
-		return ErrNotFound
+	if len(v) < 3 || v[0].(int64) != 1 {
+		return Info{}, ErrNotFound
 	}
-	return nil
+	in, ok := infoFrom(StateDead, "0", v[1].(string), v[2].(string), "")
+	if !ok {
+		in = Info{Task: Task{Payload: []byte(v[2].(string))}, State: StateDead}
+	}
+	in.ID = id
+	return in, nil
+}
+
+// Snap is one task of a Snapshot.
+type Snap struct {
+	ID      string
+	Payload []byte
+	Dead    bool
+}
+
+// Snapshot returns every task of type typ in the queue — pending, in flight
+// or dead — read in one script, so a task that moves between states while
+// it runs is seen exactly once.
+func (q *Queue) Snapshot(ctx context.Context, typ string) ([]Snap, error) {
+	v, err := snapshotScript.Run(ctx, q.c, q.k.all(), typ).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: snapshot: %w", q.name, err)
+	}
+	out := make([]Snap, 0, len(v)/3)
+	for i := 0; i+2 < len(v); i += 3 {
+		id, _ := v[i].(string)
+		payload, _ := v[i+1].(string)
+		dead, _ := v[i+2].(int64)
+		out = append(out, Snap{ID: id, Payload: []byte(payload), Dead: dead == 1})
+	}
+	return out, nil
 }
 
 // Stats is a snapshot of a queue's depths.

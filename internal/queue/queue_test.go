@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,8 +338,12 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 		dead, err = q.Nack(ctx, got[0], nil)
 		require.NoError(t, err)
 		require.True(t, dead)
-		require.NoError(t, q.DeleteDead(ctx, "a"))
-		assert.ErrorIs(t, q.DeleteDead(ctx, "a"), queue.ErrNotFound)
+		gone, err := q.DeleteDead(ctx, "a")
+		require.NoError(t, err)
+		assert.Equal(t, "pay", string(gone.Payload), "the deleted letter comes back to its deleter")
+		assert.Equal(t, queue.StateDead, gone.State)
+		_, err = q.DeleteDead(ctx, "a")
+		assert.ErrorIs(t, err, queue.ErrNotFound)
 		_, err = q.Inspect(ctx, "a")
 		assert.ErrorIs(t, err, queue.ErrNotFound)
 	})
@@ -597,5 +602,72 @@ return queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3]
 		due, err := q.Score(ctx, "d")
 		require.NoError(t, err)
 		assert.Equal(t, now, due, "past due time clamped to now")
+	})
+}
+
+func TestSnapshotSeesEveryTaskOnceWhileWorkersMoveThem(t *testing.T) {
+	onBoth(t, func(t *testing.T, cluster bool) {
+		ctx := t.Context()
+		q, _ := newQueue(t, cluster, "snap", queue.Options{})
+		const n = 3000
+		tasks := make([]queue.Task, n)
+		for i := range tasks {
+			tasks[i] = queue.Task{ID: fmt.Sprintf("t%04d", i), Type: "order", Payload: []byte(fmt.Sprint(i))}
+		}
+		_, err := q.EnqueueBatch(ctx, tasks)
+		require.NoError(t, err)
+		_, err = q.Enqueue(ctx, queue.Task{ID: "other", Type: "other", Payload: []byte("x")})
+		require.NoError(t, err)
+
+		// Workers claim and hand back tasks while the snapshots run: a task
+		// is always somewhere (pending or in flight), so every snapshot must
+		// see each exactly once.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					cs, err := q.Claim(ctx, 50, time.Minute)
+					if err != nil || len(cs) == 0 {
+						continue
+					}
+					_, _ = q.Release(ctx, cs...)
+				}
+			})
+		}
+		for range 20 {
+			snap, err := q.Snapshot(ctx, "order")
+			require.NoError(t, err)
+			seen := map[string]bool{}
+			for _, s := range snap {
+				assert.False(t, seen[s.ID], "seen twice: %s", s.ID)
+				seen[s.ID] = true
+				assert.False(t, s.Dead)
+			}
+			assert.Len(t, seen, n)
+		}
+		close(stop)
+		wg.Wait()
+
+		// A dead letter is in the snapshot, marked dead.
+		d, _ := newQueue(t, cluster, "snapdead", queue.Options{})
+		_, err = d.Enqueue(ctx, queue.Task{ID: "x", Type: "order", Payload: []byte("x"), MaxAttempts: 1})
+		require.NoError(t, err)
+		cs, err := d.Claim(ctx, 1, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		dead, err := d.Nack(ctx, cs[0], errors.New("bad"))
+		require.NoError(t, err)
+		require.True(t, dead)
+		snap, err := d.Snapshot(ctx, "order")
+		require.NoError(t, err)
+		require.Len(t, snap, 1)
+		assert.True(t, snap[0].Dead)
+		assert.Equal(t, "x", string(snap[0].Payload))
 	})
 }

@@ -56,20 +56,23 @@ var (
 	deleteBody string
 	//go:embed lua/stats.lua
 	statsBody string
+	//go:embed lua/snapshot.lua
+	snapshotBody string
 )
 
 // The scripts, loaded once; each is a library followed by one operation.
 var (
-	enqueueScript = redis.NewScript(EnqueueLua + "\n" + enqueueBody)
-	claimScript   = redis.NewScript(commonLua + "\n" + claimBody)
-	ackScript     = redis.NewScript(commonLua + "\n" + ackBody)
-	nackScript    = redis.NewScript(commonLua + "\n" + nackBody)
-	releaseScript = redis.NewScript(commonLua + "\n" + releaseBody)
-	extendScript  = redis.NewScript(commonLua + "\n" + extendBody)
-	cancelScript  = redis.NewScript(commonLua + "\n" + cancelBody)
-	inspectScript = redis.NewScript(commonLua + "\n" + inspectBody)
-	listScript    = redis.NewScript(commonLua + "\n" + listBody)
-	requeueScript = redis.NewScript(commonLua + "\n" + requeueBody)
-	deleteScript  = redis.NewScript(commonLua + "\n" + deleteBody)
-	statsScript   = redis.NewScript(commonLua + "\n" + statsBody)
+	enqueueScript  = redis.NewScript(EnqueueLua + "\n" + enqueueBody)
+	claimScript    = redis.NewScript(commonLua + "\n" + claimBody)
+	ackScript      = redis.NewScript(commonLua + "\n" + ackBody)
+	nackScript     = redis.NewScript(commonLua + "\n" + nackBody)
+	releaseScript  = redis.NewScript(commonLua + "\n" + releaseBody)
+	extendScript   = redis.NewScript(commonLua + "\n" + extendBody)
+	cancelScript   = redis.NewScript(commonLua + "\n" + cancelBody)
+	inspectScript  = redis.NewScript(commonLua + "\n" + inspectBody)
+	listScript     = redis.NewScript(commonLua + "\n" + listBody)
+	requeueScript  = redis.NewScript(commonLua + "\n" + requeueBody)
+	deleteScript   = redis.NewScript(commonLua + "\n" + deleteBody)
+	statsScript    = redis.NewScript(commonLua + "\n" + statsBody)
+	snapshotScript = redis.NewScript(commonLua + "\n" + snapshotBody)
 )

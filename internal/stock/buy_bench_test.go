@@ -16,7 +16,7 @@ func BenchmarkStoreBuy(b *testing.B) {
 	s := NewStore(rdb, StoreOptions{Prefix: prefix})
 	ctx := context.Background()
 	const sku = 7
-	if _, err := s.Configure(ctx, sku, 1_000_000_000, 1); err != nil {
+	if _, err := s.Configure(ctx, sku, Config{Total: 1_000_000_000, Limit: 1, Expires: time.Now().Add(time.Hour)}, true); err != nil {
 		b.Fatal(err)
 	}
 	reqs := make([]Request, 64)

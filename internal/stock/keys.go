@@ -14,8 +14,9 @@ type keys struct {
 	buyers   string // HASH user id -> units bought
 	staging  string // HASH buyers being rebuilt
 	returned string // SET ids of orders whose units came back
+	retstage string // SET returned ids being rebuilt
 	paused   string // STRING token of a rebuild in progress (with a TTL)
-	rid      string // prefix of request-id keys: rid + user + ":" + request id
+	rid      string // prefix of request-id keys (see requestID)
 }
 
 func newKeys(prefix string, sku uint64) keys {
@@ -25,6 +26,7 @@ func newKeys(prefix string, sku uint64) keys {
 		buyers:   base + "buyers",
 		staging:  base + "buyers:staging",
 		returned: base + "returned",
+		retstage: base + "returned:staging",
 		paused:   base + "paused",
 		rid:      base + "rid:",
 	}
@@ -33,3 +35,11 @@ func newKeys(prefix string, sku uint64) keys {
 // stockBackChannel carries the id of a SKU whose units came back, so every
 // instance clears its sold-out flag for it.
 func stockBackChannel(prefix string) string { return prefix + "stock-back" }
+
+// requestID is the key remembering the order a shopper's request id got:
+// rid + len(user) + ":" + user + ":" + request id. The length makes the name
+// injective, although both ids may contain ':' — user "a:b" with request
+// "c" and user "a" with request "b:c" get different keys.
+func (k keys) requestID(user, requestID string) string {
+	return k.rid + strconv.Itoa(len(user)) + ":" + user + ":" + requestID
+}

@@ -82,14 +82,45 @@ func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
 func (s *Store) Prefix() string { return s.o.Prefix }
 
 // Queue returns the order queue of sku: accepted orders wait there for the
-// drain, and payment deadlines for their time.
+// drain, and payment deadlines for their time. The queue is kept for the
+// next call until Forget; use Lookup for a SKU named by a caller that may
+// not exist.
 func (s *Store) Queue(sku uint64) *queue.Queue {
 	if q, ok := s.queues.Load(sku); ok {
 		return q.(*queue.Queue)
 	}
-	q, _ := queue.New(s.rdb, Tag(sku), s.o.Queue) // the name is never empty
-	actual, _ := s.queues.LoadOrStore(sku, q)
+	actual, _ := s.queues.LoadOrStore(sku, s.newQueue(sku))
 	return actual.(*queue.Queue)
+}
+
+// Lookup returns sku's queue for a read or a one-off write without keeping
+// it: a request naming a made-up SKU costs no memory that outlives it.
+func (s *Store) Lookup(sku uint64) *queue.Queue {
+	if q, ok := s.queues.Load(sku); ok {
+		return q.(*queue.Queue)
+	}
+	return s.newQueue(sku)
+}
+
+// Forget drops the queue Queue kept for sku (its sale is over and drained).
+func (s *Store) Forget(sku uint64) { s.queues.Delete(sku) }
+
+func (s *Store) newQueue(sku uint64) *queue.Queue {
+	q, _ := queue.New(s.rdb, Tag(sku), s.o.Queue) // the name is never empty
+	return q
+}
+
+// RequestOrder returns the order id a shopper's request id got for sku, if
+// Redis remembers it (for RequestIDTTL, and across a rebuild from SQL).
+func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID string) (string, bool, error) {
+	id, err := s.rdb.Get(ctx, newKeys(s.o.Prefix, sku).requestID(user, requestID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("stock: request id of sku %d: %w", sku, err)
+	}
+	return id, true, nil
 }
 
 // Request is one shopper's buy request.
@@ -146,7 +177,7 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	for _, r := range reqs {
 		ridIndex := 0
 		if r.RequestID != "" {
-			keys = append(keys, k.rid+r.User+":"+r.RequestID)
+			keys = append(keys, k.requestID(r.User, r.RequestID))
 			ridIndex = len(keys)
 		}
 		start := len(buf)
@@ -202,13 +233,19 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 // Return gives the units of a closed (cancelled, expired or refused) order
 // back to sku, once per order id however often it is called, and tells every
 // instance that stock is back. It reports whether this call returned them.
+// ErrBusy while the SKU's state is being rebuilt (nothing changed: call
+// again when it is done).
 func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
 	k := newKeys(s.o.Prefix, sku)
-	raw, err := returnScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.returned}, orderID, user, qty).Slice()
+	raw, err := returnScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.returned, k.paused}, orderID, user, qty).Slice()
 	if err != nil {
 		return false, fmt.Errorf("stock: return order %s: %w", orderID, err)
 	}
-	if toInt(raw[0]) != 1 {
+	switch toInt(raw[0]) {
+	case 1:
+	case -4:
+		return false, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+	default:
 		return false, nil
 	}
 	s.announce(ctx, sku)
@@ -218,18 +255,39 @@ func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qt
 // ErrBelowTaken: a new total would leave fewer units than are already taken.
 var ErrBelowTaken = errors.New("stock total below units already taken")
 
-// Configure sets sku's total and per-user limit in Redis. A SKU Redis does
-// not know yet starts with every unit left; for a known one the units left
-// move by the change of total, and ErrBelowTaken refuses a total lower than
-// what buyers already took. It returns the units left.
-func (s *Store) Configure(ctx context.Context, sku uint64, total int64, limit int) (int64, error) {
+// Config is a SKU's sale as Redis needs it.
+type Config struct {
+	Total int64
+	Limit int // per-user limit; 0 = none
+	// Expires is when the SKU's state may go: its sale and payment window
+	// are long over.
+	Expires time.Time
+}
+
+// Configure sets sku's total and per-user limit in Redis. For a known SKU
+// the units left move by the change of total, and ErrBelowTaken refuses a
+// total lower than what buyers already took. A SKU Redis does not know is
+// created with every unit left only when created says it is new in SQL too;
+// otherwise Configure changes nothing and returns ErrStateLost (rebuild it
+// from SQL). ErrBusy while a rebuild is in progress. It returns the units
+// left.
+func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created bool) (int64, error) {
 	k := newKeys(s.o.Prefix, sku)
-	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock}, total, limit).Slice()
+	create := 0
+	if created {
+		create = 1
+	}
+	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli()).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}
-	if toInt(raw[0]) < 0 {
+	switch toInt(raw[0]) {
+	case -1:
 		return toInt(raw[1]), fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
+	case -2:
+		return 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+	case -4:
+		return 0, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
 	}
 	s.announce(ctx, sku)
 	return toInt(raw[1]), nil
@@ -284,38 +342,76 @@ func (s *Store) Unpause(ctx context.Context, sku uint64, token string) error {
 	return unpauseScript.Run(ctx, s.rdb, []string{newKeys(s.o.Prefix, sku).paused}, token).Err()
 }
 
-// Rebuild replaces sku's Redis state with the given totals and buyers and
-// lifts the pause set with token. It fails when the pause expired meanwhile.
-func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, total, left int64, limit int, buyers map[string]int64) error {
+// Rebuilt is a SKU's Redis state computed from SQL and its queue.
+type Rebuilt struct {
+	Config
+	Left   int64
+	Buyers map[string]int64 // units held per user
+	// Returned are the orders SQL has closed: their units are free in Left,
+	// so giving them back again must do nothing.
+	Returned []string
+	// Requests are the request ids of the SKU's orders, remembered again.
+	Requests []Replay
+}
+
+// Replay is the order a shopper's request id got.
+type Replay struct {
+	User, RequestID, OrderID string
+	Created                  time.Time
+}
+
+// Rebuild replaces sku's Redis state with r and lifts the pause set with
+// token. It fails when the pause expired meanwhile (nothing is replaced).
+func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, r Rebuilt) error {
 	k := newKeys(s.o.Prefix, sku)
-	if err := s.rdb.Del(ctx, k.staging).Err(); err != nil {
+	if err := s.rdb.Del(ctx, k.staging, k.retstage).Err(); err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
 	const chunk = 1000
 	fields := make([]any, 0, 2*chunk)
-	flush := func() error {
-		if len(fields) == 0 {
-			return nil
+	for user, n := range r.Buyers {
+		if n > 0 {
+			fields = append(fields, user, n)
 		}
-		err := s.rdb.HSet(ctx, k.staging, fields...).Err()
-		fields = fields[:0]
-		return err
 	}
-	for user, n := range buyers {
-		if n <= 0 {
-			continue
-		}
-		fields = append(fields, user, n)
-		if len(fields) == 2*chunk {
-			if err := flush(); err != nil {
-				return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
+	ids := make([]any, 0, len(r.Returned))
+	for _, id := range r.Returned {
+		ids = append(ids, id)
+	}
+	now := s.o.Now()
+	err := func() error {
+		for i := 0; i < len(fields); i += 2 * chunk {
+			if err := s.rdb.HSet(ctx, k.staging, fields[i:min(i+2*chunk, len(fields))]...).Err(); err != nil {
+				return err
 			}
 		}
-	}
-	if err := flush(); err != nil {
+		for i := 0; i < len(ids); i += chunk {
+			if err := s.rdb.SAdd(ctx, k.retstage, ids[i:min(i+chunk, len(ids))]...).Err(); err != nil {
+				return err
+			}
+		}
+		// No buy runs while paused, so no request id is being written.
+		for i := 0; i < len(r.Requests); i += chunk {
+			pipe := s.rdb.Pipeline()
+			for _, q := range r.Requests[i:min(i+chunk, len(r.Requests))] {
+				if ttl := q.Created.Add(s.o.RequestIDTTL).Sub(now); ttl > time.Millisecond {
+					pipe.SetNX(ctx, k.requestID(q.User, q.RequestID), q.OrderID, ttl)
+				}
+			}
+			if pipe.Len() == 0 {
+				continue
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
-	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused}, total, left, limit, token).Int()
+	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused, k.returned, k.retstage},
+		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli()).Int()
 	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}

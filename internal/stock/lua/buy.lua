@@ -103,6 +103,14 @@ for i = 0, n - 1 do
 end
 if taken > 0 then
   redis.call('HINCRBY', stock, 'left', -taken)
+  -- The buyers hash lives as long as the stock hash (a finished sale's
+  -- state expires); it is created by the first buyer, without a TTL.
+  if redis.call('PTTL', buyers) == -1 then
+    local ttl = redis.call('PTTL', stock)
+    if ttl > 0 then
+      redis.call('PEXPIRE', buyers, ttl)
+    end
+  end
 end
 if earliest then
   redis.call('PUBLISH', wake, now)

@@ -1,19 +1,31 @@
 -- return.lua: gives a closed order's units back to the SKU, once per order
--- however often it is called (expiry tasks are delivered at least once).
+-- however often it is called (expiry tasks are delivered at least once, a
+-- shopper may cancel twice). The returned set outlives nothing it must: a
+-- rebuild from SQL fills it with every order SQL has closed.
 --
 -- KEYS[1] stock hash
 -- KEYS[2] buyers hash
 -- KEYS[3] returned set: ids of orders whose units came back
+-- KEYS[4] pause marker, set while the state is being rebuilt
 -- ARGV[1] order id
 -- ARGV[2] user id
 -- ARGV[3] qty
 -- Returns {code, left}: 1 returned now, 0 returned before, -1 no stock hash
--- (Redis state lost; a rebuild from SQL counts the order as closed).
+-- (Redis state lost; a rebuild from SQL counts the order as closed), -4
+-- paused (a rebuild is reading SQL: retry when it is done; nothing changed).
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return {-4, 0}
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1, 0}
 end
 if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then
   return {0, tonumber(redis.call('HGET', KEYS[1], 'left'))}
+end
+-- The set lives as long as the SKU's state.
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[3], ttl)
 end
 local qty = tonumber(ARGV[3])
 local left = redis.call('HINCRBY', KEYS[1], 'left', qty)
