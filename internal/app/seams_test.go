@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -290,4 +291,84 @@ func TestStockCutsRacingTheDrainFailNoOrder(t *testing.T) {
 	assert.Equal(t, int64(0), rep.Failed)
 	assert.Equal(t, int64(n), rep.Sold)
 	assert.Equal(t, int64(n), rep.StockTotal)
+}
+
+// A cancel that lands while the SKU is being rebuilt waits for the rebuild
+// instead of changing Redis under it (the rebuild would overwrite or count
+// it again), then gives the units back once.
+func TestCancelWaitsOutARebuildInProgress(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(2, 1)
+	r := s.buy(0, sku, "alice", 1)
+	require.Equal(t, http.StatusAccepted, r.Status)
+	id := r.str("order_id")
+	s.waitStatus("alice", id, "pending_payment")
+
+	ctx := context.Background()
+	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
+	stockKey := fmt.Sprintf("%s{sku:%d}:stock", prefix, sku)
+	paused := fmt.Sprintf("%s{sku:%d}:paused", prefix, sku)
+	require.NoError(t, s.apps[0].Redis.Set(ctx, paused, "elsewhere", 1500*time.Millisecond).Err())
+	done := make(chan reply, 1)
+	go func() { done <- s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil) }()
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, "1", s.apps[0].Redis.HGet(ctx, stockKey, "left").Val(), "nothing given back while paused")
+	c := <-done
+	require.Equal(t, http.StatusOK, c.Status, c.Raw)
+	assert.Equal(t, "2", s.apps[0].Redis.HGet(ctx, stockKey, "left").Val())
+	assert.True(t, s.drained(sku).Consistent)
+}
+
+// What a shopper can name costs no memory that stays: reading, paying and
+// cancelling made-up order ids of made-up SKUs keeps no queue, and a sale's
+// Redis state has an expiry.
+func TestMadeUpOrderIDsKeepNothingAndSaleStateExpires(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true})
+	sku := s.seed(5, 1)
+	for i := range 200 {
+		id := fmt.Sprintf("%d-06h0f3vdzt7hjp3xe169e7mc", 1_000_000+i)
+		for _, p := range []string{"", "/pay", "/cancel"} {
+			method := "POST"
+			if p == "" {
+				method = "GET"
+			}
+			r := s.do(0, method, "/api/v1/orders/"+id+p, "mallory", nil)
+			require.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+		}
+	}
+	assert.Equal(t, 0, s.apps[0].Stock.Kept(), "no queue kept for a made-up sku")
+
+	r := s.buy(0, sku, "alice", 1)
+	require.Equal(t, http.StatusAccepted, r.Status)
+	ctx := context.Background()
+	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
+	for _, k := range []string{"stock", "buyers"} {
+		ttl := s.apps[0].Redis.PTTL(ctx, fmt.Sprintf("%s{sku:%d}:%s", prefix, sku, k)).Val()
+		assert.Greater(t, ttl, time.Hour, "%s expires after the sale", k)
+		assert.Less(t, ttl, 3*24*time.Hour, "%s expires after the sale", k)
+	}
+}
+
+// The drain stops consuming a sale that is over and drained, and drops its
+// queue's metrics, so a process serving sale after sale stays bounded.
+func TestDrainStopsConsumingAFinishedSale(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}})
+	sku := s.seed(5, 1)
+	r := s.buy(0, sku, "alice", 1)
+	require.Equal(t, http.StatusAccepted, r.Status)
+	s.waitStatus("alice", r.str("order_id"), "expired")
+	series := fmt.Sprintf(`queue="{sku:%d}"`, sku)
+	require.Eventually(t, func() bool { return strings.Contains(s.do(0, "GET", "/metrics", "", nil).Raw, series) },
+		10*time.Second, 100*time.Millisecond)
+
+	// The sale ended more than its payment window and an hour ago.
+	now := time.Now().UTC()
+	end := s.do(0, "POST", "/admin/skus", "", map[string]any{
+		"id": sku, "name": "Phone", "price_cents": 99900, "stock": 5, "per_user_limit": 1,
+		"starts_at": now.Add(-3 * time.Hour), "ends_at": now.Add(-2 * time.Hour),
+	})
+	require.Less(t, end.Status, 300, end.Raw)
+	require.Eventually(t, func() bool { return !strings.Contains(s.do(0, "GET", "/metrics", "", nil).Raw, series) },
+		10*time.Second, 100*time.Millisecond, "the finished sale's queue is still consumed")
+	assert.Equal(t, 0, s.apps[0].Stock.Kept())
 }

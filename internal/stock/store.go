@@ -102,6 +102,13 @@ func (s *Store) Lookup(sku uint64) *queue.Queue {
 	return s.newQueue(sku)
 }
 
+// Kept is the number of queues Queue keeps.
+func (s *Store) Kept() int {
+	n := 0
+	s.queues.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // Forget drops the queue Queue kept for sku (its sale is over and drained).
 func (s *Store) Forget(sku uint64) { s.queues.Delete(sku) }
 
