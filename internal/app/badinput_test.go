@@ -1,17 +1,21 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Bad input gets a 4xx with the error body, never a 5xx, and writes nothing.
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	check := func(t *testing.T, s *sale) {
 		sku := s.seed(10, 2)
 		before := s.audit(sku)
 
@@ -37,6 +41,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			{"sku negative", "POST", "/api/v1/orders", "u", `{"sku_id":-1,"qty":1}`, 400, "invalid_request"},
 			{"sku zero", "POST", "/api/v1/orders", "u", `{"sku_id":0,"qty":1}`, 400, "invalid_request"},
 			{"sku unknown", "POST", "/api/v1/orders", "u", `{"sku_id":987654,"qty":1}`, 404, "unknown_sku"},
+			{"sku largest unknown", "POST", "/api/v1/orders", "u", `{"sku_id":9223372036854775807,"qty":1}`, 404, "unknown_sku"},
+			{"sku above int64", "POST", "/api/v1/orders", "u", `{"sku_id":9223372036854775808,"qty":1}`, 400, "invalid_request"},
+			{"sku max uint64", "POST", "/api/v1/orders", "u", `{"sku_id":18446744073709551615,"qty":1}`, 400, "invalid_request"},
 			{"sql in request id", "POST", "/api/v1/orders", "u", fmt.Sprintf(`{"sku_id":%d,"qty":1,"request_id":"1'; DROP TABLE orders;--"}`, sku), 400, "invalid_request"},
 			{"body over 16 KiB", "POST", "/api/v1/orders", "u", big, 413, "invalid_request"},
 			{"no user", "POST", "/api/v1/orders", "", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku), 401, "unauthorized"},
@@ -44,6 +51,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			{"sku id not a number", "GET", "/api/v1/skus/abc", "", nil, 400, "invalid_request"},
 			{"sku id huge", "GET", "/api/v1/skus/99999999999999999999999", "", nil, 400, "invalid_request"},
 			{"sku id unknown", "GET", "/api/v1/skus/424242", "", nil, 404, "unknown_sku"},
+			{"sku id largest unknown", "GET", "/api/v1/skus/9223372036854775807", "", nil, 404, "unknown_sku"},
+			{"sku id above int64", "GET", "/api/v1/skus/9223372036854775808", "", nil, 400, "invalid_request"},
+			{"sku id max uint64", "GET", "/api/v1/skus/18446744073709551615", "", nil, 400, "invalid_request"},
 			{"order id junk", "GET", "/api/v1/orders/' OR 1=1", "u", nil, 404, "not_found"},
 			{"pay junk order", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/pay", "u", nil, 404, "not_found"},
 			{"cancel no user", "POST", "/api/v1/orders/1-zzzzzzzzzzzzzzzzzzzzzzzz/cancel", "", nil, 401, "unauthorized"},
@@ -58,6 +68,14 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			{"admin sku stock negative", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":-1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
 			{"admin audit unknown", "GET", "/admin/skus/31337/audit", "", nil, 404, "unknown_sku"},
 			{"admin audit bad id", "GET", "/admin/skus/x/audit", "", nil, 400, "invalid_request"},
+			{"admin audit id above int64", "GET", "/admin/skus/9223372036854775808/audit", "", nil, 400, "invalid_request"},
+			{"admin reconcile id above int64", "POST", "/admin/skus/9223372036854775808/reconcile", "", nil, 400, "invalid_request"},
+			{"admin queue id above int64", "GET", "/admin/skus/9223372036854775808/queue", "", nil, 400, "invalid_request"},
+			{"admin dead id above int64", "GET", "/admin/skus/9223372036854775808/dead", "", nil, 400, "invalid_request"},
+			{"admin stock id above int64", "PUT", "/admin/skus/9223372036854775808/stock", "", `{"stock_total":5}`, 400, "invalid_request"},
+			{"admin stock largest id unknown", "PUT", "/admin/skus/9223372036854775807/stock", "", `{"stock_total":5}`, 404, "unknown_sku"},
+			{"admin sku id above int64", "POST", "/admin/skus", "", `{"id":9223372036854775808,"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku id max uint64", "POST", "/admin/skus", "", `{"id":18446744073709551615,"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := s.do(0, tc.method, tc.path, tc.user, tc.body)
@@ -73,7 +91,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		var skus int64
 		s.apps[0].DB.Raw("SELECT COUNT(*) FROM skus").Scan(&skus)
 		assert.Equal(t, int64(1), skus, "no SKU written by the refused admin requests")
-	})
+	}
+	onBackends(t, saleOpts{}, check)
+	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
 }
 
 func TestAdminAuth(t *testing.T) {
@@ -96,4 +116,42 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 	r := s.do(0, "GET", "/admin/skus/1/audit", "", nil)
 	assert.Equal(t, http.StatusForbidden, r.Status)
 	assert.Equal(t, "admin_disabled", r.str("error"))
+}
+
+// The largest SKU id works end to end on both SQL backends; once it is used,
+// a SKU without an id is refused, since the database has none left to give.
+func TestLargestSKUID(t *testing.T) {
+	const top = "9223372036854775807"
+	check := func(t *testing.T, s *sale) {
+		spec := func(id string) string {
+			now := time.Now().UTC()
+			b, _ := json.Marshal(map[string]any{"name": "Phone", "price_cents": 100, "stock": 5, "per_user_limit": 2,
+				"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)})
+			if id == "" {
+				return string(b)
+			}
+			return `{"id":` + id + `,` + string(b[1:])
+		}
+		r := s.do(0, "POST", "/admin/skus", "", spec(top))
+		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+		var created struct{ ID uint64 }
+		require.NoError(t, json.Unmarshal([]byte(r.Raw), &created))
+		assert.Equal(t, uint64(math.MaxInt64), created.ID)
+
+		r = s.do(0, "GET", "/api/v1/skus/"+top, "", nil)
+		assert.Equal(t, http.StatusOK, r.Status, r.Raw)
+		r = s.do(0, "POST", "/api/v1/orders", "u", `{"sku_id":`+top+`,"qty":1}`)
+		assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+		r = s.do(0, "GET", "/admin/skus/"+top+"/audit", "", nil)
+		assert.Equal(t, http.StatusOK, r.Status, r.Raw)
+
+		r = s.do(0, "POST", "/admin/skus", "", spec(""))
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		assert.Equal(t, "invalid_request", r.str("error"), r.Raw)
+		var skus int64
+		s.apps[0].DB.Raw("SELECT COUNT(*) FROM skus").Scan(&skus)
+		assert.Equal(t, int64(1), skus)
+	}
+	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{noWorkers: true})) })
+	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true, noWorkers: true})) })
 }

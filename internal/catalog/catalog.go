@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +23,16 @@ var (
 	ErrInvalid   = errors.New("invalid sku")
 	ErrBelowSold = errors.New("stock_total below units already sold")
 )
+
+// MaxID is the largest SKU id: ids run from 1 to MaxID, the range of a
+// signed 64-bit integer, which MySQL's BIGINT UNSIGNED and SQLite's INTEGER
+// both hold.
+const MaxID = math.MaxInt64
+
+// ValidID reports whether id is a SKU id a SKU can have: 1 to MaxID.
+func ValidID(id uint64) bool { return id >= 1 && id <= MaxID }
+
+var errNoIDLeft = fmt.Errorf("%w: no id left after the largest used (%d); give the SKU an id", ErrInvalid, uint64(MaxID))
 
 // Limits on what an admin may seed.
 const (
@@ -89,6 +100,8 @@ func (s *Spec) Validate() error {
 	}
 	name := strings.TrimSpace(s.Name)
 	switch {
+	case s.ID > MaxID:
+		return bad("id must be from 1 to %d (or left out)", uint64(MaxID))
 	case name == "" || utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name):
 		return bad("name must be 1 to %d characters", MaxNameLen)
 	case s.PriceCents < 0 || s.PriceCents > MaxPriceCents:
@@ -124,6 +137,9 @@ func NewStore(db *gorm.DB, now func() time.Time) *Store {
 
 // Get returns the SKU or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id uint64) (*SKU, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
 	var sku SKU
 	err := s.db.WithContext(ctx).Take(&sku, "id = ?", id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -181,6 +197,18 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 				return e
 			}
 		}
+		// Without an id the database takes the one after the largest used:
+		// once MaxID is used there is none left in range (SQLite refuses
+		// the insert, MySQL would go past MaxID).
+		if spec.ID == 0 {
+			var top uint64
+			if e := tx.Model(&SKU{}).Select("COALESCE(MAX(id), 0)").Scan(&top).Error; e != nil {
+				return e
+			}
+			if top >= MaxID {
+				return errNoIDLeft
+			}
+		}
 		cur = SKU{
 			ID: spec.ID, Name: spec.Name, PriceCents: spec.PriceCents, StockTotal: spec.Stock,
 			PerUserLimit: spec.PerUserLimit, StartsAt: spec.StartsAt.UTC(), EndsAt: spec.EndsAt.UTC(),
@@ -190,11 +218,14 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 		if e := tx.Create(&cur).Error; e != nil {
 			return e
 		}
+		if !ValidID(cur.ID) {
+			return errNoIDLeft
+		}
 		out = cur
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrBelowSold) {
+		if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrInvalid) {
 			return nil, false, 0, err
 		}
 		return nil, false, 0, fmt.Errorf("catalog: upsert: %w", err)
@@ -207,6 +238,9 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 func (s *Store) SetStockTotal(ctx context.Context, id uint64, total int64) (prev int64, err error) {
 	if total < 0 || total > MaxStock {
 		return 0, fmt.Errorf("%w: stock_total must be from 0 to %d", ErrInvalid, MaxStock)
+	}
+	if !ValidID(id) {
+		return 0, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var cur SKU

@@ -15,6 +15,8 @@ func TestSpecValidate(t *testing.T) {
 	s := good
 	assert.NoError(t, s.Validate())
 	assert.Equal(t, "Phone", s.Name, "trimmed")
+	s.ID = MaxID
+	assert.NoError(t, s.Validate(), "the largest id")
 
 	for name, mutate := range map[string]func(*Spec){
 		"no name":       func(s *Spec) { s.Name = "  " },
@@ -28,6 +30,8 @@ func TestSpecValidate(t *testing.T) {
 		"no start":      func(s *Spec) { s.StartsAt = time.Time{} },
 		"end <= start":  func(s *Spec) { s.EndsAt = s.StartsAt },
 		"ancient start": func(s *Spec) { s.StartsAt = time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC) },
+		"id above max":  func(s *Spec) { s.ID = MaxID + 1 },
+		"max uint64 id": func(s *Spec) { s.ID = 1<<64 - 1 },
 	} {
 		s := good
 		mutate(&s)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,8 @@ func FuzzPlaceRequest(f *testing.F) {
 		// Shapes at the edge of the handler's fast path.
 		`{"SKU_ID":1,"Qty":1}`, `{"sku_id":01,"qty":1}`, `{"sku_id":1,"qty":-0}`, `{"sku_id":999999999999999999,"qty":1}`,
 		`{"sku_id":1234567890123456789,"qty":1}`, `{"sku_id":1,"qty":1e0}`, `{"sku_id":1,"qty":1,"request_id":"r\u0031"}`,
+		// The ends of the SKU id range (1 to catalog.MaxID).
+		`{"sku_id":9223372036854775807,"qty":1}`, `{"sku_id":9223372036854775808,"qty":1}`,
 		`{"sku_id":1,"qty":1,"request_id":null}`, `{"sku_id":1,"qty":1,"qty":2}`, " \t\r\n{ \"sku_id\" : 1 , \"qty\" : 1 } \n",
 		`{"sku_id":1,"qty":1,}`, `{,"sku_id":1}`, `{"sku_id":1 "qty":1}`, `{"sku_id":1,"qty":1}}`,
 	} {
@@ -83,13 +86,16 @@ func FuzzPlaceRequest(f *testing.F) {
 			t.Fatalf("%q: fast path read %+v, strict decoder %+v (%v)", body, fast, req, err)
 		}
 		if err == nil {
+			err = req.checkSKU()
+		}
+		if err == nil {
 			in := order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID}
 			if err = in.Validate(user); err == nil {
 				switch {
 				case !token.MatchString(user):
 					t.Fatalf("accepted user %q", user)
-				case req.SKU == 0:
-					t.Fatalf("accepted sku_id 0")
+				case req.SKU == 0 || req.SKU > catalog.MaxID:
+					t.Fatalf("accepted sku_id %d", req.SKU)
 				case req.Qty < 1 || req.Qty > order.MaxQty:
 					t.Fatalf("accepted qty %d", req.Qty)
 				case req.RequestID != "" && !token.MatchString(req.RequestID):
@@ -131,6 +137,8 @@ func FuzzSKURequest(f *testing.F) {
 		`{"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-02T00:00:00Z","ends_at":"2026-01-01T00:00:00Z"}`,
 		`{"name":"x","stock":1,"per_user_limit":1,"starts_at":"1999-12-31T23:59:59Z","ends_at":"2026-01-01T00:00:00Z"}`,
 		`{"name":"   ","stock":1,"per_user_limit":1}`, `{"name":"x","stock":1,"per_user_limit":1,"id":-3}`,
+		`{"id":9223372036854775807,"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"id":9223372036854775808,"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
 	} {
 		f.Add([]byte(b))
 	}
@@ -150,6 +158,8 @@ func FuzzSKURequest(f *testing.F) {
 		}
 		n := utf8.RuneCountInString(spec.Name)
 		switch {
+		case spec.ID > catalog.MaxID:
+			t.Fatalf("accepted id %d", spec.ID)
 		case n < 1 || n > catalog.MaxNameLen || spec.Name != strings.TrimSpace(spec.Name) || !utf8.ValidString(spec.Name):
 			t.Fatalf("accepted name %q", spec.Name)
 		case spec.PriceCents < 0 || spec.PriceCents > catalog.MaxPriceCents:
@@ -172,7 +182,8 @@ func FuzzStockRequest(f *testing.F) {
 	for _, b := range hostile {
 		f.Add([]byte(b), "1")
 	}
-	for _, id := range []string{"0", "-1", "18446744073709551616", "x", "1%2F2", "%00", "1.0"} {
+	for _, id := range []string{"0", "-1", "18446744073709551616", "x", "1%2F2", "%00", "1.0",
+		"9223372036854775807", "9223372036854775808", "18446744073709551615", "+1", "0x10"} {
 		f.Add([]byte(`{"stock_total":5}`), id)
 	}
 	h := testAPI(f, nil)
@@ -188,6 +199,18 @@ func FuzzStockRequest(f *testing.F) {
 		w := send(h, http.MethodPut, "/admin/skus/"+url.PathEscape(id)+"/stock", body, map[string]string{"Authorization": "Bearer " + testAdminToken})
 		if w.Code >= 500 {
 			t.Fatalf("PUT /admin/skus/%s/stock %q: %d %s", id, body, w.Code, w.Body)
+		}
+		// A SKU id path parameter is 1 to catalog.MaxID in decimal, or 400.
+		n, perr := strconv.ParseUint(id, 10, 64)
+		inRange := perr == nil && catalog.ValidID(n)
+		g := send(h, http.MethodGet, "/api/v1/skus/"+url.PathEscape(id), nil, nil)
+		switch {
+		case inRange && g.Code != http.StatusOK:
+			t.Fatalf("GET /api/v1/skus/%s: %d %s", id, g.Code, g.Body)
+		case !inRange && g.Code != http.StatusBadRequest && g.Code != http.StatusNotFound:
+			t.Fatalf("GET /api/v1/skus/%s: %d %s, want 400", id, g.Code, g.Body)
+		case !inRange && perr == nil && g.Code != http.StatusBadRequest:
+			t.Fatalf("GET /api/v1/skus/%s: %d %s, want 400 for an id out of range", id, g.Code, g.Body)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 )
 
@@ -48,12 +49,28 @@ type placeRequest struct {
 	RequestID string `json:"request_id"`
 }
 
+// checkSKU refuses a sku_id no SKU can have (catalog.ValidID) as it is
+// decoded, so that no store is asked about it.
+func (r *placeRequest) checkSKU() error {
+	if !catalog.ValidID(r.SKU) {
+		return errSKUID("sku_id")
+	}
+	return nil
+}
+
+func errSKUID(name string) error {
+	return invalid(name + " must be an integer from 1 to " + strconv.FormatUint(catalog.MaxID, 10))
+}
+
 func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var req placeRequest
 		body, err := readBody(c)
 		if err == nil && !parsePlaceFast(body, &req) {
 			err = decodeStrict(body, &req)
+		}
+		if err == nil {
+			err = req.checkSKU()
 		}
 		if err != nil {
 			outcomes.WithLabelValues(toAPI(err).Code).Inc()
@@ -94,11 +111,12 @@ func orderAction(f func(ctx context.Context, user, orderID string) (*order.View,
 	}
 }
 
-// pathID parses a positive integer path parameter.
+// pathID parses a SKU id path parameter: an integer from 1 to
+// catalog.MaxID, like every SKU id.
 func pathID(c *gin.Context, name string) (uint64, error) {
 	id, err := strconv.ParseUint(c.Param(name), 10, 64)
-	if err != nil || id == 0 {
-		return 0, invalid(name + " must be a positive integer")
+	if err != nil || !catalog.ValidID(id) {
+		return 0, errSKUID(name)
 	}
 	return id, nil
 }
