@@ -196,12 +196,22 @@ func TestSeedVerifyAndQueue(t *testing.T) {
 	assert.Equal(t, ExitFailure, ExitCode(err))
 	assert.Contains(t, out, `"consistent":false`)
 
+	bigID := dir + "/big.csv"
+	require.NoError(t, os.WriteFile(bigID, []byte("id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n"+
+		"18446744073709551615,Big,1,5,2,2026-11-11T00:00:00Z,2036-11-11T01:00:00Z\n"), 0o600))
 	for _, bad := range [][]string{
 		{"seed", "--name", "x", "--price-cents", "1", "--stock", "-1"},
 		{"seed", "--name", "x", "--stock", "1", "--starts-at", "tomorrow"},
 		{"seed", "--file", dir + "/missing.yaml"},
+		{"seed", "--id", "9223372036854775808", "--name", "x", "--price-cents", "1", "--stock", "1"},
+		{"seed", "--file", bigID},
+		{"queue", "stats", "--sku", "9223372036854775808"},
+		{"verify", "--sku", "9223372036854775808"},
 	} {
 		_, err := run(bad...)
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v: %v", bad, err)
 	}
+	var skus int64
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM skus").Scan(&skus))
+	assert.Equal(t, int64(3), skus, "the refused seeds wrote nothing")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/catalog"
 )
 
 func queueCmd(e *env) *cobra.Command {
@@ -28,6 +29,9 @@ Dropping a dead order gives its units back to the sale.`,
 	open := func(cmd *cobra.Command) (*app.App, error) {
 		if sku == 0 {
 			return nil, usageError{errors.New("--sku is required")}
+		}
+		if !catalog.ValidID(uint64(sku)) {
+			return nil, usageError{fmt.Errorf("--sku must be from 1 to %d", uint64(catalog.MaxID))}
 		}
 		cfg, log, err := e.load()
 		if err != nil {

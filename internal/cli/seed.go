@@ -92,7 +92,7 @@ changes nothing.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "YAML or CSV file of SKUs")
-	f.Uint64Var(&spec.ID, "id", 0, "SKU id (optional; makes re-seeding idempotent)")
+	f.Uint64Var(&spec.ID, "id", 0, "SKU id, 1 to 9223372036854775807 (optional; makes re-seeding idempotent)")
 	f.StringVar(&spec.Name, "name", "", "SKU name")
 	f.Int64Var(&spec.PriceCents, "price-cents", 0, "price in cents")
 	f.Int64Var(&spec.Stock, "stock", 0, "units on sale")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/catalog"
 )
 
 // errViolation: verify found a SKU whose invariants do not hold.
@@ -29,6 +30,11 @@ SKU.`,
   seckill verify                 # every SKU`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, id := range skus {
+				if !catalog.ValidID(uint64(id)) {
+					return usageError{fmt.Errorf("--sku %d: must be from 1 to %d", id, uint64(catalog.MaxID))}
+				}
+			}
 			cfg, log, err := e.load()
 			if err != nil {
 				return err
