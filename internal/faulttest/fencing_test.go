@@ -29,7 +29,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	t.Cleanup(func() { _ = locks.Close() })
 	store := stock.NewStore(rdb, stock.StoreOptions{Prefix: prefix})
 	const sku = 7
-	_, err := store.Configure(ctx, sku, 10, 1)
+	_, err := store.Configure(ctx, sku, stock.Config{Total: 10, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
 	require.NoError(t, err)
 
 	req := func(user string) []stock.Request {
