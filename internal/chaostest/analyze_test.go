@@ -1,0 +1,433 @@
+package chaostest
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// tick is the slack on times MySQL stores (DATETIME(3): milliseconds,
+// truncated).
+const tick = 2 * time.Millisecond
+
+// analysis is the end-of-run check of the whole history against MySQL.
+type analysis struct {
+	c      *cluster
+	ops    []*op
+	faults []fault
+	losses []fault // faults in which Redis lost its data
+	final  *snapshot
+
+	acked   map[string]*op   // order id -> the first 202 that named it
+	creator map[string][]*op // order in MySQL without a 202 -> requests that may have made it
+	makes   map[*op][]string // the reverse: request -> orders it may have made
+
+	// What a data loss excuses, counted and listed, never hidden.
+	lost         []string // 202 orders not in MySQL: still in Redis when it lost its data
+	refusedLoss  []string // 202 orders refused by the stock guard (failed) that were in Redis at a loss
+	refusedAfter []string // orders accepted after a loss and refused because an order from before it reached MySQL
+	ridLoss      []string // request ids whose replay got another order or a refusal after a loss forgot them
+	limitLoss    []string // shoppers over the limit with an order that was in Redis at a loss
+	unacked      int      // orders in MySQL whose request got no clear answer
+}
+
+func (c *cluster) analyze() {
+	ops, faults := c.hist.snapshot()
+	a := &analysis{c: c, ops: ops, faults: faults, final: c.snaps[len(c.snaps)-1],
+		acked: map[string]*op{}, creator: map[string][]*op{}, makes: map[*op][]string{}}
+	for _, f := range faults {
+		if f.dataLoss {
+			a.losses = append(a.losses, f)
+		}
+	}
+	for _, o := range ops {
+		if o.kind == opBuy && o.status == http.StatusAccepted {
+			if prev, ok := a.acked[o.outOrder]; !ok || o.ret.Before(prev.ret) {
+				a.acked[o.outOrder] = o
+			}
+		}
+	}
+	a.checkAnswers()
+	a.checkStock()
+	a.checkAcked()
+	a.resolveUnacked()
+	a.checkLimits()
+	a.checkRequestIDs()
+	a.checkOrderOutcomes()
+	lin := a.checkLinearizable()
+	a.summary(lin)
+}
+
+// exposed reports whether the order accepted by a request sent at call was
+// only in Redis when Redis lost its data: the loss ended after the call,
+// and the order reached MySQL after the loss began, or never.
+func (a *analysis) exposed(id string, call time.Time) (fault, bool) {
+	row := a.final.orders[id]
+	for _, f := range a.losses {
+		if call.After(f.to) {
+			continue
+		}
+		if row == nil || !row.persisted.Add(tick).Before(f.from) {
+			return f, true
+		}
+	}
+	return fault{}, false
+}
+
+// callOf is when the request that made an order was sent: its 202, or
+// (for an order whose request got no clear answer) its creation time.
+func (a *analysis) callOf(id string) time.Time {
+	if o, ok := a.acked[id]; ok {
+		return o.call
+	}
+	if row := a.final.orders[id]; row != nil {
+		return row.created
+	}
+	return time.Time{}
+}
+
+// leak matches what an error body must never show a shopper.
+var leak = regexp.MustCompile(`(?i)redis|mysql|sql|dial|tcp|127\.0\.0\.1|refused|timeout|goroutine|panic|\.go:|i/o`)
+
+// checkAnswers checks every answer against the API's table: no 500, no
+// answer the run's requests cannot get (bad request, unknown SKU, rate
+// limit, sale window), and 5xx bodies that are {"error","detail"} and name
+// nothing internal.
+func (a *analysis) checkAnswers() {
+	for _, o := range a.ops {
+		if !o.answered() {
+			continue
+		}
+		switch {
+		case o.status >= 500 && o.status != http.StatusServiceUnavailable:
+			a.c.viol.add("answer", "%s: %s", o, o.raw)
+		case o.status >= 500:
+			if o.code == "" || strings.Count(o.raw, `":`) != 2 || leak.MatchString(o.raw) {
+				a.c.viol.add("answer", "%s: 503 body must be {error, detail} naming nothing internal: %s", o, o.raw)
+			}
+		case o.status == http.StatusBadRequest, o.status == http.StatusUnauthorized, o.status == http.StatusForbidden,
+			o.status == http.StatusTooManyRequests, o.status == http.StatusRequestEntityTooLarge:
+			a.c.viol.add("answer", "%s: unexpected for this request: %s", o, o.raw)
+		case o.status == http.StatusNotFound && o.code != "not_found":
+			a.c.viol.add("answer", "%s: %s", o, o.raw)
+		}
+		if o.status == http.StatusNotFound && o.order != "" {
+			if _, ok := a.exposed(o.order, a.callOf(o.order)); !ok {
+				a.c.viol.add("lost", "%s: an accepted order is not found, and no data loss explains it", o)
+			}
+		}
+		if (o.kind == opSetStock || o.kind == opUpsert) && o.status == http.StatusOK && o.outTotal != o.total {
+			a.c.viol.add("answer", "%s: answered stock_total %d", o, o.outTotal)
+		}
+	}
+}
+
+// checkStock: never oversold in MySQL, at every barrier and at the end.
+func (a *analysis) checkStock() {
+	for _, s := range a.c.snaps {
+		for id, r := range s.skus {
+			if r.sold > r.total {
+				a.c.viol.add("oversold", "barrier %d: sku %d sold %d > stock_total %d", s.n, id, r.sold, r.total)
+			}
+			active := int64(0)
+			for _, o := range s.orders {
+				if o.sku == id && o.active() {
+					active += int64(o.qty)
+				}
+			}
+			if active != r.sold {
+				a.c.viol.add("sold", "barrier %d: sku %d sold %d != units of active orders %d", s.n, id, r.sold, active)
+			}
+		}
+	}
+}
+
+// checkAcked: every order answered 202 is one row in MySQL, with its
+// shopper, SKU and qty, and not failed — unless Redis lost it first.
+func (a *analysis) checkAcked() {
+	ids := sortedKeys(a.acked)
+	for _, id := range ids {
+		o := a.acked[id]
+		row := a.final.orders[id]
+		f, exposed := a.exposed(id, o.call)
+		switch {
+		case row == nil && exposed:
+			a.lost = append(a.lost, fmt.Sprintf("%s (%s; %s)", id, o, f))
+		case row == nil:
+			a.c.viol.add("lost", "%s: accepted, not in MySQL, and no data loss explains it", o)
+		case row.user != o.user || row.sku != o.sku || row.qty != o.qty:
+			a.c.viol.add("order", "%s: MySQL has user %s sku %d qty %d", o, row.user, row.sku, row.qty)
+		case row.status == "failed" && exposed:
+			a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (%s; %s)", id, o, f))
+		case row.status == "failed" && a.collateral(row, o.call):
+			a.refusedAfter = append(a.refusedAfter, fmt.Sprintf("%s (%s)", id, o))
+		case row.status == "failed":
+			a.c.viol.add("refused", "%s: accepted and then refused by the stock guard (failed), and no data loss explains it", o)
+		}
+	}
+}
+
+// collateral reports whether a refused order sent at call was refused
+// because of a data loss before it: in the same phase, after the loss, and
+// an order of the same SKU that was in Redis at the loss reached MySQL
+// after it (taking a unit the rebuilt Redis sold again).
+func (a *analysis) collateral(row *orderRow, call time.Time) bool {
+	for _, f := range a.losses {
+		if call.Before(f.from) || a.phaseOf(f.from) != a.phaseOf(call) {
+			continue
+		}
+		for id, z := range a.final.orders {
+			if z.sku != row.sku || z.status == "failed" || id == row.id {
+				continue
+			}
+			if _, ok := a.exposed(id, a.callOf(id)); ok && !z.persisted.Add(tick).Before(f.from) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// phaseOf is the phase that was running at t.
+func (a *analysis) phaseOf(t time.Time) int {
+	for _, p := range a.c.phases {
+		if !t.Before(p.from) && !t.After(a.c.snaps[p.n].at) {
+			return p.n
+		}
+	}
+	return -1
+}
+
+// resolveUnacked finds, for every order in MySQL, the requests without a
+// clear answer that may have made it: the same user, SKU, qty and request
+// id, sent before the order was made and (if answered at all) answered
+// after. An order no 202 named needs one: an order no request explains is
+// a violation. (An order a 202 named may still have been made by an
+// earlier attempt of its request id that got no answer.)
+func (a *analysis) resolveUnacked() {
+	byUser := map[string][]*op{}
+	for _, o := range a.ops {
+		if o.kind == opBuy && !o.definite() {
+			byUser[o.user] = append(byUser[o.user], o)
+		}
+	}
+	for _, id := range sortedKeys(a.final.orders) {
+		row := a.final.orders[id]
+		_, acked := a.acked[id]
+		if acked && row.rid == "" {
+			continue
+		}
+		for _, o := range byUser[row.user] {
+			if o.sku != row.sku || o.qty != row.qty || o.rid != row.rid {
+				continue
+			}
+			if o.call.After(row.created.Add(tick)) || (o.answered() && row.created.After(o.ret.Add(tick))) {
+				continue
+			}
+			a.creator[id] = append(a.creator[id], o)
+			a.makes[o] = append(a.makes[o], id)
+		}
+		if acked {
+			continue
+		}
+		a.unacked++
+		if len(a.creator[id]) == 0 {
+			a.c.viol.add("phantom", "order %s in MySQL (user %s sku %d qty %d rid %q status %s created %s) matches no request that could have made it",
+				id, row.user, row.sku, row.qty, row.rid, row.status, clock(row.created))
+			continue
+		}
+		if row.status == "failed" {
+			if f, ok := a.exposed(id, row.created); ok {
+				a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (unanswered; %s)", id, f))
+			} else if a.collateral(row, row.created) {
+				a.refusedAfter = append(a.refusedAfter, id+" (unanswered)")
+			} else {
+				a.c.viol.add("refused", "order %s (unanswered request) refused by the stock guard, and no data loss explains it", id)
+			}
+		}
+	}
+}
+
+// checkLimits: no shopper holds more than the per-user limit in MySQL.
+func (a *analysis) checkLimits() {
+	type key struct {
+		sku  uint64
+		user string
+	}
+	held := map[key]int{}
+	orders := map[key][]string{}
+	for id, o := range a.final.orders {
+		if o.active() {
+			k := key{o.sku, o.user}
+			held[k] += o.qty
+			orders[k] = append(orders[k], id)
+		}
+	}
+	for k, n := range held {
+		sku := a.c.sku(k.sku)
+		if sku == nil || n <= sku.limit {
+			continue
+		}
+		excused := false
+		for _, id := range orders[k] {
+			if _, ok := a.exposed(id, a.callOf(id)); ok {
+				excused = true
+			}
+		}
+		msg := fmt.Sprintf("user %s holds %d units of sku %d (limit %d): %v", k.user, n, k.sku, sku.limit, orders[k])
+		if excused {
+			a.limitLoss = append(a.limitLoss, msg)
+		} else {
+			a.c.viol.add("limit", "%s, and no data loss explains it", msg)
+		}
+	}
+}
+
+// checkRequestIDs: a request id answered 202 is answered the same order
+// ever after — never another order, never a refusal — and maps to one
+// order in MySQL; unless a data loss forgot the order between the first
+// answer and the replay.
+func (a *analysis) checkRequestIDs() {
+	type key struct{ user, rid string }
+	groups := map[key][]*op{}
+	for _, o := range a.ops {
+		if o.kind == opBuy && o.rid != "" {
+			k := key{o.user, o.rid}
+			groups[k] = append(groups[k], o)
+		}
+	}
+	forgotten := func(first *op, later time.Time) (fault, bool) {
+		for _, f := range a.losses {
+			if f.to.Before(first.call) || f.from.After(later) {
+				continue
+			}
+			if row := a.final.orders[first.outOrder]; row == nil || !row.persisted.Add(tick).Before(f.from) {
+				return f, true
+			}
+		}
+		return fault{}, false
+	}
+	for k, g := range groups {
+		var first *op
+		for _, o := range g {
+			if o.status == http.StatusAccepted && (first == nil || o.ret.Before(first.ret)) {
+				first = o
+			}
+		}
+		if first != nil {
+			if row := a.final.orders[first.outOrder]; row != nil && row.rid != k.rid {
+				a.c.viol.add("request_id", "%s: the order carries request id %q in MySQL", first, row.rid)
+			}
+			for _, o := range g {
+				if !o.call.After(first.ret) || !o.definite() {
+					continue
+				}
+				same := o.status == http.StatusAccepted && o.outOrder == first.outOrder
+				if same {
+					continue
+				}
+				if f, ok := forgotten(first, o.call); ok {
+					a.ridLoss = append(a.ridLoss, fmt.Sprintf("%s after %s (%s)", o, first.outOrder, f))
+					continue
+				}
+				kind := "request_id"
+				for _, f := range a.losses {
+					if f.from.After(first.ret) && f.to.Before(o.call) {
+						// The order was in MySQL before the loss: MySQL
+						// still knows the request id.
+						kind = "request_id_after_loss"
+					}
+				}
+				a.c.viol.add(kind, "%s: request id %s was answered order %s before (%s)", o, k.rid, first.outOrder, first)
+			}
+		}
+		var rows []*orderRow
+		for _, row := range a.final.orders {
+			if row.user == k.user && row.rid == k.rid {
+				rows = append(rows, row)
+			}
+		}
+		if len(rows) > 1 {
+			sort.Slice(rows, func(i, j int) bool { return rows[i].created.Before(rows[j].created) })
+			ok := true
+			for i := 1; i < len(rows); i++ {
+				prev := &op{call: rows[i-1].created, outOrder: rows[i-1].id}
+				if _, lost := forgotten(prev, rows[i].created); !lost {
+					ok = false
+				}
+			}
+			var ids []string
+			for _, r := range rows {
+				ids = append(ids, fmt.Sprintf("%s(%s)", r.id, r.status))
+			}
+			if ok {
+				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss: %v", k.user, k.rid, len(rows), ids))
+			} else {
+				a.c.viol.add("request_id", "user %s request id %s is %d orders in MySQL: %v", k.user, k.rid, len(rows), ids)
+			}
+		}
+	}
+}
+
+// checkOrderOutcomes: what pay and cancel answered is what MySQL ends with:
+// a paid order stays paid, a cancelled one cancelled, never both.
+func (a *analysis) checkOrderOutcomes() {
+	type outcome struct{ paid, cancelled, cancelPaid, payClosed *op }
+	per := map[string]*outcome{}
+	get := func(id string) *outcome {
+		if per[id] == nil {
+			per[id] = &outcome{}
+		}
+		return per[id]
+	}
+	for _, o := range a.ops {
+		switch {
+		case o.kind == opPay && o.status == http.StatusOK:
+			get(o.order).paid = o
+			if o.outStatus != "paid" {
+				a.c.viol.add("pay", "%s: answered status %q", o, o.outStatus)
+			}
+		case o.kind == opCancel && o.status == http.StatusOK:
+			get(o.order).cancelled = o
+			if o.outStatus != "cancelled" {
+				a.c.viol.add("cancel", "%s: answered status %q", o, o.outStatus)
+			}
+		case o.kind == opCancel && o.code == "order_paid":
+			get(o.order).cancelPaid = o
+		case o.kind == opPay && o.code == "order_closed":
+			get(o.order).payClosed = o
+		}
+	}
+	for _, id := range sortedKeys(per) {
+		x := per[id]
+		row := a.final.orders[id]
+		status := "missing"
+		if row != nil {
+			status = row.status
+		}
+		switch {
+		case x.paid != nil && x.cancelled != nil:
+			a.c.viol.add("order_state", "order %s both paid (%s) and cancelled (%s); MySQL: %s", id, x.paid, x.cancelled, status)
+		case x.paid != nil && status != "paid":
+			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.paid, status)
+		case x.cancelPaid != nil && status != "paid":
+			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.cancelPaid, status)
+		case x.cancelled != nil && status != "cancelled":
+			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.cancelled, status)
+		case x.payClosed != nil && status != "cancelled" && status != "expired" && status != "failed":
+			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.payClosed, status)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

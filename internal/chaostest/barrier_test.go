@@ -1,0 +1,391 @@
+package chaostest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// snapshot is what MySQL held at a barrier, when the sale was at rest.
+type snapshot struct {
+	n        int
+	at, end  time.Time // the read began at at; the next phase began after end
+	skus     map[uint64]skuRow
+	orders   map[string]*orderRow
+	repaired bool // the barrier found a violation and reconciled to go on
+}
+
+type skuRow struct{ total, sold int64 }
+
+// orderRow is a row of table orders.
+type orderRow struct {
+	id        string
+	sku       uint64
+	user, rid string
+	qty       int
+	status    string
+	created   time.Time
+	persisted time.Time
+	closed    time.Time // zero while open
+}
+
+func (o *orderRow) active() bool { return o.status == "pending_payment" || o.status == "paid" }
+
+// report is the answer of GET /admin/skus/{id}/audit.
+type report struct {
+	SKU            uint64   `json:"sku_id"`
+	StockTotal     int64    `json:"stock_total"`
+	Sold           int64    `json:"sold"`
+	RedisLeft      *int64   `json:"redis_left"`
+	Queued         int64    `json:"queued"`
+	QueuedOrders   int64    `json:"queued_orders"`
+	ActiveUnits    int64    `json:"active_units"`
+	DeadLetters    int64    `json:"dead_letters"`
+	Duplicates     int64    `json:"duplicates"`
+	OverLimitUsers int64    `json:"over_limit_users"`
+	Consistent     bool     `json:"consistent"`
+	Violations     []string `json:"violations"`
+}
+
+func (r report) String() string {
+	left := "null"
+	if r.RedisLeft != nil {
+		left = fmt.Sprint(*r.RedisLeft)
+	}
+	return fmt.Sprintf("sku %d: stock_total=%d sold=%d redis_left=%s queued=%d active=%d dead=%d consistent=%v %v",
+		r.SKU, r.StockTotal, r.Sold, left, r.Queued, r.ActiveUnits, r.DeadLetters, r.Consistent, r.Violations)
+}
+
+// adminCall sends an admin request, not recorded in the history, to a live
+// process.
+func (c *cluster) adminCall(method, path string) *op {
+	live := c.live()
+	base := c.procs[0].URL()
+	if len(live) > 0 {
+		base = live[0].URL()
+	}
+	o := &op{kind: "admin"}
+	c.cl.do(o, base, method, path, nil)
+	return o
+}
+
+func (c *cluster) audit(sku uint64) (report, error) {
+	var r report
+	o := c.adminCall("GET", fmt.Sprintf("/admin/skus/%d/audit", sku))
+	if !o.answered() {
+		return r, fmt.Errorf("audit: %s", o.err)
+	}
+	if o.status != http.StatusOK {
+		return r, fmt.Errorf("audit: %d %s", o.status, o.raw)
+	}
+	return r, json.Unmarshal([]byte(o.raw), &r)
+}
+
+// barrier brings the sale to rest between two phases and checks it there:
+// every fault undone, the requests still in the servers settled, the
+// clients' unanswered cancels and stock changes sent until answered, the
+// queues drained, the SKUs reconciled if Redis lost its data, then the
+// audit and `seckill verify`; last, MySQL is read for the next phase's
+// starting state.
+func (c *cluster) barrier(n int, lost bool) {
+	t := c.t
+	began := time.Now()
+	for _, p := range c.procs {
+		p.cont()
+		if !p.running() {
+			if err := p.start(60 * time.Second); err != nil {
+				c.viol.add("restart", "barrier %d: %v", n, err)
+			}
+		}
+	}
+	c.settle(n)
+	rng := rand.New(rand.NewSource(c.rng.Int63()))
+	for _, u := range c.users.users {
+		for len(u.unsettled) > 0 {
+			if !c.cancel(n, rng, u, u.unsettled[0], 30) {
+				c.viol.add("barrier", "barrier %d: cancel of %s got no answer in 30 tries", n, u.unsettled[0].id)
+				u.unsettled = u.unsettled[1:]
+			}
+		}
+	}
+	for _, sku := range c.skus {
+		if sku.pendingTotal != 0 && !c.setStock(n, rng, sku, sku.pendingTotal, sku.pendingKind, 30) {
+			c.viol.add("barrier", "barrier %d: stock change of sku %d got no answer in 30 tries", n, sku.id)
+		}
+	}
+	c.drain(n)
+	if lost {
+		c.waitSQLStill(2500*time.Millisecond, 30*time.Second)
+		for _, sku := range c.skus {
+			c.reconcile(n, sku.id)
+		}
+	}
+	// The sold-out flags of the last phase have lapsed before the next one.
+	if d := 2*time.Second - time.Since(began); d > 0 {
+		time.Sleep(d)
+	}
+	repaired := false
+	for _, sku := range c.skus {
+		r, ok := c.waitConsistent(sku.id, 20*time.Second)
+		if !ok {
+			c.viol.add("audit", "barrier %d: audit not consistent after 20s: %s", n, r)
+			c.reconcile(n, sku.id)
+			repaired = true
+		}
+	}
+	if out, err := c.verify(); err != nil {
+		c.viol.add("verify", "barrier %d: seckill verify: %v\n%s", n, err, out)
+	}
+	snap := c.takeSnapshot(n)
+	snap.repaired = repaired
+	c.snaps = append(c.snaps, snap)
+	t.Logf("chaos: barrier %d at %s took %s", n, clock(snap.at), time.Since(began).Round(time.Millisecond))
+}
+
+// settle waits until every request of the history that got no answer can
+// no longer take effect: its process was killed after it was sent, or has
+// run for 6s since (the buy path gives up on a request 5.1s after taking
+// it, stock.lock_wait plus 5s).
+func (c *cluster) settle(n int) {
+	ops, _ := c.hist.snapshot()
+	var until time.Time
+	for _, o := range ops {
+		if o.answered() || o.phase != n {
+			continue
+		}
+		p := c.procs[o.instance]
+		if p.killedSince(o.call) {
+			continue
+		}
+		last := o.call
+		for _, s := range p.stopSpans() {
+			if s.to.After(last) {
+				last = s.to
+			}
+		}
+		if d := last.Add(6 * time.Second); d.After(until) {
+			until = d
+		}
+	}
+	if d := time.Until(until); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// drain waits until no accepted order waits in a queue.
+func (c *cluster) drain(n int) {
+	for _, sku := range c.skus {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			r, err := c.audit(sku.id)
+			if err == nil && r.QueuedOrders == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.viol.add("drain", "barrier %d: sku %d not drained in 60s: %s %v", n, sku.id, r, err)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// waitSQLStill waits until the number of orders in MySQL has not changed
+// for still: after a data loss, workers may still hold batches they claimed
+// before it, which Redis does not know about any more.
+func (c *cluster) waitSQLStill(still, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	last, since := -1, time.Now()
+	for time.Now().Before(deadline) {
+		var n int
+		if err := c.db.QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err == nil && n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) >= still {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// reconcile rebuilds sku's Redis state from MySQL, recorded in the history.
+func (c *cluster) reconcile(n int, sku uint64) {
+	for try := 0; try < 20; try++ {
+		o := &op{kind: opReconcile, sku: sku, phase: n, instance: 0}
+		for i, p := range c.procs {
+			if p.running() {
+				o.instance = i
+				break
+			}
+		}
+		c.cl.do(o, c.procs[o.instance].URL(), "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), nil)
+		c.hist.add(o)
+		if o.status == http.StatusOK {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	c.viol.add("reconcile", "barrier %d: reconcile of sku %d did not succeed in 20 tries", n, sku)
+}
+
+// waitConsistent polls the audit of sku until it is consistent.
+func (c *cluster) waitConsistent(sku uint64, limit time.Duration) (report, bool) {
+	deadline := time.Now().Add(limit)
+	for {
+		r, err := c.audit(sku)
+		if err == nil && r.Consistent {
+			return r, true
+		}
+		if time.Now().After(deadline) {
+			return r, false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// verify runs `seckill verify` (every SKU) against the deployment.
+func (c *cluster) verify() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, seckillBin, "verify")
+	for k, v := range c.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "SECKILL_LOG_LEVEL=warn")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// takeSnapshot reads MySQL in one transaction and checks it against the
+// audit read right after: the same active units and stock_total, and Redis
+// at rest (consistent), so that no expiry was between MySQL and Redis
+// during the read. It also compares Redis's buyers with MySQL's active
+// orders per user.
+func (c *cluster) takeSnapshot(n int) *snapshot {
+	t := c.t
+	for try := 0; ; try++ {
+		s, err := c.readSQL(n)
+		if err != nil {
+			t.Fatalf("barrier %d: read mysql: %v", n, err)
+		}
+		ok := true
+		for _, sku := range c.skus {
+			r, err := c.audit(sku.id)
+			active := int64(0)
+			for _, o := range s.orders {
+				if o.sku == sku.id && o.active() {
+					active += int64(o.qty)
+				}
+			}
+			if err != nil || !r.Consistent || r.ActiveUnits != active || r.StockTotal != s.skus[sku.id].total {
+				ok = false
+				if try == 20 {
+					c.viol.add("snapshot", "barrier %d: mysql and the audit disagree at rest: %s, mysql active %d total %d (%v)",
+						n, r, active, s.skus[sku.id].total, err)
+				}
+			}
+		}
+		if ok || try == 20 {
+			c.checkBuyers(n, s)
+			s.end = time.Now()
+			return s
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *cluster) readSQL(n int) (*snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &snapshot{n: n, at: time.Now(), skus: map[uint64]skuRow{}, orders: map[string]*orderRow{}}
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, "SELECT id, stock_total, sold FROM skus")
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id uint64
+		var r skuRow
+		if err := rows.Scan(&id, &r.total, &r.sold); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		s.skus[id] = r
+	}
+	rows.Close()
+	rows, err = tx.QueryContext(ctx, `SELECT order_id, sku_id, user_id, COALESCE(request_id, ''), qty, status,
+		created_at, persisted_at, closed_at FROM orders`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	dup := map[string]int{}
+	for rows.Next() {
+		o := &orderRow{}
+		var closed sql.NullTime
+		if err := rows.Scan(&o.id, &o.sku, &o.user, &o.rid, &o.qty, &o.status, &o.created, &o.persisted, &closed); err != nil {
+			return nil, err
+		}
+		if closed.Valid {
+			o.closed = closed.Time
+		}
+		dup[o.id]++
+		s.orders[o.id] = o
+	}
+	for id, k := range dup {
+		if k > 1 {
+			c.viol.add("duplicate", "barrier %d: order %s is %d rows in mysql", n, id, k)
+		}
+	}
+	return s, rows.Err()
+}
+
+// checkBuyers compares every SKU's Redis buyers (user -> units held) with
+// the active orders in MySQL: at rest they are the same, or the per-user
+// limit is enforced against wrong numbers.
+func (c *cluster) checkBuyers(n int, s *snapshot) {
+	for _, sku := range c.skus {
+		want := map[string]int64{}
+		for _, o := range s.orders {
+			if o.sku == sku.id && o.active() {
+				want[o.user] += int64(o.qty)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		got, err := c.rdb.HGetAll(ctx, c.prefix+stock.Tag(sku.id)+":buyers").Result()
+		cancel()
+		if err != nil {
+			continue
+		}
+		var diff []string
+		for u, v := range got {
+			var k int64
+			_, _ = fmt.Sscan(v, &k)
+			if k != want[u] {
+				diff = append(diff, fmt.Sprintf("%s redis %d mysql %d", u, k, want[u]))
+			}
+		}
+		for u, k := range want {
+			if _, ok := got[u]; !ok {
+				diff = append(diff, fmt.Sprintf("%s redis 0 mysql %d", u, k))
+			}
+		}
+		if len(diff) > 0 {
+			sort.Strings(diff)
+			c.viol.add("buyers", "barrier %d: sku %d: redis buyers differ from active orders at rest: %s", n, sku.id, strings.Join(diff, "; "))
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package chaostest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Operation kinds.
+const (
+	opBuy       = "buy"
+	opCancel    = "cancel"
+	opPay       = "pay"
+	opGetOrder  = "get_order"
+	opPeek      = "get_sku"
+	opSetStock  = "set_stock"  // PUT /admin/skus/{id}/stock
+	opUpsert    = "upsert_sku" // POST /admin/skus with the SKU's id
+	opReconcile = "reconcile"
+)
+
+// op is one request of the history: what was asked, of which instance,
+// when, and what came back.
+type op struct {
+	id       int
+	kind     string
+	user     string // "" for admin operations
+	sku      uint64
+	qty      int
+	rid      string // request id of a buy, "" without
+	order    string // the order a cancel, pay or read names
+	total    int64  // the stock_total a stock change asks for
+	attempt  int    // 1 for the first request of a buy, cancel, pay or stock change; more for its retries
+	instance int
+	phase    int
+
+	call, ret time.Time
+	status    int    // HTTP status, 0 without an answer
+	code      string // the error code of an error body
+	raw       string
+	err       string // transport error: no answer (connection reset, time-out)
+	outOrder  string // order_id of a 202
+	left      int64  // stock_left of a stock read or a stock change
+	outTotal  int64  // stock_total of a stock change's answer
+	outStatus string // status of an order read, pay or cancel
+}
+
+// answered reports whether the server answered at all.
+func (o *op) answered() bool { return o.err == "" }
+
+// definite reports whether the answer says what happened: anything but no
+// answer and 503 (busy, unavailable: the operation may or may not have
+// taken effect).
+func (o *op) definite() bool { return o.answered() && o.status != http.StatusServiceUnavailable }
+
+// outcome is the short form of the answer: "202", "409 sold_out",
+// "503 busy", "no answer".
+func (o *op) outcome() string {
+	switch {
+	case !o.answered():
+		return "no answer"
+	case o.code != "":
+		return fmt.Sprintf("%d %s", o.status, o.code)
+	default:
+		return fmt.Sprint(o.status)
+	}
+}
+
+func (o *op) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %s", o.id, o.kind)
+	if o.user != "" {
+		fmt.Fprintf(&b, " user=%s", o.user)
+	}
+	fmt.Fprintf(&b, " sku=%d", o.sku)
+	if o.qty > 0 {
+		fmt.Fprintf(&b, " qty=%d", o.qty)
+	}
+	if o.rid != "" {
+		fmt.Fprintf(&b, " rid=%s", o.rid)
+	}
+	if o.order != "" {
+		fmt.Fprintf(&b, " order=%s", o.order)
+	}
+	if o.kind == opSetStock || o.kind == opUpsert {
+		fmt.Fprintf(&b, " total=%d", o.total)
+	}
+	fmt.Fprintf(&b, " attempt=%d on=%d call=%s ret=%s -> %s", o.attempt, o.instance, clock(o.call), clock(o.ret), o.outcome())
+	if o.outOrder != "" {
+		fmt.Fprintf(&b, " order_id=%s", o.outOrder)
+	}
+	if o.kind == opPeek || (o.status == http.StatusOK && (o.kind == opSetStock || o.kind == opUpsert)) {
+		fmt.Fprintf(&b, " left=%d", o.left)
+	}
+	if o.err != "" {
+		fmt.Fprintf(&b, " (%s)", o.err)
+	}
+	return b.String()
+}
+
+// clock formats t as seconds since the start of the run.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%.3fs", t.Sub(runStart).Seconds())
+}
+
+// runStart is when the run began; every time in its output counts from it.
+var runStart time.Time
+
+// fault is one injected fault.
+type fault struct {
+	kind     string
+	target   string
+	from, to time.Time
+	dataLoss bool // Redis lost everything it held at from
+	note     string
+}
+
+func (f fault) String() string {
+	s := fmt.Sprintf("%s %s %s..%s", f.kind, f.target, clock(f.from), clock(f.to))
+	if f.note != "" {
+		s += " " + f.note
+	}
+	return s
+}
+
+// history is everything the run did, shared by its goroutines.
+type history struct {
+	mu     sync.Mutex
+	ops    []*op
+	faults []fault
+}
+
+func (h *history) add(o *op) {
+	h.mu.Lock()
+	o.id = len(h.ops)
+	h.ops = append(h.ops, o)
+	h.mu.Unlock()
+}
+
+func (h *history) addFault(f fault) {
+	h.mu.Lock()
+	h.faults = append(h.faults, f)
+	h.mu.Unlock()
+}
+
+// snapshot returns the operations and faults so far.
+func (h *history) snapshot() ([]*op, []fault) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*op(nil), h.ops...), append([]fault(nil), h.faults...)
+}
+
+// client sends the run's requests.
+type client struct {
+	http       *http.Client
+	adminToken string
+}
+
+func newClient(token string) *client {
+	return &client{adminToken: token, http: &http.Client{
+		Timeout:   requestTimeout,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 128, IdleConnTimeout: 30 * time.Second},
+	}}
+}
+
+// do sends one request for o to base and fills in o's answer.
+func (c *client) do(o *op, base, method, path string, body any) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if o.user != "" {
+		req.Header.Set("X-User-ID", o.user)
+	}
+	if strings.HasPrefix(path, "/admin") {
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
+	o.call = time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		o.ret = time.Now()
+		o.err = shortErr(err)
+		return
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	o.ret = time.Now()
+	if err != nil {
+		o.err = shortErr(err)
+		return
+	}
+	o.status, o.raw = resp.StatusCode, string(raw)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	num := func(k string) int64 { f, _ := m[k].(float64); return int64(f) }
+	if resp.StatusCode >= 400 {
+		o.code = str("error")
+		return
+	}
+	o.outOrder = str("order_id")
+	if o.kind != opBuy {
+		o.outStatus = str("status")
+	}
+	o.left, o.outTotal = num("stock_left"), num("stock_total")
+}
+
+// shortErr names a transport error without its URL.
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "http://") {
+		s = s[i+2:]
+	}
+	return s
+}

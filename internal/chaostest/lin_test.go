@@ -1,0 +1,552 @@
+package chaostest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+const (
+	// soldOutRecheck is stock.SellerOptions.SoldOutRecheck as the servers
+	// run it (the default; the configuration has no key for it): how long
+	// a process answers sold_out from its flag after a buy saw the SKU
+	// sold out, unless stock comes back earlier.
+	soldOutRecheck = time.Second
+	// soldOutSlack covers the time between the buy script seeing no units
+	// and the process setting its flag (the reply on its way, a scheduler
+	// delay). The time a process was stopped is added on top.
+	soldOutSlack = time.Second
+	// linTimeout bounds the linearizability check of one segment.
+	linTimeout = 2 * time.Minute
+)
+
+// linResult is the linearizability check of one SKU in one phase.
+type linResult struct {
+	sku       uint64
+	phase     int
+	ops       int // operations checked
+	unchecked int // operations after a data loss, not checked
+	cut       bool
+	result    porcupine.CheckResult
+	took      time.Duration
+	kinds     map[string]int // operations by kind and output
+	rounds    int            // porcupine runs (checkStaged)
+	file      string         // the visualization of an illegal history
+}
+
+// checkLinearizable checks, for every SKU and every phase, the history of
+// buys, cancels, expiries, stock reads and stock changes against the model
+// (model_test.go). A phase starts at rest from what MySQL held at the
+// barrier before it. A data loss cuts its phase: the operations before it
+// are checked, those that were still running when it began count as
+// "maybe", and the rest of the phase is not checked (Redis then starts
+// from a rebuild whose outcome depends on what it lost).
+func (a *analysis) checkLinearizable() []linResult {
+	var out []linResult
+	for n := 1; n < len(a.c.snaps); n++ {
+		for _, sku := range a.c.skus {
+			r := a.checkSegment(n, sku)
+			out = append(out, r)
+			if r.result == porcupine.Illegal {
+				a.c.viol.add("linearizability", "sku %d phase %d: %d operations are not linearizable against the stock model; see %s", sku.id, n, r.ops, r.file)
+			}
+		}
+	}
+	return out
+}
+
+// builder numbers the orders of one segment.
+type builder struct {
+	ids        []string
+	index      map[string]int
+	qty        []int64
+	user       []int
+	users      map[string]int
+	userOrders [][]int
+	rid        []string // user + "/" + request id, "" without
+}
+
+func (b *builder) userIdx(name string) int {
+	if i, ok := b.users[name]; ok {
+		return i
+	}
+	b.users[name] = len(b.userOrders)
+	b.userOrders = append(b.userOrders, nil)
+	return b.users[name]
+}
+
+// order returns the index of order id, adding it.
+func (b *builder) order(id, user string, qty int, rid string) int {
+	if i, ok := b.index[id]; ok {
+		return i
+	}
+	i := len(b.ids)
+	b.index[id] = i
+	b.ids = append(b.ids, id)
+	b.qty = append(b.qty, int64(qty))
+	u := b.userIdx(user)
+	b.user = append(b.user, u)
+	b.userOrders[u] = append(b.userOrders[u], i)
+	key := ""
+	if rid != "" {
+		key = user + "/" + rid
+	}
+	b.rid = append(b.rid, key)
+	return i
+}
+
+func (b *builder) ridSet(user, rid string) []int {
+	if rid == "" {
+		return nil
+	}
+	key := user + "/" + rid
+	out := []int{}
+	for i, r := range b.rid {
+		if r == key {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func ns(t time.Time) int64 { return t.Sub(runStart).Nanoseconds() }
+
+func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
+	start, end := a.c.snaps[n-1], a.c.snaps[n]
+	from, cut := start.end, end.at
+	var loss *fault
+	for i, f := range a.losses {
+		if f.from.After(from) && f.from.Before(cut) {
+			loss = &a.losses[i]
+			cut = f.from
+			break
+		}
+	}
+	res := linResult{sku: sku.id, phase: n, cut: loss != nil}
+	b := &builder{index: map[string]int{}, users: map[string]int{}}
+	init := mstate{total: start.skus[sku.id].total}
+	var initActive int64
+	initIDs := sortedKeys(start.orders)
+	for _, id := range initIDs {
+		row := start.orders[id]
+		if row.sku != sku.id {
+			continue
+		}
+		b.order(id, row.user, row.qty, row.rid)
+		if row.active() {
+			initActive += int64(row.qty)
+		}
+	}
+	init.left = init.total - initActive
+
+	// The segment's requests, and the orders they name or may have made.
+	var segOps []*op
+	for _, o := range a.ops {
+		if o.phase != n || o.sku != sku.id {
+			continue
+		}
+		switch o.kind {
+		case opBuy, opCancel, opPeek, opSetStock, opUpsert:
+		default:
+			continue
+		}
+		if !o.call.Before(cut) {
+			res.unchecked++
+			continue
+		}
+		segOps = append(segOps, o)
+	}
+	late := func(o *op) bool { return o.ret.After(cut) }
+	phantom := map[*op]int{}
+	for _, o := range segOps {
+		if o.kind != opBuy {
+			continue
+		}
+		if o.status == http.StatusAccepted {
+			b.order(o.outOrder, o.user, o.qty, o.rid)
+		}
+		if !o.definite() || late(o) {
+			for _, id := range a.makes[o] {
+				row := a.final.orders[id]
+				b.order(id, row.user, row.qty, row.rid)
+			}
+			if loss != nil {
+				phantom[o] = b.order(fmt.Sprintf("lost?#%d", o.id), o.user, o.qty, o.rid)
+			}
+		}
+	}
+	// Every order of the segment's request ids (one may have been made by
+	// a retry in another phase).
+	rids := map[string]bool{}
+	for _, o := range segOps {
+		if o.rid != "" {
+			rids[o.user+"/"+o.rid] = true
+		}
+	}
+	for _, id := range sortedKeys(a.final.orders) {
+		row := a.final.orders[id]
+		if row.sku == sku.id && row.rid != "" && rids[row.user+"/"+row.rid] && row.created.Before(cut) {
+			b.order(id, row.user, row.qty, row.rid)
+		}
+	}
+	// Payment deadlines: orders that expired in this phase give their units
+	// back at some moment after MySQL closed them, at the latest when the
+	// returned set showed them.
+	type expiry struct {
+		row *orderRow
+		out moutput
+	}
+	var expiries []expiry
+	for _, id := range sortedKeys(a.final.orders) {
+		row := a.final.orders[id]
+		if row.sku != sku.id || row.status != "expired" {
+			continue
+		}
+		if prev := start.orders[id]; prev != nil && !prev.active() {
+			continue
+		}
+		out := moutput{kind: outOK}
+		if loss == nil {
+			if e := end.orders[id]; e == nil || e.status != "expired" {
+				continue
+			}
+		} else {
+			if !row.closed.Add(-tick).Before(cut) {
+				continue
+			}
+			out.kind = outMaybe
+		}
+		b.order(id, row.user, row.qty, row.rid)
+		expiries = append(expiries, expiry{row, out})
+	}
+
+	var hist []porcupine.Operation
+	add := func(client int, in minput, out moutput, call, ret time.Time) {
+		if ret.Before(call) {
+			ret = call
+		}
+		hist = append(hist, porcupine.Operation{ClientId: client, Input: in, Output: out, Call: ns(call), Return: ns(ret)})
+	}
+	adminClient := func() int { return len(b.userOrders) + 1 }
+	nextDefinite := func(o *op) time.Time {
+		t := cut
+		for _, x := range a.ops {
+			if x.kind == o.kind && x.sku == o.sku && x.order == o.order && x.call.After(o.call) && x.definite() && x.ret.Before(t) {
+				t = x.ret
+			}
+		}
+		return t
+	}
+	for _, o := range segOps {
+		desc := o.String()
+		switch o.kind {
+		case opBuy:
+			u := b.userIdx(o.user)
+			in := minput{kind: mBuy, user: u, qty: int64(o.qty), rid: b.ridSet(o.user, o.rid), desc: desc}
+			switch {
+			case o.status == http.StatusAccepted && !late(o):
+				in.order = b.index[o.outOrder]
+				add(u, in, moutput{kind: outOK}, o.call, o.ret)
+			case o.code == "sold_out" && !late(o):
+				add(u, in, moutput{kind: outSoldOut}, a.soldOutCall(o, from), o.ret)
+			case o.code == "limit_exceeded" && !late(o):
+				add(u, in, moutput{kind: outLimit}, o.call, o.ret)
+			case o.definite() && !late(o):
+				// Answers the model does not cover are checked elsewhere.
+			default:
+				ret := cut
+				var alts []int
+				persisted := time.Time{}
+				for _, id := range a.makes[o] {
+					row := a.final.orders[id]
+					if row.sku != sku.id {
+						continue
+					}
+					alts = append(alts, b.index[id])
+					if row.persisted.After(persisted) {
+						persisted = row.persisted
+					}
+				}
+				if o.status == http.StatusAccepted {
+					alts = append(alts, b.index[o.outOrder])
+				}
+				if !persisted.IsZero() && persisted.Add(tick).Before(ret) {
+					ret = persisted.Add(tick)
+				}
+				if p, ok := phantom[o]; ok {
+					alts = append(alts, p)
+					ret = cut
+				}
+				if len(alts) == 0 {
+					continue // it made nothing
+				}
+				if _, acked := a.acked[b.ids[alts[0]]]; len(alts) == 1 && !acked && loss == nil && len(a.creator[b.ids[alts[0]]]) == 1 {
+					in.order = alts[0]
+					add(u, in, moutput{kind: outOK}, o.call, ret)
+					continue
+				}
+				in.alts = alts
+				add(u, in, moutput{kind: outMaybe}, o.call, ret)
+			}
+		case opCancel:
+			x, ok := b.index[o.order]
+			if !ok {
+				row := a.final.orders[o.order]
+				if row == nil {
+					continue // an order Redis lost before this segment
+				}
+				x = b.order(o.order, row.user, row.qty, row.rid)
+			}
+			u := b.userIdx(o.user)
+			in := minput{kind: mCancel, user: u, order: x, desc: desc}
+			switch {
+			case o.status == http.StatusOK && !late(o):
+				add(u, in, moutput{kind: outOK}, o.call, o.ret)
+			case o.definite() && !late(o):
+			default:
+				row := a.final.orders[o.order]
+				if row == nil || row.status != "cancelled" {
+					continue // it cancelled nothing
+				}
+				ret := nextDefinite(o)
+				if seen, ok := a.c.ret.first(o.order); ok && seen.Before(ret) && seen.After(o.call) {
+					ret = seen
+				}
+				add(u, in, moutput{kind: outMaybe}, o.call, ret)
+			}
+		case opPeek:
+			if o.status == http.StatusOK && !late(o) {
+				add(adminClient(), minput{kind: mPeek, desc: desc}, moutput{left: o.left}, o.call, o.ret)
+			}
+		case opSetStock, opUpsert:
+			in := minput{kind: mSet, total: o.total, desc: desc}
+			switch {
+			case o.status == http.StatusOK && !late(o):
+				add(adminClient(), in, moutput{kind: outOK, left: o.left}, o.call, o.ret)
+			case o.code == "below_sold" && !late(o):
+				add(adminClient(), in, moutput{kind: outBelow}, o.call, o.ret)
+			case o.definite() && !late(o):
+			default:
+				ret := cut
+				for _, x := range a.ops {
+					if (x.kind == opSetStock || x.kind == opUpsert) && x.sku == o.sku && x.call.After(o.call) && x.definite() && x.ret.Before(ret) {
+						ret = x.ret
+					}
+				}
+				add(adminClient(), in, moutput{kind: outMaybe}, o.call, ret)
+			}
+		}
+	}
+	for _, e := range expiries {
+		call := e.row.closed.Add(-tick)
+		ret := cut
+		if seen, ok := a.c.ret.first(e.row.id); ok && seen.Before(ret) && seen.After(call) {
+			ret = seen
+		}
+		in := minput{kind: mExpire, order: b.index[e.row.id],
+			desc: fmt.Sprintf("expire %s user=%s qty=%d closed=%s", e.row.id, e.row.user, e.row.qty, clock(e.row.closed))}
+		add(adminClient()+1, in, e.out, call, ret)
+	}
+
+	words := (len(b.ids) + 63) / 64
+	init.bought, init.returned = make([]uint64, words), make([]uint64, words)
+	for _, id := range initIDs {
+		row := start.orders[id]
+		if row.sku != sku.id {
+			continue
+		}
+		init.bought = with(init.bought, b.index[id])
+		if !row.active() {
+			init.returned = with(init.returned, b.index[id])
+		}
+	}
+	m := &mmodel{limit: int64(sku.limit), qty: b.qty, userOrders: b.userOrders, init: init}
+	res.ops = len(hist)
+	res.kinds = map[string]int{}
+	for _, h := range hist {
+		in, out := h.Input.(minput), h.Output.(moutput)
+		res.kinds[fmt.Sprintf("%s:%s", []string{"buy", "cancel", "expire", "read", "set"}[in.kind], out)]++
+	}
+	if len(hist) == 0 {
+		res.result = porcupine.Ok
+		return res
+	}
+	model := m.porcupine()
+	began := time.Now()
+	result, info, checked, rounds := checkStaged(model, hist)
+	res.result, res.took, res.rounds = result, time.Since(began), rounds
+	if res.result == porcupine.Illegal {
+		res.file = filepath.Join(os.TempDir(), fmt.Sprintf("seckill-chaos-%d-sku%d-phase%d.html", runSeed, sku.id, n))
+		if err := porcupine.VisualizePath(model, info, res.file); err != nil {
+			res.file = "(visualization failed: " + err.Error() + ")"
+		}
+		a.c.t.Logf("chaos: sku %d phase %d not linearizable from total=%d left=%d:\n%s", sku.id, n, init.total, init.left, explain(checked, info))
+	}
+	return res
+}
+
+// checkStaged checks hist in stages, because porcupine's search does not
+// know that an operation which changes nothing can always be placed as
+// early as it is legal: hundreds of sold_out answers with windows of more
+// than a second (soldOutCall) make it try their orders among themselves
+// and time out. So it first checks every other operation; then each
+// sold_out answer is placed, if it can be, into the linearization found (a
+// point where every state the model may be in has left < qty, after every
+// operation that must precede it and before every one that must follow
+// it). The answers that cannot be placed are added to the history, which
+// is checked again, and the rest placed again into the new linearization,
+// until all are placed or porcupine says the history is not linearizable.
+// Illegal is porcupine's verdict on a part of the history, so the whole is
+// not linearizable either. It returns the verdict, porcupine's account of
+// the last history it checked, that history, and how many rounds it took.
+func checkStaged(model porcupine.Model, hist []porcupine.Operation) (porcupine.CheckResult, porcupine.LinearizationInfo, []porcupine.Operation, int) {
+	var core, waiting []porcupine.Operation
+	for _, h := range hist {
+		if h.Output.(moutput).kind == outSoldOut {
+			waiting = append(waiting, h)
+		} else {
+			core = append(core, h)
+		}
+	}
+	for round := 1; ; round++ {
+		res, info := porcupine.CheckOperationsVerbose(model, core, linTimeout)
+		if res != porcupine.Ok || len(waiting) == 0 {
+			return res, info, core, round
+		}
+		parts := info.PartialLinearizations()
+		if len(parts) == 0 || len(parts[0]) == 0 {
+			return porcupine.Unknown, info, core, round
+		}
+		rest := unplaced(model, core, parts[0][0], waiting)
+		if len(rest) == 0 {
+			return porcupine.Ok, info, core, round
+		}
+		if round >= 5 {
+			rest = waiting // let porcupine decide on all of them at once
+		}
+		core = append(core, rest...)
+		waiting = slices.DeleteFunc(waiting, func(h porcupine.Operation) bool {
+			return slices.ContainsFunc(rest, func(r porcupine.Operation) bool {
+				return r.Call == h.Call && r.Input.(minput).desc == h.Input.(minput).desc
+			})
+		})
+	}
+}
+
+// unplaced returns the sold_out answers of waiting that fit nowhere in the
+// linearization lin of core.
+func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, waiting []porcupine.Operation) []porcupine.Operation {
+	n := len(lin)
+	// maxLeft[k]: the most units left in any state the model may be in
+	// after the first k operations of lin.
+	maxLeft := make([]int64, n+1)
+	state := model.Init()
+	for k := 0; ; k++ {
+		maxLeft[k] = -1 << 62
+		for _, s := range state.([]any) {
+			maxLeft[k] = max(maxLeft[k], s.(mstate).left)
+		}
+		if k == n {
+			break
+		}
+		h := core[lin[k]]
+		_, state = model.Step(state, h.Input, h.Output)
+	}
+	// An answer placed at k follows lin[:k] and precedes lin[k:]: none of
+	// the first may have been called after it returned, none of the rest
+	// may have returned before it was called.
+	maxCall := make([]int64, n+1) // the latest call among lin[:k]
+	minRet := make([]int64, n+1)  // the earliest return among lin[k:]
+	maxCall[0] = -1 << 62
+	for k := 1; k <= n; k++ {
+		maxCall[k] = max(maxCall[k-1], core[lin[k-1]].Call)
+	}
+	minRet[n] = 1 << 62
+	for k := n - 1; k >= 0; k-- {
+		minRet[k] = min(minRet[k+1], core[lin[k]].Return)
+	}
+	var out []porcupine.Operation
+	for _, h := range waiting {
+		qty := h.Input.(minput).qty
+		placed := false
+		for k := 0; k <= n && maxCall[k] <= h.Return; k++ {
+			if minRet[k] >= h.Call && maxLeft[k] < qty {
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// soldOutCall is the call time of a sold_out answer moved back by how
+// stale the answering process's sold-out flag may be: soldOutRecheck and
+// soldOutSlack, plus the time the process was stopped around then.
+func (a *analysis) soldOutCall(o *op, from time.Time) time.Time {
+	ext := soldOutRecheck + soldOutSlack
+	for _, s := range a.c.procs[o.instance].stopSpans() {
+		if s.to.After(o.call.Add(-ext)) && s.from.Before(o.ret) {
+			ext += s.to.Sub(s.from)
+		}
+	}
+	call := o.call.Add(-ext)
+	if call.Before(from) {
+		call = from
+	}
+	return call
+}
+
+// explain describes where the longest linearization found stops: its last
+// operations and the earliest ones it could not place.
+func explain(hist []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	parts := info.PartialLinearizations()
+	if len(parts) == 0 || len(parts[0]) == 0 {
+		return "  (no partial linearization)"
+	}
+	var longest []int
+	for _, l := range parts[0] {
+		if len(l) > len(longest) {
+			longest = l
+		}
+	}
+	done := map[int]bool{}
+	for _, i := range longest {
+		done[i] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  longest linearization: %d of %d operations; its last ones:\n", len(longest), len(hist))
+	for _, i := range longest[max(0, len(longest)-6):] {
+		fmt.Fprintf(&b, "    %s\n", describe(hist[i]))
+	}
+	var rest []int
+	for i := range hist {
+		if !done[i] {
+			rest = append(rest, i)
+		}
+	}
+	sort.Slice(rest, func(x, y int) bool { return hist[rest[x]].Call < hist[rest[y]].Call })
+	fmt.Fprintf(&b, "  earliest operations it could not place:\n")
+	for _, i := range rest[:min(8, len(rest))] {
+		fmt.Fprintf(&b, "    %s\n", describe(hist[i]))
+	}
+	return b.String()
+}
+
+func describe(o porcupine.Operation) string {
+	in, out := o.Input.(minput), o.Output.(moutput)
+	s := fmt.Sprintf("[%.3fs..%.3fs] %s => %s", float64(o.Call)/1e9, float64(o.Return)/1e9, in.desc, out)
+	if in.kind == mPeek || (in.kind == mSet && out.kind == outOK) {
+		s += fmt.Sprintf(" left=%d", out.left)
+	}
+	return s
+}

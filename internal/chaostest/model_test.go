@@ -1,0 +1,362 @@
+package chaostest
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+	"slices"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The linearizability model of one SKU: a counter of units left, the SKU's
+// stock_total, and which orders hold units. Orders are numbered within a
+// segment of the history; an order is bought (its units taken) and later
+// maybe returned (cancelled, expired, or refused). The per-user limit is
+// checked against the units a user's bought and not returned orders hold.
+//
+// Operations and what the model allows (all of them atomic at one point
+// between call and return):
+//
+//   - buy ok(order): a request id already bought answers its order
+//     unchanged; otherwise the order must be new, qty <= limit, qty <= left
+//     and the user's units + qty <= limit; left -= qty.
+//   - buy sold_out: left < qty. The per-process sold-out flag answers
+//     without Redis for up to stock's SoldOutRecheck (1s) after a buy saw
+//     the SKU sold out, so this operation's call is moved back by that
+//     much plus a slack (see soldOutCall).
+//   - buy limit_exceeded: qty > limit, or (request id not bought, qty <=
+//     left and the user's units + qty > limit).
+//   - buy maybe(orders): no clear answer: nothing, or the buy of one of the
+//     orders that MySQL shows it may have made, under the rules of ok.
+//   - cancel/expire ok(order): the order must be bought; its units come
+//     back unless they already have (a second cancel is a no-op; an expiry
+//     must be the first return).
+//   - cancel/expire maybe(order): nothing, or the return.
+//   - read left: left equals the answer (GET /api/v1/skus/{id}).
+//   - set total ok(left): left' = left + total' - total >= 0 and equals the
+//     answer's stock_left. below_sold: left + total' - total < 0.
+//     maybe: nothing, or the change.
+
+type mkind uint8
+
+const (
+	mBuy mkind = iota
+	mCancel
+	mExpire
+	mPeek
+	mSet
+)
+
+type moutKind uint8
+
+const (
+	outOK moutKind = iota
+	outSoldOut
+	outLimit
+	outMaybe
+	outBelow
+)
+
+// minput is an operation of the model.
+type minput struct {
+	kind  mkind
+	user  int   // index in the segment's users
+	qty   int64 // units of a buy
+	order int   // the order a buy ok made, or a cancel or expiry names
+	alts  []int // the orders a buy maybe may have made
+	rid   []int // orders carrying the buy's request id (nil without one)
+	total int64 // the stock_total a stock change asks for
+	desc  string
+}
+
+type moutput struct {
+	kind moutKind
+	left int64
+}
+
+// mstate is the model's state; it is never modified, steps copy it.
+type mstate struct {
+	total, left int64
+	bought      []uint64
+	returned    []uint64
+}
+
+func has(b []uint64, i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+
+func with(b []uint64, i int) []uint64 {
+	c := slices.Clone(b)
+	c[i/64] |= 1 << (uint(i) % 64)
+	return c
+}
+
+// mmodel is the model of one segment of one SKU.
+type mmodel struct {
+	limit      int64
+	qty        []int64 // per order
+	userOrders [][]int // per user: its orders
+	init       mstate
+}
+
+func (m *mmodel) held(s mstate, user int) int64 {
+	n := int64(0)
+	for _, o := range m.userOrders[user] {
+		if has(s.bought, o) && !has(s.returned, o) {
+			n += m.qty[o]
+		}
+	}
+	return n
+}
+
+func (m *mmodel) anyBought(s mstate, orders []int) bool {
+	for _, o := range orders {
+		if has(s.bought, o) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *mmodel) canTake(s mstate, in minput, order int) bool {
+	return !has(s.bought, order) && in.qty <= m.limit && in.qty <= s.left && m.held(s, in.user)+in.qty <= m.limit
+}
+
+func (m *mmodel) take(s mstate, order int) mstate {
+	return mstate{total: s.total, left: s.left - m.qty[order], bought: with(s.bought, order), returned: s.returned}
+}
+
+func (m *mmodel) give(s mstate, order int) mstate {
+	return mstate{total: s.total, left: s.left + m.qty[order], bought: s.bought, returned: with(s.returned, order)}
+}
+
+// step returns every state the operation can lead to from s with its
+// output; none when the output is impossible.
+func (m *mmodel) step(st, inv, outv any) []any {
+	s, in, out := st.(mstate), inv.(minput), outv.(moutput)
+	switch in.kind {
+	case mBuy:
+		replay := in.rid != nil && m.anyBought(s, in.rid)
+		switch out.kind {
+		case outOK:
+			if replay {
+				if has(s.bought, in.order) && slices.Contains(in.rid, in.order) {
+					return []any{s}
+				}
+				return nil
+			}
+			if m.canTake(s, in, in.order) {
+				return []any{m.take(s, in.order)}
+			}
+		case outMaybe:
+			res := []any{s}
+			if !replay {
+				for _, o := range in.alts {
+					if m.canTake(s, in, o) {
+						res = append(res, m.take(s, o))
+					}
+				}
+			}
+			return res
+		case outSoldOut:
+			if s.left < in.qty {
+				return []any{s}
+			}
+		case outLimit:
+			if in.qty > m.limit || (!replay && in.qty <= s.left && m.held(s, in.user)+in.qty > m.limit) {
+				return []any{s}
+			}
+		}
+	case mCancel, mExpire:
+		x := in.order
+		live := has(s.bought, x) && !has(s.returned, x)
+		switch out.kind {
+		case outOK:
+			switch {
+			case live:
+				return []any{m.give(s, x)}
+			case in.kind == mCancel && has(s.bought, x):
+				return []any{s}
+			}
+		case outMaybe:
+			if live {
+				return []any{s, m.give(s, x)}
+			}
+			return []any{s}
+		}
+	case mPeek:
+		if s.left == out.left {
+			return []any{s}
+		}
+	case mSet:
+		left := s.left + in.total - s.total
+		set := mstate{total: in.total, left: left, bought: s.bought, returned: s.returned}
+		switch out.kind {
+		case outOK:
+			if left >= 0 && left == out.left {
+				return []any{set}
+			}
+		case outBelow:
+			if left < 0 {
+				return []any{s}
+			}
+		case outMaybe:
+			if left >= 0 {
+				return []any{s, set}
+			}
+			return []any{s}
+		}
+	}
+	return nil
+}
+
+func (m *mmodel) porcupine() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{m.init} },
+		Step: m.step,
+		Equal: func(a, b any) bool {
+			x, y := a.(mstate), b.(mstate)
+			return x.total == y.total && x.left == y.left && slices.Equal(x.bought, y.bought) && slices.Equal(x.returned, y.returned)
+		},
+		Hash: func(a any) uint64 {
+			x := a.(mstate)
+			h := fnv.New64a()
+			var b [8]byte
+			put := func(v uint64) {
+				for i := range b {
+					b[i] = byte(v >> (8 * i))
+				}
+				h.Write(b[:])
+			}
+			put(uint64(x.total))
+			put(uint64(x.left))
+			for _, w := range x.bought {
+				put(w)
+			}
+			for _, w := range x.returned {
+				put(bits.RotateLeft64(w, 17))
+			}
+			return h.Sum64()
+		},
+		DescribeOperation: func(inv, outv any) string {
+			in, out := inv.(minput), outv.(moutput)
+			return in.desc + " -> " + out.String()
+		},
+		DescribeState: func(a any) string {
+			x := a.(mstate)
+			held := 0
+			for i := range m.qty {
+				if has(x.bought, i) && !has(x.returned, i) {
+					held++
+				}
+			}
+			return fmt.Sprintf("total=%d left=%d orders holding units=%d", x.total, x.left, held)
+		},
+	}
+	return nm.ToModel()
+}
+
+func (o moutput) String() string {
+	switch o.kind {
+	case outOK:
+		return "ok"
+	case outSoldOut:
+		return "sold_out"
+	case outLimit:
+		return "limit_exceeded"
+	case outMaybe:
+		return "maybe"
+	case outBelow:
+		return "below_sold"
+	}
+	return "?"
+}
+
+// TestModel checks the model on small histories, each linearizable or not
+// by construction.
+func TestModel(t *testing.T) {
+	type o struct {
+		in       minput
+		out      moutput
+		call, rt int64
+	}
+	buy := func(user, order int, qty int64, rid ...int) minput {
+		return minput{kind: mBuy, user: user, order: order, qty: qty, rid: rid}
+	}
+	maybe := func(user int, qty int64, alts ...int) minput {
+		return minput{kind: mBuy, user: user, qty: qty, alts: alts}
+	}
+	ok, soldOut, limited, below := moutput{kind: outOK}, moutput{kind: outSoldOut}, moutput{kind: outLimit}, moutput{kind: outBelow}
+	left := func(n int64) moutput { return moutput{left: n} }
+	okLeft := func(n int64) moutput { return moutput{kind: outOK, left: n} }
+	peek := minput{kind: mPeek}
+	cancel := func(order int) minput { return minput{kind: mCancel, order: order} }
+	expire := func(order int) minput { return minput{kind: mExpire, order: order} }
+	set := func(total int64) minput { return minput{kind: mSet, total: total} }
+	for _, tc := range []struct {
+		name  string
+		total int64
+		limit int64
+		ops   []o
+		want  bool
+	}{
+		{"sold out placed between a read and a buy", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 1, 2}, {buy(1, 1, 1), soldOut, 3, 4}}, true},
+		{"sold out before a read that sees the unit", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 5, 6}, {buy(1, 1, 1), soldOut, 3, 4}}, false},
+		{"two units sell out", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), soldOut, 4, 5}}, true},
+		{"a third unit is oversold", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), ok, 4, 5}}, false},
+		{"sold out with a unit left", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, false},
+		{"sold out while a concurrent buy takes the last", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
+		{"a cancel gives the unit back", 1, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {buy(1, 1, 1), ok, 4, 5}}, true},
+		{"a second cancel gives nothing", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(3), 6, 7}}, false},
+		{"a second cancel is a no-op", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(2), 6, 7}}, true},
+		{"an expiry after a cancel", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {expire(0), ok, 4, 5}}, false},
+		{"per-user limit", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), ok, 2, 3}}, false},
+		{"per-user limit refused", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, true},
+		{"limit refused without cause", 5, 2, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, false},
+		{"a replay answers the same order", 1, 1, []o{{buy(0, 0, 1, 0), ok, 0, 1}, {buy(0, 0, 1, 0), ok, 2, 3}}, true},
+		{"a replay answers another order", 2, 2, []o{{buy(0, 0, 1, 0, 1), ok, 0, 1}, {buy(0, 1, 1, 0, 1), ok, 2, 3}}, false},
+		{"a maybe buy that happened", 1, 1, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
+		{"a maybe buy cannot both happen and not", 1, 1, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}, {peek, left(1), 4, 5}}, false},
+		{"a stock cut", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(2), 2, 3}, {peek, left(2), 4, 5}}, true},
+		{"a stock cut with a wrong answer", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(3), 2, 3}}, false},
+		{"a cut below what is taken", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 0, 1}, {set(1), below, 2, 3}}, true},
+		{"a cut refused without cause", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(1), below, 2, 3}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &mmodel{limit: tc.limit, init: mstate{total: tc.total, left: tc.total, bought: make([]uint64, 1), returned: make([]uint64, 1)}}
+			users := 0
+			for _, x := range tc.ops {
+				users = max(users, x.in.user+1)
+			}
+			m.userOrders = make([][]int, users)
+			for i := range 4 {
+				m.qty = append(m.qty, 1)
+				u := i
+				for _, x := range tc.ops {
+					if x.in.kind == mBuy && (x.in.order == i || slices.Contains(x.in.alts, i)) {
+						u = x.in.user
+					}
+				}
+				if u < users {
+					m.userOrders[u] = append(m.userOrders[u], i)
+				}
+			}
+			var hist []porcupine.Operation
+			for i, x := range tc.ops {
+				hist = append(hist, porcupine.Operation{ClientId: i, Input: x.in, Output: x.out, Call: x.call, Return: x.rt})
+			}
+			got := porcupine.CheckOperations(m.porcupine(), hist)
+			if got != tc.want {
+				t.Errorf("linearizable = %v, want %v", got, tc.want)
+			}
+			for i := range hist {
+				in := hist[i].Input.(minput)
+				in.desc = fmt.Sprint(i)
+				hist[i].Input = in
+			}
+			if staged, _, _, _ := checkStaged(m.porcupine(), hist); (staged == porcupine.Ok) != tc.want {
+				t.Errorf("checkStaged = %v, want linearizable %v", staged, tc.want)
+			}
+		})
+	}
+}

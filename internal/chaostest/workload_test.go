@@ -1,0 +1,320 @@
+package chaostest
+
+import (
+	"fmt"
+	"math/rand"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// user is one shopper and what it knows: the orders it was answered 202
+// for, the request ids it used, and the orders whose cancel it has not yet
+// seen answered (it finishes those at the next barrier, as a client that
+// retries until it gets an answer would).
+type user struct {
+	name      string
+	orders    []ownOrder
+	rids      []*ridUse
+	nextRID   int
+	unsettled []ownOrder
+}
+
+type ownOrder struct {
+	id  string
+	sku uint64
+	qty int
+}
+
+type ridUse struct {
+	rid      string
+	sku      uint64
+	qty      int
+	attempts int
+}
+
+// userPool hands each shopper goroutine a user no other goroutine is
+// using, so every user's requests are sequential: an order in MySQL can
+// then be told apart by its user and its time.
+type userPool struct {
+	mu    sync.Mutex
+	users []*user
+	busy  []bool
+}
+
+func newUserPool(n int) *userPool {
+	p := &userPool{busy: make([]bool, n)}
+	for i := range n {
+		p.users = append(p.users, &user{name: fmt.Sprintf("u%03d", i)})
+	}
+	return p
+}
+
+func (p *userPool) acquire(rng *rand.Rand) *user {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := rng.Intn(len(p.users))
+	for p.busy[i] {
+		i = (i + 1) % len(p.users)
+	}
+	p.busy[i] = true
+	return p.users[i]
+}
+
+func (p *userPool) release(u *user) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, v := range p.users {
+		if v == u {
+			p.busy[i] = false
+		}
+	}
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until stop is closed.
+func sleep(d time.Duration, stop <-chan struct{}) {
+	select {
+	case <-time.After(d):
+	case <-stop:
+	}
+}
+
+// runPhase runs shoppers, the admin and the fault injector for length and
+// waits for them; it reports whether Redis lost its data in the phase.
+func (c *cluster) runPhase(n int, length time.Duration) bool {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range shoppers {
+		rng := rand.New(rand.NewSource(c.rng.Int63()))
+		wg.Go(func() { c.shopper(n, rng, stop) })
+	}
+	adminRng := rand.New(rand.NewSource(c.rng.Int63()))
+	wg.Go(func() { c.admin(n, adminRng, stop) })
+	faultRng := rand.New(rand.NewSource(c.rng.Int63()))
+	var lost bool
+	wg.Go(func() { lost = c.inject(n, faultRng, stop) })
+	time.Sleep(length)
+	close(stop)
+	wg.Wait()
+	return lost
+}
+
+// pick returns the index of a random running process other than avoid
+// (-1: any), as a load balancer that knows which instances are up would.
+func (c *cluster) pick(rng *rand.Rand, avoid int) int {
+	var up []int
+	for i, p := range c.procs {
+		if p.running() && i != avoid {
+			up = append(up, i)
+		}
+	}
+	if len(up) == 0 {
+		if avoid >= 0 {
+			return c.pick(rng, -1)
+		}
+		return rng.Intn(len(c.procs))
+	}
+	return up[rng.Intn(len(up))]
+}
+
+// shopper sends one request after another, each as a random free user,
+// until stop is closed.
+func (c *cluster) shopper(phase int, rng *rand.Rand, stop <-chan struct{}) {
+	for !stopped(stop) {
+		u := c.users.acquire(rng)
+		c.shopOnce(phase, rng, u)
+		c.users.release(u)
+		sleep(time.Duration(rng.Intn(30))*time.Millisecond, stop)
+	}
+}
+
+func (c *cluster) shopOnce(phase int, rng *rand.Rand, u *user) {
+	r := rng.Intn(100)
+	switch {
+	case r < 38:
+		c.buyNew(phase, rng, u)
+	case r < 50 && len(u.rids) > 0:
+		// A retry of an earlier request, at any time: after a sell-out, on
+		// another instance, after the order was cancelled or expired.
+		ru := u.rids[rng.Intn(len(u.rids))]
+		ru.attempts++
+		c.buy(phase, rng, u, ru.sku, ru.qty, ru.rid, ru.attempts, -1)
+	case r < 64 && len(u.orders) > 0:
+		c.cancel(phase, rng, u, u.orders[rng.Intn(len(u.orders))], 4)
+	case r < 74 && len(u.orders) > 0:
+		c.pay(phase, rng, u, u.orders[rng.Intn(len(u.orders))])
+	case r < 92:
+		sku := c.skus[rng.Intn(len(c.skus))]
+		o := &op{kind: opPeek, sku: sku.id, phase: phase, instance: c.pick(rng, -1)}
+		c.cl.do(o, c.procs[o.instance].URL(), "GET", fmt.Sprintf("/api/v1/skus/%d", sku.id), nil)
+		c.hist.add(o)
+	case len(u.orders) > 0:
+		ord := u.orders[rng.Intn(len(u.orders))]
+		o := &op{kind: opGetOrder, user: u.name, sku: ord.sku, order: ord.id, phase: phase, instance: c.pick(rng, -1)}
+		c.cl.do(o, c.procs[o.instance].URL(), "GET", "/api/v1/orders/"+ord.id, nil)
+		c.hist.add(o)
+	default:
+		c.buyNew(phase, rng, u)
+	}
+}
+
+// buyNew buys 1 to per_user_limit units (now and then one more, which the
+// limit refuses), with a request id half of the time; a request with one
+// that gets no clear answer is retried on another instance.
+func (c *cluster) buyNew(phase int, rng *rand.Rand, u *user) {
+	sku := c.skus[rng.Intn(len(c.skus))]
+	qty := 1 + rng.Intn(sku.limit)
+	if rng.Intn(40) == 0 {
+		qty = sku.limit + 1
+	}
+	if rng.Intn(2) == 0 {
+		c.buy(phase, rng, u, sku.id, qty, "", 1, -1)
+		return
+	}
+	u.nextRID++
+	ru := &ridUse{rid: fmt.Sprintf("%s-r%d", u.name, u.nextRID), sku: sku.id, qty: qty, attempts: 1}
+	u.rids = append(u.rids, ru)
+	o := c.buy(phase, rng, u, sku.id, qty, ru.rid, 1, -1)
+	for try := 0; try < 2 && !o.definite() && rng.Intn(10) < 7; try++ {
+		time.Sleep(time.Duration(50+rng.Intn(250)) * time.Millisecond)
+		ru.attempts++
+		o = c.buy(phase, rng, u, sku.id, qty, ru.rid, ru.attempts, o.instance)
+	}
+}
+
+func (c *cluster) buy(phase int, rng *rand.Rand, u *user, sku uint64, qty int, rid string, attempt, avoid int) *op {
+	o := &op{kind: opBuy, user: u.name, sku: sku, qty: qty, rid: rid, attempt: attempt, phase: phase, instance: c.pick(rng, avoid)}
+	body := map[string]any{"sku_id": sku, "qty": qty}
+	if rid != "" {
+		body["request_id"] = rid
+	}
+	c.cl.do(o, c.procs[o.instance].URL(), "POST", "/api/v1/orders", body)
+	c.hist.add(o)
+	if o.status == http.StatusAccepted && o.outOrder != "" {
+		known := false
+		for _, x := range u.orders {
+			known = known || x.id == o.outOrder
+		}
+		if !known {
+			u.orders = append(u.orders, ownOrder{id: o.outOrder, sku: sku, qty: qty})
+		}
+	}
+	return o
+}
+
+// cancel cancels ord, retrying up to tries times while the answer is not
+// clear; an order still without a clear answer is finished at the barrier.
+func (c *cluster) cancel(phase int, rng *rand.Rand, u *user, ord ownOrder, tries int) bool {
+	avoid := -1
+	for attempt := 1; attempt <= tries; attempt++ {
+		o := &op{kind: opCancel, user: u.name, sku: ord.sku, order: ord.id, attempt: attempt, phase: phase, instance: c.pick(rng, avoid)}
+		c.cl.do(o, c.procs[o.instance].URL(), "POST", "/api/v1/orders/"+ord.id+"/cancel", nil)
+		c.hist.add(o)
+		if o.definite() {
+			for i, x := range u.unsettled {
+				if x.id == ord.id {
+					u.unsettled = append(u.unsettled[:i], u.unsettled[i+1:]...)
+					break
+				}
+			}
+			return true
+		}
+		avoid = o.instance
+		time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
+	}
+	for _, x := range u.unsettled {
+		if x.id == ord.id {
+			return false
+		}
+	}
+	u.unsettled = append(u.unsettled, ord)
+	return false
+}
+
+func (c *cluster) pay(phase int, rng *rand.Rand, u *user, ord ownOrder) {
+	avoid := -1
+	for attempt := 1; attempt <= 3; attempt++ {
+		o := &op{kind: opPay, user: u.name, sku: ord.sku, order: ord.id, attempt: attempt, phase: phase, instance: c.pick(rng, avoid)}
+		c.cl.do(o, c.procs[o.instance].URL(), "POST", "/api/v1/orders/"+ord.id+"/pay", nil)
+		c.hist.add(o)
+		if o.definite() {
+			return
+		}
+		avoid = o.instance
+		time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
+	}
+}
+
+// admin changes stock and reconciles now and then until stop is closed:
+// top-ups, cuts (some below what is taken, which must be refused), upserts
+// of the whole SKU, reconciles. A stock change without a clear answer is
+// sent again until it gets one, as an operator would.
+func (c *cluster) admin(phase int, rng *rand.Rand, stop <-chan struct{}) {
+	for {
+		sleep(time.Duration(300+rng.Intn(900))*time.Millisecond, stop)
+		if stopped(stop) {
+			return
+		}
+		sku := c.skus[rng.Intn(len(c.skus))]
+		sku.mu.Lock()
+		cur := sku.total
+		sku.mu.Unlock()
+		r := rng.Intn(100)
+		switch {
+		case r < 35:
+			c.setStock(phase, rng, sku, min(cur+1+int64(rng.Intn(5)), 80), opSetStock, 10)
+		case r < 70:
+			c.setStock(phase, rng, sku, max(cur-1-int64(rng.Intn(8)), 1), opSetStock, 10)
+		case r < 80:
+			c.setStock(phase, rng, sku, max(cur+int64(rng.Intn(7))-3, 1), opUpsert, 10)
+		default:
+			o := &op{kind: opReconcile, sku: sku.id, phase: phase, instance: c.pick(rng, -1)}
+			c.cl.do(o, c.procs[o.instance].URL(), "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku.id), nil)
+			c.hist.add(o)
+		}
+	}
+}
+
+// setStock sets sku's stock_total with PUT /admin/skus/{id}/stock or, for
+// opUpsert, by posting the whole SKU again; it retries up to tries times
+// while the answer is not clear and reports whether it got one.
+func (c *cluster) setStock(phase int, rng *rand.Rand, sku *skuInfo, total int64, kind string, tries int) bool {
+	avoid := -1
+	for attempt := 1; attempt <= tries; attempt++ {
+		o := &op{kind: kind, sku: sku.id, total: total, attempt: attempt, phase: phase, instance: c.pick(rng, avoid)}
+		if kind == opUpsert {
+			body := map[string]any{"stock": total}
+			for k, v := range sku.spec {
+				body[k] = v
+			}
+			c.cl.do(o, c.procs[o.instance].URL(), "POST", "/admin/skus", body)
+		} else {
+			c.cl.do(o, c.procs[o.instance].URL(), "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku.id), map[string]any{"stock_total": total})
+		}
+		c.hist.add(o)
+		if o.definite() {
+			sku.mu.Lock()
+			if o.status == http.StatusOK {
+				sku.total = o.outTotal
+			}
+			sku.pendingTotal, sku.pendingKind = 0, ""
+			sku.mu.Unlock()
+			return true
+		}
+		avoid = o.instance
+		time.Sleep(time.Duration(100+rng.Intn(200)) * time.Millisecond)
+	}
+	sku.mu.Lock()
+	sku.pendingTotal, sku.pendingKind = total, kind // finished at the barrier
+	sku.mu.Unlock()
+	return false
+}
