@@ -4,8 +4,15 @@ BIN      ?= bin/seckill
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/seckill/seckill/internal/buildinfo.Version=$(VERSION)
 K6_VERSION ?= v1.8.1
+# make chaos: how long the randomized fault run lasts, and its seed (empty:
+# a random one, printed at the start).
+DURATION ?= 60s
+SEED     ?=
+# go test's limit for it: twice the run plus 15 minutes for the build,
+# the barriers and the checks ("1m30s" -> 1080s).
+CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short services lint fmt up down k6 loadtest-smoke bench clean
+.PHONY: help run build test test-short chaos services lint fmt up down k6 loadtest-smoke bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,6 +28,10 @@ services: ## start Redis, the Redis Cluster, the Redlock servers and MariaDB whe
 
 test: ## start the services, then run every test with the race detector
 	@eval "$$(./scripts/test-services.sh --env)" && $(GO) test -race -count=1 ./...
+
+chaos: ## randomized fault run (internal/chaostest): make chaos DURATION=10m SEED=n
+	@eval "$$(./scripts/test-services.sh --env)" && SECKILL_CHAOS_DURATION='$(DURATION)' SECKILL_CHAOS_SEED='$(SEED)' \
+		$(GO) test -race -count=1 -v -run '^TestChaos$$' -timeout $(CHAOS_TIMEOUT) ./internal/chaostest
 
 test-short: ## unit tests only, no services
 	$(GO) test -short -count=1 ./...
