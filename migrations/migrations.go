@@ -23,11 +23,17 @@ const (
 	SQLite = "sqlite"
 )
 
-func provider(db *sql.DB, dialect string) (*goose.Provider, error) {
+// provider returns the goose provider for dialect; with locked, on MySQL,
+// its writes hold the database's migration lock (mysqlLock).
+func provider(db *sql.DB, dialect string, locked bool) (*goose.Provider, error) {
 	var gd goose.Dialect
+	var opts []goose.ProviderOption
 	switch dialect {
 	case MySQL:
 		gd = goose.DialectMySQL
+		if locked {
+			opts = append(opts, goose.WithSessionLocker(&mysqlLock{wait: LockWait}))
+		}
 	case SQLite:
 		gd = goose.DialectSQLite3
 	default:
@@ -37,14 +43,26 @@ func provider(db *sql.DB, dialect string) (*goose.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
-	return goose.NewProvider(gd, db, sub)
+	return goose.NewProvider(gd, db, sub, opts...)
 }
 
 // Up applies every pending migration and returns the versions it applied.
+// On MySQL it holds a lock on the database while it does, so processes
+// started together migrate one after the other; it waits up to LockWait (or
+// until ctx ends) for the lock and then fails with ErrLockTimeout.
 func Up(ctx context.Context, db *sql.DB, dialect string) ([]int64, error) {
-	p, err := provider(db, dialect)
+	p, err := provider(db, dialect, true)
 	if err != nil {
 		return nil, err
+	}
+	if dialect == MySQL {
+		// Provider.Up first asks HasPending, which creates the version table
+		// without the lock when it is missing, and another process holding
+		// the lock would then find the table without its first row. Status
+		// takes the lock, so the table is created whole (or found so) first.
+		if _, err := p.Status(ctx); err != nil {
+			return nil, fmt.Errorf("migrations: up: %w", err)
+		}
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
@@ -57,11 +75,25 @@ func Up(ctx context.Context, db *sql.DB, dialect string) ([]int64, error) {
 	return applied, nil
 }
 
-// Pending reports how many migrations are not applied yet.
+// Pending reports how many migrations are not applied yet. It does not wait
+// for a process that is migrating, and writes nothing.
 func Pending(ctx context.Context, db *sql.DB, dialect string) (int, error) {
-	p, err := provider(db, dialect)
+	p, err := provider(db, dialect, false)
 	if err != nil {
 		return 0, err
+	}
+	if dialect == MySQL {
+		// goose's Status would create its version table when it is
+		// missing, which only Up may do, under the lock.
+		var exists bool
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) > 0 FROM information_schema.tables
+			WHERE table_schema = DATABASE() AND table_name = ?`, goose.DefaultTablename).Scan(&exists)
+		if err != nil {
+			return 0, fmt.Errorf("migrations: status: %w", err)
+		}
+		if !exists {
+			return len(p.ListSources()), nil
+		}
 	}
 	status, err := p.Status(ctx)
 	if err != nil {

@@ -3,10 +3,15 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
+	"sync"
 	"testing"
+	"time"
 
 	_ "github.com/glebarez/go-sqlite"
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -77,4 +82,106 @@ func TestDatabaseRefusesOversell(t *testing.T) {
 func TestUnknownDialect(t *testing.T) {
 	_, err := migrations.Up(context.Background(), nil, "oracle")
 	assert.ErrorContains(t, err, "unknown dialect")
+}
+
+// Instances started together on a fresh database (a first deploy, a rollout)
+// migrate one at a time: each waits for the others and finds the schema done.
+func TestConcurrentUpOnAFreshDatabase(t *testing.T) {
+	for round := range 3 {
+		t.Run(fmt.Sprint("empty/", round), func(t *testing.T) { concurrentUp(t, false) })
+		t.Run(fmt.Sprint("version-table/", round), func(t *testing.T) { concurrentUp(t, true) })
+	}
+}
+
+// concurrentUp migrates a fresh database from three pools at once. With
+// versionTable, goose's version table is there already (an earlier start
+// made it, say), so that no process waits on making it and all reach the
+// first migration together.
+func concurrentUp(t *testing.T, versionTable bool) {
+	dsn := testsvc.MySQL(t)
+	ctx := context.Background()
+	const n = 3
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, n)
+	applied := make([][]int64, n)
+	for i := range n {
+		db, err := sql.Open("mysql", dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		require.NoError(t, db.PingContext(ctx))
+		wg.Go(func() {
+			<-start
+			applied[i], errs[i] = migrations.Up(ctx, db, migrations.MySQL)
+		})
+	}
+	probe, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer probe.Close()
+	if versionTable {
+		gp, err := goose.NewProvider(goose.DialectMySQL, probe, os.DirFS("mysql"))
+		require.NoError(t, err)
+		v, err := gp.GetDBVersion(ctx)
+		require.NoError(t, err)
+		require.Zero(t, v)
+	}
+	close(start)
+	wg.Wait()
+	total := 0
+	for i := range n {
+		require.NoError(t, errs[i], "instance %d", i)
+		total += len(applied[i])
+	}
+
+	pending, err := migrations.Pending(ctx, probe, migrations.MySQL)
+	require.NoError(t, err)
+	assert.Zero(t, pending)
+	var rows int
+	require.NoError(t, probe.QueryRowContext(ctx, `SELECT COUNT(*) FROM goose_db_version WHERE version_id > 0`).Scan(&rows))
+	assert.Positive(t, rows)
+	assert.Equal(t, rows, total, "each migration applied once, by one instance")
+}
+
+// While another process holds the database's migration lock, Up waits and
+// then fails saying so, having changed nothing.
+func TestUpWaitsForTheMigrationLock(t *testing.T) {
+	dsn := testsvc.MySQL(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	ctx := context.Background()
+	holder, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer holder.Close()
+	conn, err := holder.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	var got int
+	require.NoError(t, conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", "seckill.migrate:"+cfg.DBName).Scan(&got))
+	require.Equal(t, 1, got)
+
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	// A readiness check does not wait for a migration, and writes nothing.
+	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer pcancel()
+	n, err := migrations.Pending(pctx, db, migrations.MySQL)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+
+	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	_, err = migrations.Up(wctx, db, migrations.MySQL)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "migration lock")
+	assert.Contains(t, err.Error(), "held by another process")
+	var tables int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ?`, cfg.DBName).Scan(&tables))
+	assert.Zero(t, tables, "nothing written while the lock is held")
+
+	_, err = conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", "seckill.migrate:"+cfg.DBName)
+	require.NoError(t, err)
+	applied, err := migrations.Up(ctx, db, migrations.MySQL)
+	require.NoError(t, err)
+	assert.NotEmpty(t, applied)
 }
