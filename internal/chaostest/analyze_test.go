@@ -77,6 +77,16 @@ func (a *analysis) exposed(id string, call time.Time) (fault, bool) {
 	return fault{}, false
 }
 
+// lossBetween reports whether Redis lost its data between from and to.
+func (a *analysis) lossBetween(from, to time.Time) bool {
+	for _, f := range a.losses {
+		if f.from.After(from) && f.to.Before(to) {
+			return true
+		}
+	}
+	return false
+}
+
 // callOf is when the request that made an order was sent: its 202, or
 // (for an order whose request got no clear answer) its creation time.
 func (a *analysis) callOf(id string) time.Time {
@@ -334,12 +344,10 @@ func (a *analysis) checkRequestIDs() {
 					continue
 				}
 				kind := "request_id"
-				for _, f := range a.losses {
-					if f.from.After(first.ret) && f.to.Before(o.call) {
-						// The order was in MySQL before the loss: MySQL
-						// still knows the request id.
-						kind = "request_id_after_loss"
-					}
+				if a.lossBetween(first.ret, o.call) {
+					// The order was in MySQL before the loss: MySQL still
+					// knows the request id.
+					kind = "request_id_after_loss"
 				}
 				a.c.viol.add(kind, "%s: request id %s was answered order %s before (%s)", o, k.rid, first.outOrder, first)
 			}
@@ -363,9 +371,12 @@ func (a *analysis) checkRequestIDs() {
 			for _, r := range rows {
 				ids = append(ids, fmt.Sprintf("%s(%s)", r.id, r.status))
 			}
-			if ok {
+			switch {
+			case ok:
 				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss: %v", k.user, k.rid, len(rows), ids))
-			} else {
+			case a.lossBetween(rows[0].persisted, rows[len(rows)-1].created):
+				a.c.viol.add("request_id_after_loss", "user %s request id %s is %d orders in MySQL, the first written before a data loss: %v", k.user, k.rid, len(rows), ids)
+			default:
 				a.c.viol.add("request_id", "user %s request id %s is %d orders in MySQL: %v", k.user, k.rid, len(rows), ids)
 			}
 		}
