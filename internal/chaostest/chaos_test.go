@@ -1,7 +1,6 @@
 package chaostest
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math/rand"
@@ -261,22 +260,6 @@ func (c *cluster) live() []*proc {
 		}
 	}
 	return out
-}
-
-// redisPID is the process id of the private redis-server, read from INFO.
-func (c *cluster) redisPID() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	info, err := c.rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, fmt.Errorf("no process_id in INFO server")
 }
 
 // violations are the broken promises the run found.

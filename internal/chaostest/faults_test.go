@@ -2,9 +2,7 @@ package chaostest
 
 import (
 	"context"
-	"fmt"
 	"math/rand"
-	"syscall"
 	"time"
 )
 
@@ -55,16 +53,10 @@ func (c *cluster) inject(phase int, rng *rand.Rand, stop <-chan struct{}) (lost 
 // read timeout (300ms), so their calls time out while the commands they
 // sent may still run when it goes on.
 func (c *cluster) freezeRedis(rng *rand.Rand, stop <-chan struct{}) fault {
-	pid, err := c.redisPID()
-	if err != nil {
-		return fault{}
-	}
-	f := fault{kind: faultRedisFreeze, target: fmt.Sprintf("redis pid %d", pid), from: time.Now()}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fault{}
-	}
+	f := fault{kind: faultRedisFreeze, target: "redis", from: time.Now()}
+	c.redis.Freeze()
 	sleep(time.Duration(400+rng.Intn(1100))*time.Millisecond, stop)
-	_ = syscall.Kill(pid, syscall.SIGCONT)
+	c.redis.Thaw()
 	f.to = time.Now()
 	return f
 }

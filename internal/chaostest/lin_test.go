@@ -14,15 +14,15 @@ import (
 )
 
 const (
-	// soldOutRecheck is stock.SellerOptions.SoldOutRecheck as the servers
-	// run it (the default; the configuration has no key for it): how long
-	// a process answers sold_out from its flag after a buy saw the SKU
-	// sold out, unless stock comes back earlier.
+	// soldOutRecheck is how stale a sold_out answer may be by the README
+	// ("at most 1 s"): a process answers from its flag for 1s after its
+	// last buy saw the SKU sold out, unless told earlier that units came
+	// back.
 	soldOutRecheck = time.Second
 	// soldOutSlack covers the time between the buy script seeing no units
-	// and the process setting its flag (the reply on its way, a scheduler
-	// delay). The time a process was stopped is added on top.
-	soldOutSlack = time.Second
+	// and the process setting its flag: the reply on its way back and the
+	// scheduler. The time a process was stopped is added on top.
+	soldOutSlack = 250 * time.Millisecond
 	// linTimeout bounds the linearizability check of one segment.
 	linTimeout = 2 * time.Minute
 )
