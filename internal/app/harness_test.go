@@ -31,6 +31,7 @@ type sale struct {
 	client  *http.Client
 	env     map[string]string
 	workers bool
+	log     io.Writer
 }
 
 type saleOpts struct {
@@ -39,6 +40,7 @@ type saleOpts struct {
 	embedded  bool // no Redis or MySQL configured
 	noWorkers bool // API only: accepted orders stay queued
 	env       map[string]string
+	log       io.Writer // the instances' log at info level; default stderr at warn
 }
 
 // startSale starts instances of the full server (API and workers) and stops
@@ -72,7 +74,7 @@ func startSale(t *testing.T, o saleOpts) *sale {
 	for k, v := range o.env {
 		env[k] = v
 	}
-	s := &sale{t: t, env: env, workers: !o.noWorkers, client: &http.Client{
+	s := &sale{t: t, env: env, workers: !o.noWorkers, log: o.log, client: &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
 	}}
@@ -95,6 +97,9 @@ func (s *sale) start() {
 	cfg, err := config.Load("", func(k string) string { return env[k] })
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if s.log != nil {
+		log = slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := Open(ctx, cfg, log, true)
 	require.NoError(t, err)

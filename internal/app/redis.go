@@ -56,6 +56,7 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 		_ = rdb.Close()
 		return nil, nil, err
 	}
+	checkEviction(ctx, rdb, log)
 	return rdb, func() { _ = rdb.Close() }, nil
 }
 

@@ -53,6 +53,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 			HTTP:            cfg.HTTP,
 			Registry:        a.Registry,
 			Ready:           a.Ready,
+			Report:          a.ReadyReport,
 			Mode:            a.mode(),
 			Version:         buildinfo.Version,
 			Shop:            orders,

@@ -16,19 +16,42 @@ func handleHealthz(mode, version string) gin.HandlerFunc {
 	}
 }
 
+// ReadyReport is what /readyz shows besides ready or not: facts that do not
+// make an instance unready but that an operator must see.
+type ReadyReport struct {
+	// RedisMaxmemoryPolicy is Redis's maxmemory-policy ("noeviction", or
+	// one that may evict keys), "unknown" when Redis does not let it be
+	// read, empty for the embedded Redis.
+	RedisMaxmemoryPolicy string
+	// Warnings say what is wrong and how to fix it.
+	Warnings []string
+}
+
 // handleReadyz is the readiness probe: Redis and SQL answer and the schema is
-// current. It answers 503 with the reason otherwise.
-func handleReadyz(ready func(context.Context) error, log *slog.Logger) gin.HandlerFunc {
+// current. It answers 503 with the reason otherwise. report's warnings are
+// shown either way and never make the instance unready: they are settings
+// to fix, and failing every instance's probe for them would stop the sale.
+func handleReadyz(ready func(context.Context) error, report func(context.Context) ReadyReport, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		status, body := http.StatusOK, gin.H{"status": "ready"}
 		if ready != nil {
-			ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-			defer cancel()
 			if err := ready(ctx); err != nil {
 				log.WarnContext(ctx, "not ready", "err", err.Error())
-				c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": "not_ready", "detail": err.Error()})
-				return
+				status = http.StatusServiceUnavailable
+				body = gin.H{"status": "unavailable", "error": "not_ready", "detail": err.Error()}
 			}
 		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+		if report != nil {
+			r := report(ctx)
+			if r.RedisMaxmemoryPolicy != "" {
+				body["redis_maxmemory_policy"] = r.RedisMaxmemoryPolicy
+			}
+			if len(r.Warnings) > 0 {
+				body["warnings"] = r.Warnings
+			}
+		}
+		c.JSON(status, body)
 	}
 }

@@ -23,6 +23,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Ready reports whether the backends answer; nil means always ready.
 	Ready func(context.Context) error
+	// Report, when set, adds to /readyz what an operator must see that does
+	// not make the instance unready.
+	Report func(context.Context) ReadyReport
 	// Mode is "embedded" or "external", shown by /healthz.
 	Mode    string
 	Version string

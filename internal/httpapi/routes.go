@@ -8,7 +8,7 @@ import (
 // routes registers every route of the API.
 func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	r.GET("/healthz", handleHealthz(d.Mode, d.Version))
-	r.GET("/readyz", handleReadyz(d.Ready, d.Log))
+	r.GET("/readyz", handleReadyz(d.Ready, d.Report, d.Log))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 
 	if d.Shop != nil {
