@@ -74,8 +74,8 @@ func (in PlaceInput) Validate(user string) error {
 	switch {
 	case !ValidUserID(user):
 		return fmt.Errorf("%w: user id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxUserIDLen)
-	case in.SKU == 0:
-		return fmt.Errorf("%w: sku_id must be a positive integer", ErrInvalid)
+	case !catalog.ValidID(in.SKU):
+		return fmt.Errorf("%w: sku_id must be an integer from 1 to %d", ErrInvalid, uint64(catalog.MaxID))
 	case in.Qty < 1 || in.Qty > MaxQty:
 		return fmt.Errorf("%w: qty must be from 1 to %d", ErrInvalid, MaxQty)
 	case in.RequestID != "" && !validToken(in.RequestID, MaxRequestIDLen):
