@@ -67,7 +67,7 @@ type PlaceInput struct {
 }
 
 // Validate checks a buy request by user before any I/O: a valid user id
-// (ValidUserID), a positive SKU, a qty from 1 to MaxQty and, when given, a
+// (ValidUserID), a SKU id from 1 to catalog.MaxID, a qty from 1 to MaxQty and, when given, a
 // request id of 1 to MaxRequestIDLen letters, digits or - _ . : @. The error
 // wraps ErrInvalid.
 func (in PlaceInput) Validate(user string) error {
