@@ -18,14 +18,16 @@ const (
 // inject injects faults one after another until stop is closed, and undoes
 // the last one (continues what is stopped, starts what is killed) before it
 // returns. At most one data loss happens per phase, in about half of the
-// phases, so that part of every other phase is checked for
-// linearizability. It reports whether Redis lost its data.
-func (c *cluster) inject(phase int, rng *rand.Rand, stop <-chan struct{}) (lost bool) {
+// phases and not before 60% of the phase's length: the linearizability
+// check stops at a data loss, so most of every phase is checked. It
+// reports whether Redis lost its data.
+func (c *cluster) inject(phase int, length time.Duration, rng *rand.Rand, stop <-chan struct{}) (lost bool) {
 	allowLoss := rng.Intn(2) == 0
+	lossFrom := time.Now().Add(length * 6 / 10)
 	sleep(time.Duration(300+rng.Intn(1200))*time.Millisecond, stop)
 	for !stopped(stop) {
 		r := rng.Intn(9)
-		if allowLoss && !lost && rng.Intn(4) == 0 {
+		if allowLoss && !lost && time.Now().After(lossFrom) && rng.Intn(4) == 0 {
 			r = 9 + rng.Intn(2) // a data loss
 		}
 		var f fault

@@ -101,7 +101,7 @@ func (c *cluster) runPhase(n int, length time.Duration) bool {
 	wg.Go(func() { c.admin(n, adminRng, stop) })
 	faultRng := rand.New(rand.NewSource(c.rng.Int63()))
 	var lost bool
-	wg.Go(func() { lost = c.inject(n, faultRng, stop) })
+	wg.Go(func() { lost = c.inject(n, length, faultRng, stop) })
 	time.Sleep(length)
 	close(stop)
 	wg.Wait()
