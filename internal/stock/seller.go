@@ -39,6 +39,9 @@ type SellerOptions struct {
 	// SoldOutRecheck is how long a SKU seen sold out is refused without
 	// asking Redis, unless stock comes back earlier; default 1s.
 	SoldOutRecheck time.Duration
+	// LineIdle is how long a SKU's combining line waits for a request
+	// before it stops (the next request starts a new one); default 1m.
+	LineIdle time.Duration
 	// OnStateLost is called (in its own goroutine) when Redis has no state
 	// for a SKU, to rebuild it from SQL.
 	OnStateLost func(sku uint64)
@@ -83,6 +86,9 @@ func NewSeller(ctx context.Context, rdb redis.UniversalClient, store *Store, loc
 	if o.SoldOutRecheck <= 0 {
 		o.SoldOutRecheck = time.Second
 	}
+	if o.LineIdle <= 0 {
+		o.LineIdle = time.Minute
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -117,6 +123,13 @@ func (s *Seller) markSoldOut(sku uint64) {
 	v.(*atomic.Int64).Store(time.Now().Add(s.o.SoldOutRecheck).UnixNano())
 }
 
+// Lines is the number of SKUs with a combining line running.
+func (s *Seller) Lines() int {
+	n := 0
+	s.lines.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // ClearSoldOut forgets that sku was seen sold out in this process (units
 // came back here; other instances hear of it by pub/sub).
 func (s *Seller) ClearSoldOut(sku uint64) { s.clearSoldOut(sku) }
@@ -144,13 +157,8 @@ func (s *Seller) Buy(ctx context.Context, sku uint64, req Request) (Result, erro
 		return res[0], res[0].Err
 	}
 	p := &pending{req: req, reply: make(chan reply, 1)}
-	l := s.line(sku)
-	select {
-	case l.ch <- p:
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
-	case <-s.done:
-		return Result{}, ErrClosed
+	if err := s.enqueue(ctx, sku, p); err != nil {
+		return Result{}, err
 	}
 	// Once queued the request is answered: its batch runs with its own
 	// deadline, and an accepted order must be reported even to a caller
@@ -225,16 +233,44 @@ type reply struct {
 }
 
 // line combines the concurrent requests for one SKU in this process into
-// batches: while one batch runs, the next gathers.
+// batches: while one batch runs, the next gathers. A line with nothing to do
+// for LineIdle stops and leaves the map, so a process that serves sale after
+// sale keeps no goroutine of a finished one.
 type line struct {
-	ch chan *pending
+	ch   chan *pending
+	mu   sync.RWMutex // senders share it; closing takes it alone
+	shut bool
+	stop chan struct{} // closed when the line stops
+}
+
+// enqueue hands p to sku's line, starting one if needed.
+func (s *Seller) enqueue(ctx context.Context, sku uint64, p *pending) error {
+	for {
+		l := s.line(sku)
+		l.mu.RLock()
+		if l.shut {
+			// It stopped after we found it; the next call finds a new one.
+			l.mu.RUnlock()
+			continue
+		}
+		var err error
+		select {
+		case l.ch <- p:
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+		case <-s.done:
+			err = ErrClosed
+		}
+		l.mu.RUnlock()
+		return err
+	}
 }
 
 func (s *Seller) line(sku uint64) *line {
 	if l, ok := s.lines.Load(sku); ok {
 		return l.(*line)
 	}
-	l := &line{ch: make(chan *pending, 4*s.o.BatchMax)}
+	l := &line{ch: make(chan *pending, 4*s.o.BatchMax), stop: make(chan struct{})}
 	actual, loaded := s.lines.LoadOrStore(sku, l)
 	if loaded {
 		return actual.(*line)
@@ -250,20 +286,47 @@ func (s *Seller) line(sku uint64) *line {
 	return l
 }
 
+// idle stops l if no request is waiting on it: no sender is inside
+// enqueue (they hold the read lock), so none can send after it is shut.
+func (s *Seller) idle(sku uint64, l *line) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shut {
+		return true
+	}
+	if len(l.ch) > 0 {
+		return false
+	}
+	l.shut = true
+	s.lines.CompareAndDelete(sku, l)
+	close(l.stop)
+	return true
+}
+
 func (s *Seller) runLine(sku uint64, l *line) {
 	batch := make([]*pending, 0, s.o.BatchMax)
 	reqs := make([]Request, 0, s.o.BatchMax)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	idle := time.NewTimer(s.o.LineIdle)
+	defer idle.Stop()
 	crowded := false
 	for {
 		batch = batch[:0]
+		idle.Reset(s.o.LineIdle)
 		select {
 		case p := <-l.ch:
 			batch = append(batch, p)
 		case <-s.done:
 			s.fail(l, ErrClosed)
 			return
+		case <-l.stop:
+			return
+		case <-idle.C:
+			if s.idle(sku, l) {
+				return
+			}
+			continue
 		}
 	fill:
 		for len(batch) < s.o.BatchMax {
