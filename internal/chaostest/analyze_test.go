@@ -63,18 +63,18 @@ func (c *cluster) analyze() {
 
 // exposed reports whether the order accepted by a request sent at call was
 // only in Redis when Redis lost its data: the loss ended after the call,
-// and the order reached MySQL after the loss began, or never.
+// and the order was not in MySQL just before the loss began.
 func (a *analysis) exposed(id string, call time.Time) (fault, bool) {
-	row := a.final.orders[id]
 	for _, f := range a.losses {
-		if call.After(f.to) {
-			continue
-		}
-		if row == nil || !row.persisted.Add(tick).Before(f.from) {
+		if exposedTo(f, id, call) {
 			return f, true
 		}
 	}
 	return fault{}, false
+}
+
+func exposedTo(f fault, id string, call time.Time) bool {
+	return !call.After(f.to) && !f.committed[id]
 }
 
 // lossBetween reports whether Redis lost its data between from and to.
@@ -182,8 +182,9 @@ func (a *analysis) checkAcked() {
 
 // collateral reports whether a refused order sent at call was refused
 // because of a data loss before it: in the same phase, after the loss, and
-// an order of the same SKU that was in Redis at the loss reached MySQL
-// after it (taking a unit the rebuilt Redis sold again).
+// an order of the same SKU that was only in Redis at the loss (a batch a
+// worker held across it) reached MySQL after it, taking a unit the rebuilt
+// Redis sold again.
 func (a *analysis) collateral(row *orderRow, call time.Time) bool {
 	for _, f := range a.losses {
 		if call.Before(f.from) || a.phaseOf(f.from) != a.phaseOf(call) {
@@ -193,7 +194,7 @@ func (a *analysis) collateral(row *orderRow, call time.Time) bool {
 			if z.sku != row.sku || z.status == "failed" || id == row.id {
 				continue
 			}
-			if _, ok := a.exposed(id, a.callOf(id)); ok && !z.persisted.Add(tick).Before(f.from) {
+			if exposedTo(f, id, a.callOf(id)) {
 				return true
 			}
 		}
@@ -314,7 +315,7 @@ func (a *analysis) checkRequestIDs() {
 			if f.to.Before(first.call) || f.from.After(later) {
 				continue
 			}
-			if row := a.final.orders[first.outOrder]; row == nil || !row.persisted.Add(tick).Before(f.from) {
+			if !f.committed[first.outOrder] {
 				return f, true
 			}
 		}
@@ -374,7 +375,7 @@ func (a *analysis) checkRequestIDs() {
 			switch {
 			case ok:
 				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss: %v", k.user, k.rid, len(rows), ids))
-			case a.lossBetween(rows[0].persisted, rows[len(rows)-1].created):
+			case a.lossBetween(rows[0].created, rows[len(rows)-1].created):
 				a.c.viol.add("request_id_after_loss", "user %s request id %s is %d orders in MySQL, the first written before a data loss: %v", k.user, k.rid, len(rows), ids)
 			default:
 				a.c.viol.add("request_id", "user %s request id %s is %d orders in MySQL: %v", k.user, k.rid, len(rows), ids)

@@ -185,9 +185,12 @@ func (c *cluster) run() {
 	c.ret = watchReturns(c)
 	t.Cleanup(c.ret.stop)
 	c.users = newUserPool(users)
+	var rss []string
 	for _, p := range c.procs {
 		c.rss[p.name] = [2]int64{p.rssKiB(), 0}
+		rss = append(rss, fmt.Sprintf("%s %d MiB", p.name, c.rss[p.name][0]>>10))
 	}
+	t.Logf("chaos: memory at start (VmRSS): %s", strings.Join(rss, ", "))
 	c.barrier(0, false)
 	end := time.Now().Add(c.s.duration)
 	for n := 1; ; n++ {

@@ -13,6 +13,7 @@ const (
 	faultRedisRestart = "redis-restart" // kill -9 redis-server, start it again empty
 	faultProcKill     = "seckill-kill"  // kill -9 a seckill process, start it again
 	faultProcStop     = "seckill-stop"  // SIGSTOP a seckill process, then SIGCONT
+	faultDrainHeld    = "drain-held"    // the SKU rows locked in MySQL: drain batches wait inside their transactions
 )
 
 // inject injects faults one after another until stop is closed, and undoes
@@ -26,9 +27,9 @@ func (c *cluster) inject(phase int, length time.Duration, rng *rand.Rand, stop <
 	lossFrom := time.Now().Add(length * 6 / 10)
 	sleep(time.Duration(300+rng.Intn(1200))*time.Millisecond, stop)
 	for !stopped(stop) {
-		r := rng.Intn(9)
+		r := rng.Intn(11)
 		if allowLoss && !lost && time.Now().After(lossFrom) && rng.Intn(4) == 0 {
-			r = 9 + rng.Intn(2) // a data loss
+			r = 11 + rng.Intn(2) // a data loss
 		}
 		var f fault
 		switch {
@@ -38,10 +39,37 @@ func (c *cluster) inject(phase int, length time.Duration, rng *rand.Rand, stop <
 			f = c.killProc(rng, stop)
 		case r < 9:
 			f = c.stopProc(rng, stop)
-		case r == 9:
-			f, lost = c.flushRedis(), true
+		case r < 11:
+			c.topUp(phase, rng)
+			release, held := c.holdDrain()
+			sleep(time.Duration(500+rng.Intn(2000))*time.Millisecond, stop)
+			release()
+			f = held
+			f.to = time.Now()
 		default:
-			f, lost = c.restartRedis(rng, stop), true
+			// Half of the data losses come while the drain is held, so
+			// that Redis holds accepted orders not yet in MySQL when it
+			// loses them, and workers hold claimed batches across it.
+			var release func()
+			var held fault
+			if rng.Intn(2) == 0 {
+				c.topUp(phase, rng)
+				release, held = c.holdDrain()
+				sleep(time.Duration(300+rng.Intn(900))*time.Millisecond, stop)
+			}
+			if r == 11 {
+				f = c.flushRedis()
+			} else {
+				f = c.restartRedis(rng, stop)
+			}
+			lost = true
+			if release != nil {
+				sleep(time.Duration(200+rng.Intn(800))*time.Millisecond, stop)
+				release()
+				held.to = time.Now()
+				c.hist.addFault(held)
+				f.note = "with the drain held"
+			}
 		}
 		if f.kind != "" {
 			c.hist.addFault(f)
@@ -66,7 +94,8 @@ func (c *cluster) freezeRedis(rng *rand.Rand, stop <-chan struct{}) fault {
 // flushRedis deletes every key of the private Redis: orders accepted and not
 // yet drained, request ids, payment deadlines, locks — all gone at once.
 func (c *cluster) flushRedis() fault {
-	f := fault{kind: faultRedisFlush, target: "redis", from: time.Now(), dataLoss: true}
+	committed := c.committed()
+	f := fault{kind: faultRedisFlush, target: "redis", from: time.Now(), dataLoss: true, committed: committed}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	err := c.rdb.FlushAll(ctx).Err()
 	cancel()
@@ -80,7 +109,8 @@ func (c *cluster) flushRedis() fault {
 // restartRedis kills redis-server (no persistence) and starts it again,
 // empty, after 0.2 to 1s.
 func (c *cluster) restartRedis(rng *rand.Rand, stop <-chan struct{}) fault {
-	f := fault{kind: faultRedisRestart, target: "redis", from: time.Now(), dataLoss: true}
+	committed := c.committed()
+	f := fault{kind: faultRedisRestart, target: "redis", from: time.Now(), dataLoss: true, committed: committed}
 	c.redis.Kill()
 	sleep(time.Duration(200+rng.Intn(800))*time.Millisecond, stop)
 	c.redis.Start()
@@ -133,4 +163,62 @@ func (c *cluster) stopProc(rng *rand.Rand, stop <-chan struct{}) fault {
 	p.cont()
 	f.to = time.Now()
 	return f
+}
+
+// topUp adds 3 to 8 units to a random SKU, as the admin would, so that
+// orders are taken while the drain is held (the SKUs are sold out most of
+// the time, and while the drain is held no cancel or expiry gives units
+// back).
+func (c *cluster) topUp(phase int, rng *rand.Rand) {
+	sku := c.skus[rng.Intn(len(c.skus))]
+	sku.mu.Lock()
+	cur := sku.total
+	sku.mu.Unlock()
+	c.setStock(phase, rng, sku, min(cur+3+int64(rng.Intn(6)), 90), opSetStock, 10)
+}
+
+// holdDrain locks every SKU row in MySQL from a transaction of the test: a
+// drain batch that reaches its guarded UPDATE of sold waits there with its
+// orders inserted but not committed, and later orders wait in Redis. Buyers
+// are not held up (the buy path reads the rows without locking them);
+// cancels, expiries and stock changes wait too. release rolls back.
+func (c *cluster) holdDrain() (release func(), f fault) {
+	f = fault{kind: faultDrainHeld, target: "mysql skus rows", from: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		cancel()
+		return func() {}, fault{}
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM skus FOR UPDATE")
+	if err == nil {
+		rows.Close()
+	}
+	return func() {
+		_ = tx.Rollback()
+		cancel()
+	}, f
+}
+
+// committed reads the ids of the orders in MySQL, just before a data loss.
+// (Their persisted_at is when their batch began, not when it committed: a
+// batch held across the loss began before it.) A failed read leaves it
+// empty, which counts every order as only in Redis: more is excused, and
+// listed as such.
+func (c *cluster) committed() map[string]bool {
+	out := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := c.db.QueryContext(ctx, "SELECT order_id FROM orders")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			out[id] = true
+		}
+	}
+	return out
 }

@@ -119,7 +119,10 @@ type fault struct {
 	target   string
 	from, to time.Time
 	dataLoss bool // Redis lost everything it held at from
-	note     string
+	// committed are the orders in MySQL just before a data loss; an
+	// accepted order not among them was only in Redis.
+	committed map[string]bool
+	note      string
 }
 
 func (f fault) String() string {
