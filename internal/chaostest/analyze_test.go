@@ -245,6 +245,14 @@ func (a *analysis) resolveUnacked() {
 			continue
 		}
 		a.unacked++
+		busy := len(a.creator[id]) > 0
+		for _, o := range a.creator[id] {
+			busy = busy && o.code == "busy"
+		}
+		if busy {
+			a.c.viol.add("busy_took", "order %s in MySQL (user %s sku %d qty %d rid %q) was made by a request answered 503 busy, which must write nothing: %s",
+				id, row.user, row.sku, row.qty, row.rid, a.creator[id][0])
+		}
 		if len(a.creator[id]) == 0 {
 			a.c.viol.add("phantom", "order %s in MySQL (user %s sku %d qty %d rid %q status %s created %s) matches no request that could have made it",
 				id, row.user, row.sku, row.qty, row.rid, row.status, clock(row.created))

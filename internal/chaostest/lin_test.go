@@ -177,7 +177,10 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				row := a.final.orders[id]
 				b.order(id, row.user, row.qty, row.rid)
 			}
-			if loss != nil {
+			// 503 busy writes nothing (the lock was not obtained, or the
+			// SKU was being rebuilt); an order it made anyway is a
+			// violation of its own (resolveUnacked).
+			if loss != nil && o.code != "busy" {
 				phantom[o] = b.order(fmt.Sprintf("lost?#%d", o.id), o.user, o.qty, o.rid)
 			}
 		}
@@ -244,6 +247,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		}
 		return t
 	}
+	maybes := map[string]bool{}
 	for _, o := range segOps {
 		desc := o.String()
 		switch o.kind {
@@ -260,8 +264,12 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				add(u, in, moutput{kind: outLimit}, o.call, o.ret)
 			case o.definite() && !late(o):
 				// Answers the model does not cover are checked elsewhere.
+			case o.code == "busy" && !late(o) && len(a.makes[o]) == 0:
 			default:
 				ret := cut
+				if l := a.latest(o); l.Before(ret) {
+					ret = l
+				}
 				var alts []int
 				persisted := time.Time{}
 				for _, id := range a.makes[o] {
@@ -277,12 +285,11 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				if o.status == http.StatusAccepted {
 					alts = append(alts, b.index[o.outOrder])
 				}
-				if !persisted.IsZero() && persisted.Add(tick).Before(ret) {
-					ret = persisted.Add(tick)
-				}
-				if p, ok := phantom[o]; ok {
+				p, lost := phantom[o]
+				if lost {
 					alts = append(alts, p)
-					ret = cut
+				} else if !persisted.IsZero() && persisted.Add(tick).Before(ret) {
+					ret = persisted.Add(tick)
 				}
 				if len(alts) == 0 {
 					continue // it made nothing
@@ -315,10 +322,24 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				if row == nil || row.status != "cancelled" {
 					continue // it cancelled nothing
 				}
+				// The units come back once, before the order shows in
+				// the returned set: not at all, or before this request,
+				// leaves it nothing to do.
+				seen, ok := a.c.ret.first(o.order)
+				if (!ok && loss == nil) || (ok && seen.Before(o.call)) {
+					continue
+				}
 				ret := nextDefinite(o)
-				if seen, ok := a.c.ret.first(o.order); ok && seen.Before(ret) && seen.After(o.call) {
+				if ok && seen.Before(ret) {
 					ret = seen
 				}
+				// Unanswered retries of one cancel may give the units
+				// back once among them: one operation over all of them.
+				key := fmt.Sprintf("cancel %s %d", o.order, ret.UnixNano())
+				if maybes[key] {
+					continue
+				}
+				maybes[key] = true
 				add(u, in, moutput{kind: outMaybe}, o.call, ret)
 			}
 		case opPeek:
@@ -340,6 +361,13 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 						ret = x.ret
 					}
 				}
+				// Setting the same total again changes nothing: unanswered
+				// retries of one change are one operation.
+				key := fmt.Sprintf("set %d %d", o.total, ret.UnixNano())
+				if maybes[key] {
+					continue
+				}
+				maybes[key] = true
 				add(adminClient(), in, moutput{kind: outMaybe}, o.call, ret)
 			}
 		}
@@ -382,12 +410,16 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 	began := time.Now()
 	result, info, checked, rounds := checkStaged(model, hist)
 	res.result, res.took, res.rounds = result, time.Since(began), rounds
-	if res.result == porcupine.Illegal {
+	if res.result != porcupine.Ok {
 		res.file = filepath.Join(os.TempDir(), fmt.Sprintf("seckill-chaos-%d-sku%d-phase%d.html", runSeed, sku.id, n))
 		if err := porcupine.VisualizePath(model, info, res.file); err != nil {
 			res.file = "(visualization failed: " + err.Error() + ")"
 		}
-		a.c.t.Logf("chaos: sku %d phase %d not linearizable from total=%d left=%d:\n%s", sku.id, n, init.total, init.left, explain(checked, info))
+		what := "not linearizable"
+		if res.result == porcupine.Unknown {
+			what = fmt.Sprintf("not decided in %s", linTimeout)
+		}
+		a.c.t.Logf("chaos: sku %d phase %d %s from total=%d left=%d:\n%s", sku.id, n, what, init.total, init.left, explain(checked, info))
 	}
 	return res
 }
@@ -487,6 +519,35 @@ func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, wait
 		}
 	}
 	return out
+}
+
+// latest is the last moment a request without a clear answer can have
+// taken effect in Redis. An answered one: its answer, or the end of a Redis
+// freeze it met (a command sent to a frozen Redis runs when it goes on). One
+// without an answer: 6s after it was sent or after its process's last stop
+// (the buy path gives up on a request 5.1s after taking it), at the latest
+// when its process was killed; later if Redis was frozen then.
+func (a *analysis) latest(o *op) time.Time {
+	t := o.ret
+	if !o.answered() {
+		p := a.c.procs[o.instance]
+		last := o.call
+		for _, s := range p.stopSpans() {
+			if !s.from.After(last.Add(6*time.Second)) && s.to.After(last) {
+				last = s.to
+			}
+		}
+		t = last.Add(6 * time.Second)
+		if k, ok := p.killAfter(o.call); ok && k.Before(t) {
+			t = k
+		}
+	}
+	for _, f := range a.faults {
+		if f.kind == faultRedisFreeze && !f.from.After(t) && f.to.After(o.call) && f.to.After(t) {
+			t = f.to
+		}
+	}
+	return t.Add(100 * time.Millisecond)
 }
 
 // soldOutCall is the call time of a sold_out answer moved back by how

@@ -195,6 +195,18 @@ func (p *proc) kill() {
 	p.mu.Unlock()
 }
 
+// killAfter returns the first time the process was killed after t.
+func (p *proc) killAfter(t time.Time) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range p.kills {
+		if k.After(t) {
+			return k, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // killedSince reports whether the process was killed after t.
 func (p *proc) killedSince(t time.Time) bool {
 	p.mu.Lock()

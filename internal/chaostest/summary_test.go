@@ -126,7 +126,8 @@ func (a *analysis) summary(lin []linResult) {
 			fmt.Fprintf(&b, "    [%s] %s\n", v.kind, v.msg)
 		}
 	}
-	if len(vs) > 0 || os.Getenv("SECKILL_CHAOS_DUMP") == "1" {
+	undecided := results[porcupine.Unknown] > 0
+	if len(vs) > 0 || undecided || os.Getenv("SECKILL_CHAOS_DUMP") == "1" {
 		fmt.Fprintf(&b, "  every violation and the whole history: %s\n", a.dump(vs))
 	}
 	c.t.Log(b.String())
