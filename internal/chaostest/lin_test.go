@@ -331,7 +331,10 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				}
 				ret := nextDefinite(o)
 				if ok && seen.Before(ret) {
-					ret = seen
+					// The units were back by then: the return happened in
+					// this window, whoever made it.
+					add(u, in, moutput{kind: outOK}, o.call, seen)
+					continue
 				}
 				// Unanswered retries of one cancel may give the units
 				// back once among them: one operation over all of them.
@@ -377,6 +380,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		ret := cut
 		if seen, ok := a.c.ret.first(e.row.id); ok && seen.Before(ret) && seen.After(call) {
 			ret = seen
+			e.out.kind = outOK // back before the loss, if any
 		}
 		in := minput{kind: mExpire, order: b.index[e.row.id],
 			desc: fmt.Sprintf("expire %s user=%s qty=%d closed=%s", e.row.id, e.row.user, e.row.qty, clock(e.row.closed))}
