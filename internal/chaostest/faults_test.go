@@ -165,16 +165,17 @@ func (c *cluster) stopProc(rng *rand.Rand, stop <-chan struct{}) fault {
 	return f
 }
 
-// topUp adds 3 to 8 units to a random SKU, as the admin would, so that
+// topUp adds 8 to 20 units to a random SKU, as the admin would, so that
 // orders are taken while the drain is held (the SKUs are sold out most of
 // the time, and while the drain is held no cancel or expiry gives units
-// back).
+// back): more than the workers can claim (two per process), so that some
+// wait in Redis.
 func (c *cluster) topUp(phase int, rng *rand.Rand) {
 	sku := c.skus[rng.Intn(len(c.skus))]
 	sku.mu.Lock()
 	cur := sku.total
 	sku.mu.Unlock()
-	c.setStock(phase, rng, sku, min(cur+3+int64(rng.Intn(6)), 90), opSetStock, 10)
+	c.setStock(phase, rng, sku, min(cur+8+int64(rng.Intn(13)), 100), opSetStock, 10)
 }
 
 // holdDrain locks every SKU row in MySQL from a transaction of the test: a
