@@ -374,3 +374,21 @@ func TestDrainStopsConsumingAFinishedSale(t *testing.T) {
 		10*time.Second, 100*time.Millisecond, "the finished sale's queue is still consumed")
 	assert.Equal(t, 0, s.apps[0].Stock.Kept())
 }
+
+// After Redis lost its data, and before the SKU is rebuilt, a retried
+// request id whose order reached MySQL still gets that order.
+func TestReplayAfterRedisLostItsDataBeforeTheRebuild(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(1, 1)
+	body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
+	first := s.do(0, "POST", "/api/v1/orders", "alice", body)
+	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
+	require.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).str("error"))
+	s.drained(sku)
+	wipe(t, s)
+	for range 2 {
+		r := s.do(0, "POST", "/api/v1/orders", "alice", body)
+		require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+		assert.Equal(t, first.str("order_id"), r.str("order_id"))
+	}
+}

@@ -122,7 +122,8 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 		OrderID: newOrderID(sku.ID, now), PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
 	})
 	switch {
-	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrLimitExceeded):
+	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrLimitExceeded),
+		errors.Is(err, stock.ErrStateLost):
 		// The buy script answers a replay before anything else, but these
 		// may come before it runs (the sold-out flag, a rebuild's pause).
 		return s.refuse(ctx, sku.ID, user, in, err)
@@ -139,12 +140,25 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 	if in.RequestID == "" {
 		return Placed{}, err
 	}
-	id, ok, lerr := s.store.RequestOrder(ctx, sku, user, in.RequestID)
+	id, ok, lost, lerr := s.store.RequestOrder(ctx, sku, user, in.RequestID)
 	if lerr != nil {
 		return Placed{}, lerr
 	}
 	if ok {
 		return Placed{OrderID: id, Replayed: true}, nil
+	}
+	if lost {
+		// Redis lost the SKU and its request ids; SQL still has the orders
+		// that reached it (the rebuild remembers them in Redis again).
+		var o Order
+		qerr := s.db.WithContext(ctx).Select("order_id").
+			Take(&o, "sku_id = ? AND user_id = ? AND request_id = ?", sku, user, in.RequestID).Error
+		if qerr == nil {
+			return Placed{OrderID: o.OrderID, Replayed: true}, nil
+		}
+		if !errors.Is(qerr, gorm.ErrRecordNotFound) {
+			return Placed{}, fmt.Errorf("order: request id: %w", qerr)
+		}
 	}
 	return Placed{}, err
 }

@@ -119,15 +119,20 @@ func (s *Store) newQueue(sku uint64) *queue.Queue {
 
 // RequestOrder returns the order id a shopper's request id got for sku, if
 // Redis remembers it (for RequestIDTTL, and across a rebuild from SQL).
-func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID string) (string, bool, error) {
-	id, err := s.rdb.Get(ctx, newKeys(s.o.Prefix, sku).requestID(user, requestID)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+// lost reports that Redis has no state for sku at all (it lost its data and
+// the SKU is not rebuilt yet): the request id may then be known to SQL only.
+func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID string) (id string, ok, lost bool, err error) {
+	k := newKeys(s.o.Prefix, sku)
+	pipe := s.rdb.Pipeline()
+	get := pipe.Get(ctx, k.requestID(user, requestID))
+	exists := pipe.Exists(ctx, k.stock)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, false, fmt.Errorf("stock: request id of sku %d: %w", sku, err)
 	}
-	if err != nil {
-		return "", false, fmt.Errorf("stock: request id of sku %d: %w", sku, err)
+	if id, err := get.Result(); err == nil {
+		return id, true, false, nil
 	}
-	return id, true, nil
+	return "", false, exists.Val() == 0, nil
 }
 
 // Request is one shopper's buy request.
