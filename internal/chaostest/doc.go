@@ -5,7 +5,8 @@
 // cancels, payments, payment expiries, stock top-ups and cuts, reconciles,
 // stock reads — while faults are injected at random: Redis flushed, killed
 // and restarted without its data, or frozen past the client read timeout; a
-// seckill process killed -9 and restarted, or stopped and continued.
+// seckill process killed -9 and restarted, or stopped and continued; the
+// drain held inside its MySQL transactions.
 //
 // Everything is drawn from one seed (SECKILL_CHAOS_SEED, printed at the
 // start and in every failure), for a duration (SECKILL_CHAOS_DURATION). Every
