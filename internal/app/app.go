@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/ratelimit"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/migrations"
 )
@@ -107,15 +108,27 @@ func (a *App) build() {
 	a.Registry.MustRegister(lockMetrics, a.QueueMetrics)
 
 	a.Catalog = catalog.NewStore(a.DB, nil)
+	var perUser stock.Rate
+	var perAddress order.Limiter
+	if rl := cfg.RateLimit; rl.Enabled {
+		// The shopper's budget is kept by the buy script (no round trip of
+		// its own); the address's, when set, by redis_rate.
+		perUser = stock.Rate{PerSecond: rl.PerUser, Burst: rl.PerUserBurst}
+		if rl.PerIP > 0 {
+			perAddress = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
+		}
+	}
 	a.Stock = stock.NewStore(a.Redis, stock.StoreOptions{
 		Prefix:      cfg.Redis.KeyPrefix,
 		MaxAttempts: cfg.Order.MaxAttempts,
 		Queue:       queue.Options{Metrics: a.QueueMetrics, Logger: a.Log},
+		PerUser:     perUser,
 	})
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
 	a.Orders = order.NewService(a.DB, a.Catalog, catalog.NewCache(a.Catalog, 2*time.Second), a.Stock, a.Locks, nil, order.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
+		PerAddress:     perAddress,
 		Log:            a.Log,
 		Metrics:        order.NewMetrics(a.Registry),
 	})

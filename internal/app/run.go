@@ -12,7 +12,6 @@ import (
 	"github.com/seckill/seckill/internal/httpapi"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
-	"github.com/seckill/seckill/internal/ratelimit"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -61,14 +60,6 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 			AdminToken:      a.AdminToken,
 			UserTokenSecret: cfg.Auth.UserTokenSecret,
 			TrustedProxies:  cfg.RateLimit.TrustedProxies,
-		}
-		if rl := cfg.RateLimit; rl.Enabled {
-			if rl.PerUser > 0 {
-				deps.PerUser = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerUser, rl.PerUserBurst)
-			}
-			if rl.PerIP > 0 {
-				deps.PerIP = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
-			}
 		}
 		ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 		if err != nil {

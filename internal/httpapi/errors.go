@@ -3,9 +3,13 @@ package httpapi
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // Error is an API error: a stable code, the HTTP status it maps to and a
@@ -55,6 +59,10 @@ func toAPI(err error) *Error {
 			e := r.to
 			if e.Status < 500 || e.Status == http.StatusServiceUnavailable && e.Detail == "" {
 				e.Detail = err.Error()
+			}
+			var rl *stock.RateLimitedError
+			if errors.As(err, &rl) {
+				e.RetryAfter = strconv.Itoa(max(1, int(math.Ceil(rl.RetryAfter.Seconds()))))
 			}
 			return &e
 		}

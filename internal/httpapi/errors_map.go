@@ -36,7 +36,7 @@ var rules = []rule{
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},
 	{is(catalog.ErrBelowSold), Error{Status: http.StatusConflict, Code: "below_sold"}},
 	{is(stock.ErrBelowTaken), Error{Status: http.StatusConflict, Code: "below_sold"}},
-	{is(errRateLimited), Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}},
+	{is(stock.ErrRateLimited), Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}},
 	{is(stock.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: stock.RetryAfter}},
 	{is(stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: stock.RetryAfter}},
 	{is(stock.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: stock.RetryAfter}},

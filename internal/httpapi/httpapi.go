@@ -37,10 +37,9 @@ type Deps struct {
 	// UserTokenSecret, when set, makes shoppers identify with an HMAC bearer
 	// token instead of the X-User-ID header.
 	UserTokenSecret string
-	// PerUser and PerIP limit the buy path; nil is no limit.
-	PerUser, PerIP Limiter
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
-	// when finding a client's address.
+	// when finding a client's address (order.PlaceInput.Client, which the
+	// per-address rate limit counts).
 	TrustedProxies []string
 }
 

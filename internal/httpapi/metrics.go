@@ -1,9 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
-
-	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -29,17 +26,4 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	}
 	reg.MustRegister(m.requests, m.buys)
 	return m
-}
-
-// countRateLimited counts a buy the rate limiter refused as outcome
-// rate_limited, so seckill_buy_requests_total shows every answer a buyer got
-// past identification. Only the limiter answers 429 on the buy route.
-func countRateLimited(outcomes *prometheus.CounterVec) gin.HandlerFunc {
-	limited := outcomes.WithLabelValues("rate_limited")
-	return func(c *gin.Context) {
-		c.Next()
-		if c.Writer.Status() == http.StatusTooManyRequests {
-			limited.Inc()
-		}
-	}
 }

@@ -120,8 +120,16 @@ func (s *server) do(t *testing.T, method, path, body string, headers map[string]
 	return resp.StatusCode
 }
 
-// buys sends n buy requests as user at once and returns how many were
-// answered 429.
+// seed creates SKU 1 in stock (1,000 units, at most 1,000 per shopper,
+// on sale now) through the admin API.
+func (s *server) seed(t *testing.T) {
+	t.Helper()
+	require.Equal(t, http.StatusCreated, s.do(t, "POST", "/admin/skus", `{"id":1,"name":"Phone","price_cents":100,"stock":1000,"per_user_limit":1000,`+
+		`"starts_at":"2020-01-01T00:00:00Z","ends_at":"2100-01-01T00:00:00Z"}`, map[string]string{"Authorization": "Bearer test-admin-token-0123456789"}))
+}
+
+// buys sends n buy requests of SKU 1 as user at once and returns how many
+// were answered 429; every other answer must be 202.
 func (s *server) buys(t *testing.T, user string, n int) (limited int) {
 	t.Helper()
 	statuses := make([]int, n)
@@ -129,7 +137,6 @@ func (s *server) buys(t *testing.T, user string, n int) (limited int) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			// SKU 1 does not exist: 404 unknown_sku is fine, only 429 counts.
 			req, err := http.NewRequest("POST", s.base+"/api/v1/orders", strings.NewReader(`{"sku_id":1,"qty":1}`))
 			if err != nil {
 				errs[i] = err
@@ -151,13 +158,16 @@ func (s *server) buys(t *testing.T, user string, n int) (limited int) {
 		require.NoError(t, errs[i])
 		if statuses[i] == http.StatusTooManyRequests {
 			limited++
+			continue
 		}
+		require.Equal(t, http.StatusAccepted, statuses[i])
 	}
 	return limited
 }
 
 func TestServeLimitsEachShopperByDefault(t *testing.T) {
 	s := serve(t, nil)
+	s.seed(t)
 	// Burst 40 at 20/s: of 100 requests sent at once, at most the burst and
 	// what the rate refilled meanwhile pass.
 	start := time.Now()
@@ -178,6 +188,7 @@ func TestServeRateLimitDisabled(t *testing.T) {
 		"SECKILL_RATE_LIMIT_PER_IP":       "1",
 		"SECKILL_RATE_LIMIT_PER_IP_BURST": "1",
 	})
+	s.seed(t)
 	assert.Zero(t, s.buys(t, "alice", 100), "enabled=false turns every limit off")
 }
 

@@ -77,7 +77,7 @@ func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logg
 			writeError(c, log, err)
 			return
 		}
-		placed, err := shop.Place(c.Request.Context(), userOf(c), order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID})
+		placed, err := shop.Place(c.Request.Context(), userOf(c), order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID, Client: c.ClientIP()})
 		if err != nil {
 			outcomes.WithLabelValues(toAPI(err).Code).Inc()
 			writeError(c, log, err)

@@ -9,15 +9,22 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // stubShop stands in for order.Service: it runs the same pre-I/O validation
 // and accepts everything else, so tests see only the HTTP layer's behaviour.
-type stubShop struct{ placed atomic.Int64 }
+// It remembers the client address of the last buy, and refuses user
+// "limited" as over its rate.
+type stubShop struct {
+	placed atomic.Int64
+	client atomic.Value // string
+}
 
 func (s *stubShop) SKU(_ context.Context, id uint64) (*order.SKUView, error) {
 	return &order.SKUView{ID: id, Name: "Phone", State: catalog.Live}, nil
@@ -26,6 +33,10 @@ func (s *stubShop) SKU(_ context.Context, id uint64) (*order.SKUView, error) {
 func (s *stubShop) Place(_ context.Context, user string, in order.PlaceInput) (order.Placed, error) {
 	if err := in.Validate(user); err != nil {
 		return order.Placed{}, err
+	}
+	s.client.Store(in.Client)
+	if user == "limited" {
+		return order.Placed{}, &stock.RateLimitedError{RetryAfter: 1500 * time.Millisecond}
 	}
 	s.placed.Add(1)
 	return order.Placed{OrderID: "1-0000000000000000000000000"}, nil

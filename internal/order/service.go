@@ -23,9 +23,21 @@ type Options struct {
 	// StateRetention is how long after a sale's payment window the SKU's
 	// Redis state is kept before it expires; default 24h.
 	StateRetention time.Duration
-	Now            func() time.Time
-	Log            *slog.Logger
-	Metrics        *Metrics
+	// PerAddress, when set, limits buy requests per client address. It is
+	// consulted only for a request that is about to reach Redis: the answers
+	// that need no store (unknown SKU, outside the window, qty over the
+	// limit, known sold out) cost nothing, and are not counted.
+	PerAddress Limiter
+	Now        func() time.Time
+	Log        *slog.Logger
+	Metrics    *Metrics
+}
+
+// Limiter is a request budget per key shared by every instance. A limiter
+// that fails lets the request through: the sale must not stop because
+// requests could not be counted.
+type Limiter interface {
+	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
 }
 
 // Service runs the shopper and admin operations on orders and SKUs.
@@ -64,6 +76,8 @@ type PlaceInput struct {
 	SKU       uint64
 	Qty       int
 	RequestID string
+	// Client is the address the request came from, for Options.PerAddress.
+	Client string
 }
 
 // Validate checks a buy request by user before any I/O: a valid user id
@@ -95,8 +109,13 @@ type Placed struct {
 // order (Replayed) whatever the SKU's state now: sold out, ended, paused or
 // the shopper's limit reached. Errors: ErrInvalid, catalog.ErrNotFound,
 // ErrNotStarted, ErrEnded, ErrLimitExceeded, stock.ErrSoldOut,
-// stock.ErrLimitExceeded, stock.ErrBusy, stock.ErrStateLost, or an internal
-// error.
+// stock.ErrLimitExceeded, stock.ErrRateLimited (a *stock.RateLimitedError),
+// stock.ErrBusy, stock.ErrStateLost, or an internal error.
+//
+// Answers that need no store come first and cost no Redis call: unknown
+// SKU (from the catalog's cache), outside the window, qty over the limit,
+// known sold out. Only such a refusal carrying a request id looks the
+// request id up. The rate limits apply to requests that reach Redis.
 func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	if err := in.Validate(user); err != nil {
 		return Placed{}, err
@@ -116,6 +135,9 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	case s.seller.SoldOut(sku.ID):
 		// Known here already: no order id to make, no Redis call.
 		return s.refuse(ctx, sku.ID, user, in, stock.ErrSoldOut)
+	}
+	if err := s.admit(ctx, in); err != nil {
+		return Placed{}, err
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
@@ -140,6 +162,9 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 	if in.RequestID == "" {
 		return Placed{}, err
 	}
+	if aerr := s.admit(ctx, in); aerr != nil {
+		return Placed{}, aerr
+	}
 	id, ok, lost, lerr := s.store.RequestOrder(ctx, sku, user, in.RequestID)
 	if lerr != nil {
 		return Placed{}, lerr
@@ -161,6 +186,23 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 		}
 	}
 	return Placed{}, err
+}
+
+// admit charges a request about to reach Redis to its client address's
+// budget (Options.PerAddress).
+func (s *Service) admit(ctx context.Context, in PlaceInput) error {
+	if s.o.PerAddress == nil || in.Client == "" {
+		return nil
+	}
+	ok, wait, err := s.o.PerAddress.Allow(ctx, "ip:"+in.Client)
+	if err != nil {
+		s.o.Log.WarnContext(ctx, "rate limiter unavailable; letting the request through", "err", err.Error())
+		return nil
+	}
+	if !ok {
+		return &stock.RateLimitedError{RetryAfter: wait}
+	}
+	return nil
 }
 
 // Get returns the user's order: from SQL once it is there, from its SKU's

@@ -1,6 +1,9 @@
 package stock
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Outcomes of a buy other than acceptance. The HTTP layer maps each to a
 // status code.
@@ -22,3 +25,20 @@ var (
 // RetryAfter is the Retry-After, in seconds, that ErrBusy and ErrStateLost
 // suggest.
 const RetryAfter = "1"
+
+// ErrRateLimited: a shopper's (or a client address's) request budget is
+// spent. Errors carrying it are *RateLimitedError.
+var ErrRateLimited = errors.New("too many requests")
+
+// RateLimitedError refuses a request over its budget and says when the next
+// one is allowed.
+type RateLimitedError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return ErrRateLimited.Error() + ": retry in " + e.RetryAfter.Round(time.Millisecond).String()
+}
+
+// Is makes errors.Is(err, ErrRateLimited) hold.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }

@@ -17,6 +17,7 @@ type keys struct {
 	retstage string // SET returned ids being rebuilt
 	paused   string // STRING token of a rebuild in progress (with a TTL)
 	rid      string // prefix of request-id keys (see requestID)
+	ratePfx  string // prefix of per-shopper rate keys (see rate)
 }
 
 func newKeys(prefix string, sku uint64) keys {
@@ -29,6 +30,7 @@ func newKeys(prefix string, sku uint64) keys {
 		retstage: base + "returned:staging",
 		paused:   base + "paused",
 		rid:      base + "rid:",
+		ratePfx:  base + "rate:",
 	}
 }
 
@@ -42,4 +44,10 @@ func stockBackChannel(prefix string) string { return prefix + "stock-back" }
 // "c" and user "a" with request "b:c" get different keys.
 func (k keys) requestID(user, requestID string) string {
 	return k.rid + strconv.Itoa(len(user)) + ":" + user + ":" + requestID
+}
+
+// rate is the key of a shopper's rate budget for the SKU (STRING with a
+// TTL): ratePfx + len(user) + ":" + user.
+func (k keys) rate(user string) string {
+	return k.ratePfx + strconv.Itoa(len(user)) + ":" + user
 }

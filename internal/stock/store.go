@@ -46,6 +46,28 @@ type StoreOptions struct {
 	MaxAttempts int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// PerUser limits each shopper's buy requests of one SKU that reach the
+	// buy script; the zero value is no limit.
+	PerUser Rate
+}
+
+// Rate is a request budget: PerSecond sustained, and Burst requests at once
+// (at least PerSecond). It is kept per shopper per SKU inside the buy
+// script, so it costs no round trip of its own and holds across instances.
+// The instances' clocks should agree (NTP): a skew of d shifts a budget by d.
+type Rate struct {
+	PerSecond int
+	Burst     int
+}
+
+// gcra returns the emission interval and burst allowance in microseconds,
+// zero for no limit.
+func (r Rate) gcra() (interval, burst int64) {
+	if r.PerSecond <= 0 {
+		return 0, 0
+	}
+	interval = max(int64(time.Second/time.Microsecond)/int64(r.PerSecond), 1)
+	return interval, interval * int64(max(r.Burst, r.PerSecond, 1))
 }
 
 // Store is the Redis side of every SKU: units left, who bought how many,
@@ -147,7 +169,7 @@ type Request struct {
 
 // Result is the answer to one Request: the order id (a new one, or the one
 // an earlier request with the same request id got, with Replayed set), or
-// Err: ErrSoldOut or ErrLimitExceeded.
+// Err: ErrSoldOut, ErrLimitExceeded or a *RateLimitedError.
 type Result struct {
 	OrderID  string
 	Replayed bool
@@ -182,8 +204,9 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	}
 	keys = append(keys, k.stock, k.buyers, lockKey, k.paused)
 	now := s.o.Now()
-	args := make([]any, 0, 7+5*len(reqs))
-	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, len(reqs))
+	interval, burst := s.o.PerUser.gcra()
+	args := make([]any, 0, 9+6*len(reqs))
+	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst, len(reqs))
 	// The payloads of the batch share one buffer; each keeps its own slice.
 	buf := make([]byte, 0, 128*len(reqs))
 	for _, r := range reqs {
@@ -192,12 +215,17 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 			keys = append(keys, k.requestID(r.User, r.RequestID))
 			ridIndex = len(keys)
 		}
+		rateIndex := 0
+		if interval > 0 {
+			keys = append(keys, k.rate(r.User))
+			rateIndex = len(keys)
+		}
 		start := len(buf)
 		buf = OrderTask{
 			OrderID: r.OrderID, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
 			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
 		}.appendJSON(buf)
-		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, buf[start:len(buf):len(buf)])
+		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, rateIndex, buf[start:len(buf):len(buf)])
 	}
 	raw, err := buyScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -235,6 +263,8 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 			results[i].Err = ErrSoldOut
 		case 4:
 			results[i].Err = ErrLimitExceeded
+		case 5:
+			results[i].Err = &RateLimitedError{RetryAfter: time.Duration(toInt(id)) * time.Microsecond}
 		default:
 			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}

@@ -8,16 +8,23 @@
 -- KEYS[6]    buyers hash: user id -> units bought
 -- KEYS[7]    the SKU lock's key (read only when ARGV[1] is not empty)
 -- KEYS[8]    pause marker, set while Redis state is being rebuilt
--- KEYS[9..]  request-id keys (string -> order id) of the requests that have one
+-- KEYS[9..]  request-id keys (string -> order id) of the requests that have
+--            one, and rate keys (string: the shopper's theoretical arrival
+--            time, microseconds, with a TTL) of the requests when a rate
+--            limit is set
 -- ARGV[1]    token of the SKU lock the caller holds, '' without a lock
 -- ARGV[2]    fencing number of that acquisition, 0 without a lock
 -- ARGV[3]    now, Unix milliseconds
 -- ARGV[4]    max attempts of an order task
 -- ARGV[5]    lifetime of a request-id key, milliseconds
 -- ARGV[6]    order task type
--- ARGV[7]    number of requests n, followed by 5 values per request:
+-- ARGV[7]    per-shopper rate limit: microseconds between requests at the
+--            sustained rate (0: no limit)
+-- ARGV[8]    per-shopper rate limit: burst allowance, microseconds
+-- ARGV[9]    number of requests n, followed by 6 values per request:
 --            user id, qty, order id, index in KEYS of its request-id key
---            (0 when it has none), order task payload
+--            (0 when it has none), index in KEYS of its rate key (0 when
+--            there is no limit), order task payload
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
 --           -2 the lock is not held with ARGV[1]; -3 ARGV[2] is older than a
@@ -26,7 +33,10 @@
 --           written unless status is 1.
 --   left    units left after the batch
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
---           the order it got the first time), 3 sold out, 4 limit exceeded
+--           the order it got the first time), 3 sold out, 4 limit exceeded,
+--           5 rate limited (id = microseconds until the shopper may retry)
+-- In that order: a replay is answered first and is never charged to the
+-- rate limit; a sold-out answer is not charged either.
 local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local token, fence, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -53,9 +63,11 @@ if fence > 0 then
   end
 end
 
-local n = tonumber(ARGV[7])
+local interval, burst = tonumber(ARGV[7]), tonumber(ARGV[8])
+local now_us = tonumber(now) * 1000
+local n = tonumber(ARGV[9])
 for i = 0, n - 1 do
-  if redis.call('HEXISTS', meta, ARGV[10 + i * 5]) == 1 then
+  if redis.call('HEXISTS', meta, ARGV[12 + i * 6]) == 1 then
     return {-5, left}
   end
 end
@@ -67,26 +79,42 @@ local earliest = false
 -- the queue's earliest: the queue's first due time is read once per batch.
 local first = queue_earliest(ready)
 for i = 0, n - 1 do
-  local b = 8 + i * 5
+  local b = 10 + i * 6
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
   local ridkey = nil
   if ARGV[b + 3] ~= '0' then
     ridkey = KEYS[tonumber(ARGV[b + 3])]
   end
   local prior = ridkey and redis.call('GET', ridkey)
+  local wait = 0
+  if not prior and qty <= left and interval > 0 then
+    -- GCRA: the shopper's theoretical arrival time moves one interval per
+    -- request; a request is refused while that would put it more than the
+    -- burst allowance ahead of now.
+    local ratekey = KEYS[tonumber(ARGV[b + 4])]
+    local tat = math.max(tonumber(redis.call('GET', ratekey) or '0'), now_us)
+    local nxt = tat + interval
+    wait = nxt - burst - now_us
+    if wait <= 0 then
+      redis.call('SET', ratekey, string.format('%d', nxt), 'PX', math.ceil((nxt - now_us) / 1000) + 1)
+    end
+  end
   if prior then
     out[#out + 1] = 2
     out[#out + 1] = prior
   elseif qty > left then
     out[#out + 1] = 3
     out[#out + 1] = ''
+  elseif wait > 0 then
+    out[#out + 1] = 5
+    out[#out + 1] = string.format('%d', wait)
   else
     local had = tonumber(redis.call('HGET', buyers, user) or '0')
     if limit > 0 and had + qty > limit then
       out[#out + 1] = 4
       out[#out + 1] = ''
     else
-      local due = queue_add(ready, data, meta, oid, ARGV[6], ARGV[b + 4], now, ARGV[4], now)
+      local due = queue_add(ready, data, meta, oid, ARGV[6], ARGV[b + 5], now, ARGV[4], now)
       if due and (first == nil or due < first) then
         earliest = true
       end

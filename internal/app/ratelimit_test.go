@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// TestShopperBudgetHoldsAcrossInstances: the per-shopper rate limit is one
+// budget however many instances a shopper's requests reach, a replay of an
+// accepted request id is never charged to it, and other shoppers have
+// their own.
+func TestShopperBudgetHoldsAcrossInstances(t *testing.T) {
+	env := map[string]string{
+		"SECKILL_RATE_LIMIT_ENABLED":        "true",
+		"SECKILL_RATE_LIMIT_PER_USER":       "5",
+		"SECKILL_RATE_LIMIT_PER_USER_BURST": "10",
+	}
+	onBackends(t, saleOpts{instances: 3, env: env}, func(t *testing.T, s *sale) {
+		sku := s.seed(1000, 1000)
+		first := s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"})
+		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
+
+		const n = 60
+		codes := make([]int, n)
+		retry := make([]string, n)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r := s.buy(i, sku, "alice", 1)
+				codes[i], retry[i] = r.Status, r.Header.Get("Retry-After")
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		accepted := 1 // the first request
+		for i, c := range codes {
+			switch c {
+			case http.StatusAccepted:
+				accepted++
+			case http.StatusTooManyRequests:
+				secs, err := strconv.Atoi(retry[i])
+				require.NoError(t, err, "Retry-After %q", retry[i])
+				assert.GreaterOrEqual(t, secs, 1)
+			default:
+				t.Fatalf("request %d answered %d", i, c)
+			}
+		}
+		assert.GreaterOrEqual(t, accepted, 10, "the burst is granted")
+		assert.LessOrEqual(t, float64(accepted), 10+5*elapsed.Seconds()+1, "%d accepted in %s over 3 instances", accepted, elapsed)
+
+		for i := range 3 {
+			r := s.do(i, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"})
+			require.Equal(t, http.StatusAccepted, r.Status, "a replay is not charged: %s", r.Raw)
+			assert.Equal(t, first.str("order_id"), r.str("order_id"))
+			require.Equal(t, http.StatusAccepted, s.buy(i, sku, fmt.Sprintf("bob-%d", i), 1).Status, "another shopper has a budget of their own")
+		}
+		rep := s.drained(sku)
+		assert.Equal(t, int64(accepted+3), rep.Orders)
+	})
+}
+
+// skuCommands counts the Redis commands (pipelined ones included) that name
+// a key of one SKU or of the rate limiter.
+type skuCommands struct {
+	tag string
+	n   atomic.Int64
+}
+
+func (h *skuCommands) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && (strings.Contains(s, h.tag) || strings.Contains(s, "rl:")) {
+				h.n.Add(1)
+				break
+			}
+		}
+	}
+}
+
+func (h *skuCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *skuCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
+}
+func (h *skuCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+}
+
+// TestAnswersThatNeedNoRedisCostNone: with the default rate limits on, a
+// buy refused as known sold out, outside the window, over the per-shopper
+// qty or for an unknown SKU sends Redis nothing; only such a refusal with a
+// request id looks that id up, in one round trip.
+func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{
+		"SECKILL_RATE_LIMIT_ENABLED": "true",
+		"SECKILL_RATE_LIMIT_PER_IP":  "1000",
+	}})
+	soldOut := s.seed(1, 1)
+	require.Equal(t, http.StatusAccepted, s.buy(0, soldOut, "first", 1).Status)
+	require.Equal(t, "sold_out", s.buy(0, soldOut, "second", 1).str("error"))
+	now := time.Now().UTC()
+	r := s.do(0, "POST", "/admin/skus", "", map[string]any{
+		"name": "Later", "price_cents": 100, "stock": 5, "per_user_limit": 1,
+		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+	})
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	later := uint64(r.num("id"))
+	inStock := s.seed(5, 1)
+	unknown := soldOut + 1_000_000
+	require.Equal(t, "unknown_sku", s.buy(0, unknown, "x", 1).str("error"))
+
+	for _, c := range []struct {
+		sku  uint64
+		qty  int
+		code string
+	}{{soldOut, 1, "sold_out"}, {later, 1, "sale_not_started"}, {inStock, 2, "limit_exceeded"}, {unknown, 1, "unknown_sku"}} {
+		h := &skuCommands{tag: stock.Tag(c.sku)}
+		s.apps[0].Redis.AddHook(h)
+		for i := range 50 {
+			require.Equal(t, c.code, s.buy(0, c.sku, fmt.Sprintf("u-%d", i), c.qty).str("error"))
+		}
+		assert.Zero(t, h.n.Load(), "sku %d (%s): Redis commands", c.sku, c.code)
+		r := s.do(0, "POST", "/api/v1/orders", "u-rid", map[string]any{"sku_id": c.sku, "qty": c.qty, "request_id": "r"})
+		require.Equal(t, c.code, r.str("error"), r.Raw)
+		if c.code != "unknown_sku" {
+			// The request id's key and the SKU's state, in one pipeline;
+			// and the address's budget.
+			assert.Equal(t, int64(3), h.n.Load(), "sku %d (%s) with a request id", c.sku, c.code)
+		}
+	}
+}
+
+// TestShopperBudgetEmbedded: the embedded mode's in-process Redis runs the
+// same buy script, budget included.
+func TestShopperBudgetEmbedded(t *testing.T) {
+	s := startSale(t, saleOpts{embedded: true, env: map[string]string{
+		"SECKILL_RATE_LIMIT_ENABLED":        "true",
+		"SECKILL_RATE_LIMIT_PER_USER":       "1",
+		"SECKILL_RATE_LIMIT_PER_USER_BURST": "3",
+	}})
+	sku := s.seed(100, 100)
+	codes := map[int]int{}
+	for range 6 {
+		codes[s.buy(0, sku, "alice", 1).Status]++
+	}
+	assert.GreaterOrEqual(t, codes[http.StatusAccepted], 3)
+	assert.LessOrEqual(t, codes[http.StatusAccepted], 4)
+	assert.Equal(t, 6, codes[http.StatusAccepted]+codes[http.StatusTooManyRequests], "%v", codes)
+}

@@ -1,0 +1,90 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// TestShopperRateInTheBuyScript runs the per-shopper budget (2/s, burst 3)
+// on real Redis with a clock the test moves: the burst, a refusal saying
+// when to retry, the refill, and what is never charged — a replay of a
+// request id and a sold-out answer. Budgets are per shopper and per SKU.
+func TestShopperRateInTheBuyScript(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	store := NewStore(rdb, StoreOptions{Prefix: prefix, Now: clock, PerUser: Rate{PerSecond: 2, Burst: 3}})
+	const sku, other, scarce = 21, 22, 23
+	for id, total := range map[uint64]int64{sku: 100, other: 100, scarce: 1} {
+		_, err := store.Configure(ctx, id, Config{Total: total, Limit: 100, Expires: now.Add(time.Hour)}, true)
+		require.NoError(t, err)
+	}
+	n := 0
+	buy := func(sku uint64, user, rid string) Result {
+		t.Helper()
+		n++
+		_, res, err := store.Buy(ctx, sku, []Request{{User: user, Qty: 1, RequestID: rid, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}}, Guard{})
+		require.NoError(t, err)
+		return res[0]
+	}
+
+	first := buy(sku, "alice", "r-1")
+	require.NoError(t, first.Err)
+	require.NoError(t, buy(sku, "alice", "").Err)
+	require.NoError(t, buy(sku, "alice", "").Err)
+	limited := buy(sku, "alice", "")
+	var rl *RateLimitedError
+	require.True(t, errors.As(limited.Err, &rl), "the fourth request at once: %v", limited.Err)
+	assert.True(t, errors.Is(limited.Err, ErrRateLimited))
+	assert.Equal(t, 500*time.Millisecond, rl.RetryAfter, "one interval at 2/s")
+
+	replay := buy(sku, "alice", "r-1")
+	require.NoError(t, replay.Err, "a replay is answered first, never charged")
+	assert.Equal(t, first.OrderID, replay.OrderID)
+	require.NoError(t, buy(other, "alice", "").Err, "another SKU has its own budget")
+	require.NoError(t, buy(sku, "bob", "").Err, "another shopper has their own budget")
+
+	advance(499 * time.Millisecond)
+	require.Error(t, buy(sku, "alice", "").Err)
+	advance(time.Millisecond)
+	require.NoError(t, buy(sku, "alice", "").Err, "refilled after the interval")
+	require.Error(t, buy(sku, "alice", "").Err)
+
+	require.NoError(t, buy(scarce, "carol", "").Err)
+	for range 10 {
+		require.ErrorIs(t, buy(scarce, "carol", "").Err, ErrSoldOut, "sold out is answered, not charged")
+	}
+	advance(time.Second)
+	_, err := store.Return(ctx, scarce, fmt.Sprintf("%d-%d", scarce, n-10), "carol", 1)
+	require.NoError(t, err)
+	require.NoError(t, buy(scarce, "carol", "").Err, "carol's budget was not spent on sold-out answers")
+
+	// A batch with the same shopper several times spends her budget in order.
+	advance(time.Hour)
+	reqs := make([]Request, 5)
+	for i := range reqs {
+		n++
+		reqs[i] = Request{User: "dave", Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}
+	}
+	_, res, err := store.Buy(ctx, sku, reqs, Guard{})
+	require.NoError(t, err)
+	for i, r := range res {
+		if i < 3 {
+			assert.NoError(t, r.Err, "request %d", i)
+		} else {
+			assert.ErrorIs(t, r.Err, ErrRateLimited, "request %d", i)
+		}
+	}
+}
