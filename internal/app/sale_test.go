@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // flashSale runs the classic case: stock units, buyers distinct shoppers at
@@ -342,4 +344,48 @@ func wipe(t *testing.T, s *sale) {
 	if err != nil {
 		t.Errorf("wipe: %v", err)
 	}
+}
+
+// TestDeadlinesPerSecondOfOrders: the payment deadlines of a crowd's orders
+// are a few tasks (one per drained batch and second of expiry), not one per
+// order, and still
+// expire exactly the orders left unpaid, each once.
+func TestDeadlinesPerSecondOfOrders(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "3s"}})
+	const n = 200
+	sku := s.seed(n, 1)
+	ids := make([]string, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := s.buy(i, sku, fmt.Sprintf("u%d", i), 1)
+			assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+			ids[i] = r.str("order_id")
+		})
+	}
+	wg.Wait()
+	spread := time.Since(start)
+	s.drained(sku)
+	ready := s.env["SECKILL_REDIS_KEY_PREFIX"] + stock.Tag(sku) + ":q:ready"
+	tasks, err := s.apps[0].Redis.ZRange(context.Background(), ready, 0, -1).Result()
+	require.NoError(t, err)
+	// One per drained batch and second of expiry: a handful, where each
+	// order used to have its own.
+	assert.LessOrEqual(t, len(tasks), n/10, "deadline tasks for %d orders placed within %s: %v", n, spread, tasks)
+
+	for i := 0; i < n; i += 2 {
+		r := s.do(i, "POST", "/api/v1/orders/"+ids[i]+"/pay", fmt.Sprintf("u%d", i), nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	rep := s.audit(sku)
+	for rep.PendingPayment > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		rep = s.audit(sku)
+	}
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(n/2), rep.Paid)
+	assert.Equal(t, int64(n/2), rep.Expired)
+	assert.Equal(t, int64(n/2), *rep.RedisLeft, "each unpaid order's unit returned once")
 }

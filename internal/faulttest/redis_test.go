@@ -148,18 +148,30 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 	t.Logf("answers: %v; while down: buys %v, reads %v", tally(ss), tally(buys), tally(reads))
 }
 
-// missingDeadlines counts sku's pending_payment orders whose payment
-// deadline task is not in the queue.
+// missingDeadlines counts sku's pending_payment orders that no payment
+// deadline task in the queue names (a deadline task's payload is the
+// comma-separated ids of the orders it expires).
 func (d *deployment) missingDeadlines(sku uint64) int {
 	d.t.Helper()
 	s := d.sqlState(sku)
-	key := d.prefix + stock.Tag(sku) + ":q:ready"
-	n := 0
-	for id, st := range s.status {
-		if st != "pending_payment" {
+	base := d.prefix + stock.Tag(sku) + ":q:"
+	ctx := context.Background()
+	named := map[string]bool{}
+	ids, err := d.rdb.ZRange(ctx, base+"ready", 0, -1).Result()
+	require.NoError(d.t, err)
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "exp:") {
 			continue
 		}
-		if err := d.rdb.ZScore(context.Background(), key, "exp:"+id).Err(); err != nil {
+		payload, err := d.rdb.HGet(ctx, base+"data", id).Result()
+		require.NoError(d.t, err)
+		for _, o := range strings.Split(payload, ",") {
+			named[o] = true
+		}
+	}
+	n := 0
+	for id, st := range s.status {
+		if st == "pending_payment" && !named[id] {
 			n++
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/lock"
-	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -452,21 +451,15 @@ func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 // rescheduleDeadlines enqueues the payment deadline of every unpaid order of
 // sku again: the deadlines live in the SKU's queue, and a Redis that lost
 // its data lost them, which would leave those orders unpaid and their units
-// taken for good. A deadline still queued is left as it is.
+// taken for good. A deadline still queued stays; an order in it and in a new
+// one is expired once (expiring is idempotent).
 func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
-	var rows []struct {
-		OrderID   string
-		ExpiresAt time.Time
-	}
+	var rows []Order
 	if err := s.db.WithContext(ctx).Model(&Order{}).Select("order_id, expires_at").
-		Where("sku_id = ? AND status = ?", id, StatusPendingPayment).Scan(&rows).Error; err != nil {
+		Where("sku_id = ? AND status = ?", id, StatusPendingPayment).Order("expires_at").Scan(&rows).Error; err != nil {
 		return fmt.Errorf("order: reschedule payment deadlines: %w", err)
 	}
-	tasks := make([]queue.Task, 0, len(rows))
-	for _, r := range rows {
-		tasks = append(tasks, deadline(r.OrderID, r.ExpiresAt))
-	}
-	if _, err := s.store.Lookup(id).EnqueueBatch(ctx, tasks); err != nil {
+	if _, err := s.store.Lookup(id).EnqueueBatch(ctx, deadlines(rows)); err != nil {
 		return fmt.Errorf("order: reschedule payment deadlines: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +155,7 @@ func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
 }
 
 // handle is the queue handler: order.create tasks are written in one
-// transaction, order.expire tasks one by one.
+// transaction, the orders of order.expire tasks one by one.
 func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 	errs := make([]error, len(tasks))
 	var creates []stock.OrderTask
@@ -184,14 +185,19 @@ func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 		if t.Type != TaskExpire {
 			continue
 		}
-		orderID := string(t.Payload)
-		errs[i] = d.retrySQL(ctx, func() error {
-			_, err := d.svc.close(ctx, orderID, StatusExpired, d.svc.o.Now())
-			if errors.Is(err, ErrNotFound) {
-				return nil
+		// The order ids whose payment deadline this is, comma-separated.
+		for _, orderID := range strings.Split(string(t.Payload), ",") {
+			errs[i] = d.retrySQL(ctx, func() error {
+				_, err := d.svc.close(ctx, orderID, StatusExpired, d.svc.o.Now())
+				if errors.Is(err, ErrNotFound) {
+					return nil
+				}
+				return err
+			})
+			if errs[i] != nil {
+				break
 			}
-			return err
-		})
+		}
 	}
 	return errs
 }
@@ -395,23 +401,46 @@ func addSold(tx *gorm.DB, sku uint64, n int64, now time.Time) (bool, error) {
 	return res.RowsAffected == 1, res.Error
 }
 
-// scheduleDeadlines enqueues the payment deadline of each order (enqueueing
-// one again is a no-op; a deadline that finds its order paid does nothing).
+// scheduleDeadlines enqueues the payment deadlines of a batch's orders
+// (enqueueing one again is a no-op; a deadline that finds its order paid
+// does nothing).
 func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []Order) error {
-	bySKU := map[uint64][]queue.Task{}
+	bySKU := map[uint64][]Order{}
 	for _, o := range rows {
-		bySKU[o.SKU] = append(bySKU[o.SKU], deadline(o.OrderID, o.ExpiresAt))
+		bySKU[o.SKU] = append(bySKU[o.SKU], o)
 	}
-	for sku, ts := range bySKU {
-		if _, err := d.svc.store.Queue(sku).EnqueueBatch(ctx, ts); err != nil {
+	for sku, os := range bySKU {
+		if _, err := d.svc.store.Queue(sku).EnqueueBatch(ctx, deadlines(os)); err != nil {
 			return fmt.Errorf("order: schedule payment deadlines: %w", err)
 		}
 	}
 	return nil
 }
 
-// deadline is the task that expires order orderID at expires if it is still
-// unpaid.
-func deadline(orderID string, expires time.Time) queue.Task {
-	return queue.Task{ID: expirePfx + orderID, Type: TaskExpire, Payload: []byte(orderID), Due: expires}
+// deadlines returns the tasks that expire orders (of one SKU) at their
+// expires_at if they are still unpaid: one task per second of expiry, due
+// at the latest deadline in it, so an unpaid order expires at most a second
+// late and a drained batch — orders placed within moments of each other —
+// costs one or two tasks instead of one per order. A task's id is its first
+// order's, so the same orders give the same tasks again.
+func deadlines(orders []Order) []queue.Task {
+	var tasks []queue.Task
+	index := map[int64]int{}
+	for _, o := range orders {
+		sec := o.ExpiresAt.Unix()
+		i, ok := index[sec]
+		if !ok {
+			i = len(tasks)
+			index[sec] = i
+			tasks = append(tasks, queue.Task{ID: expirePfx + o.OrderID, Type: TaskExpire, Due: o.ExpiresAt})
+		} else {
+			tasks[i].Payload = append(tasks[i].Payload, ',')
+		}
+		t := &tasks[i]
+		t.Payload = append(t.Payload, o.OrderID...)
+		if o.ExpiresAt.After(t.Due) {
+			t.Due = o.ExpiresAt
+		}
+	}
+	return tasks
 }

@@ -284,11 +284,8 @@ func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) 
 		return nil, err
 	}
 	if res.RowsAffected == 1 {
+		// The payment deadline finds the order paid and leaves it.
 		s.metrics.paid()
-		// The payment deadline has nothing left to do.
-		if sku, ok := skuOfOrderID(orderID); ok {
-			_ = s.store.Lookup(sku).Cancel(context.WithoutCancel(ctx), expirePfx+orderID)
-		}
 	}
 	switch v.Status {
 	case StatusPaid:
