@@ -68,7 +68,6 @@ export SECKILL_REDIS_ADDRS=$SECKILL_TEST_REDIS_ADDR
 export SECKILL_REDIS_KEY_PREFIX=$prefix
 export SECKILL_MYSQL_DSN="${base_dsn}/${db}"
 export SECKILL_ADMIN_TOKEN=$token
-export SECKILL_RATE_LIMIT_ENABLED=false
 export SECKILL_LOG_LEVEL=info # the listening address is logged at info
 export SECKILL_HTTP_ADDR=127.0.0.1:0
 export SECKILL_WORKER_SKU_REFRESH=200ms

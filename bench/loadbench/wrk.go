@@ -54,7 +54,7 @@ func (b *bench) wrk(url string, skus []uint64, d time.Duration) (wrkResult, erro
 		ids[i] = strconv.FormatUint(id, 10)
 	}
 	b.runs++
-	cmd := exec.Command("wrk", "-t", strconv.Itoa(b.cfg.threads), "-c", strconv.Itoa(b.cfg.conns),
+	cmd := exec.Command("wrk", "-t", strconv.Itoa(b.cfg.threads), "-c", strconv.Itoa(b.conns),
 		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--timeout", "10s", "-s", script, url)
 	cmd.Env = append(os.Environ(), "LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
 	out, err := cmd.CombinedOutput()
