@@ -30,6 +30,12 @@ type SellerOptions struct {
 	Strategy string        // StrategyLock (default) or StrategyAtomic
 	LockTTL  time.Duration // lifetime of the SKU lock; default 2s
 	LockWait time.Duration // longest wait for the lock before ErrBusy; default 100ms
+	// LockHold is how long a combining line may keep the SKU lock across
+	// consecutive batches while requests keep arriving, saving an acquire
+	// and a release per batch; another instance's line waits at most about
+	// this long for its turn. Default 10ms; negative releases after every
+	// batch.
+	LockHold time.Duration
 	// BatchMax is the most concurrent requests for one SKU combined into one
 	// lock acquisition and one script; 1 turns combining off. Default 64.
 	BatchMax int
@@ -76,6 +82,9 @@ func NewSeller(ctx context.Context, rdb redis.UniversalClient, store *Store, loc
 	}
 	if o.LockWait <= 0 {
 		o.LockWait = 100 * time.Millisecond
+	}
+	if o.LockHold == 0 {
+		o.LockHold = 10 * time.Millisecond
 	}
 	if o.BatchMax <= 0 {
 		o.BatchMax = 64
@@ -150,7 +159,7 @@ func (s *Seller) Buy(ctx context.Context, sku uint64, req Request) (Result, erro
 		return Result{}, ErrSoldOut
 	}
 	if s.o.BatchMax <= 1 {
-		res, err := s.execute(ctx, sku, []Request{req})
+		res, err := s.execute(ctx, sku, []Request{req}, nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -181,21 +190,55 @@ func (s *Seller) Buy(ctx context.Context, sku uint64, req Request) (Result, erro
 	return r.res, r.res.Err
 }
 
-// execute runs one batch: lock (for StrategyLock), script, unlock.
-func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request) ([]Result, error) {
+// lease is the SKU lock a combining line keeps across batches (StrategyLock).
+type lease struct {
+	m     *lock.Mutex
+	since time.Time
+}
+
+// release unlocks a kept lock.
+func (l *lease) release() {
+	if l == nil || l.m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = l.m.Unlock(ctx)
+	cancel()
+	l.m = nil
+}
+
+// execute runs one batch: lock (for StrategyLock), script, unlock. With a
+// lease, the lock it holds is used, or the one acquired is kept in it (the
+// caller releases it); without, the lock is released at once.
+func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request, l *lease) ([]Result, error) {
 	var g Guard
 	if s.o.Strategy == StrategyLock {
-		m, err := s.locks.Lock(ctx, Tag(sku), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
-		if err != nil {
-			if errors.Is(err, lock.ErrNotObtained) {
-				return nil, fmt.Errorf("%w: %w", ErrBusy, err)
-			}
-			return nil, fmt.Errorf("stock: lock sku %d: %w", sku, err)
+		m := (*lock.Mutex)(nil)
+		if l != nil {
+			m = l.m
 		}
-		defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
+		if m == nil {
+			var err error
+			m, err = s.locks.Lock(ctx, Tag(sku), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
+			if err != nil {
+				if errors.Is(err, lock.ErrNotObtained) {
+					return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+				}
+				return nil, fmt.Errorf("stock: lock sku %d: %w", sku, err)
+			}
+			if l == nil {
+				defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
+			} else {
+				l.m, l.since = m, time.Now()
+			}
+		}
 		g = Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}
 	}
 	left, res, err := s.store.Buy(ctx, sku, reqs, g)
+	if err != nil {
+		// Lost, overtaken or unknown: take the lock afresh next time.
+		l.release()
+	}
 	switch {
 	case errors.Is(err, ErrStateLost):
 		s.stateLost(sku)
@@ -308,6 +351,11 @@ func (s *Seller) runLine(sku uint64, l *line) {
 	reqs := make([]Request, 0, s.o.BatchMax)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var held *lease
+	if s.o.Strategy == StrategyLock && s.o.LockHold > 0 {
+		held = &lease{}
+		defer held.release()
+	}
 	idle := time.NewTimer(s.o.LineIdle)
 	defer idle.Stop()
 	crowded := false
@@ -358,7 +406,7 @@ func (s *Seller) runLine(sku uint64, l *line) {
 			reqs = append(reqs, p.req)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.o.LockWait+5*time.Second)
-		res, err := s.execute(ctx, sku, reqs)
+		res, err := s.execute(ctx, sku, reqs, held)
 		cancel()
 		for i, p := range batch {
 			if err != nil {
@@ -366,6 +414,10 @@ func (s *Seller) runLine(sku uint64, l *line) {
 			} else {
 				p.reply <- reply{res: res[i]}
 			}
+		}
+		if held != nil && held.m != nil && (len(l.ch) == 0 || time.Since(held.since) >= s.o.LockHold) {
+			// Nothing waiting here, or this instance has had its turn.
+			held.release()
 		}
 	}
 }

@@ -3,10 +3,13 @@ package stock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -54,4 +57,71 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 			assert.Equal(t, int64(1000-n), st.Left)
 		})
 	}
+}
+
+// countScripts counts the lock acquisitions (fenced acquire scripts) and the
+// buy scripts sent to Redis.
+type countScripts struct{ acquires, buys atomic.Int64 }
+
+func (c *countScripts) count(cmd redis.Cmder) {
+	for _, a := range cmd.Args() {
+		s, _ := a.(string)
+		switch {
+		case strings.HasSuffix(s, ":fence"):
+			c.acquires.Add(1)
+			return
+		case strings.HasSuffix(s, ":stock"):
+			c.buys.Add(1)
+			return
+		}
+	}
+}
+
+func (c *countScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *countScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.count(cmd); return next(ctx, cmd) }
+}
+func (c *countScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Under a crowd, a line keeps the SKU lock across consecutive batches
+// (fewer acquisitions than batches), two instances both get their turns,
+// and the stock taken matches the orders accepted.
+func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	counts := &countScripts{}
+	rdb.AddHook(counts)
+	ctx := context.Background()
+	store := NewStore(rdb, StoreOptions{Prefix: prefix})
+	const sku = 31
+	_, err := store.Configure(ctx, sku, Config{Total: 100000, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
+	require.NoError(t, err)
+	var sellers [2]*Seller
+	for i := range sellers {
+		locks := lock.New(rdb, lock.Options{Prefix: prefix})
+		t.Cleanup(func() { _ = locks.Close() })
+		sellers[i] = NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyLock, LockWait: 2 * time.Second})
+		t.Cleanup(sellers[i].Close)
+	}
+	var accepted [2]atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 2000 {
+		wg.Go(func() {
+			n := i % 2
+			user := fmt.Sprintf("u%d", i)
+			_, err := sellers[n].Buy(ctx, sku, Request{User: user, Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, i), Created: time.Now()})
+			if assert.NoError(t, err) {
+				accepted[n].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1000), accepted[0].Load())
+	assert.Equal(t, int64(1000), accepted[1].Load())
+	st, _, err := store.State(ctx, sku)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100000-2000), st.Left)
+	t.Logf("%d lock acquisitions for %d buy scripts", counts.acquires.Load(), counts.buys.Load())
+	assert.Less(t, counts.acquires.Load(), counts.buys.Load(), "batches in a row share an acquisition")
 }
