@@ -14,8 +14,8 @@ import (
 // same MySQL database before it gives up with ErrLockTimeout.
 const LockWait = 10 * time.Minute
 
-// ErrLockTimeout: another process held the database's migration lock for
-// longer than LockWait.
+// ErrLockTimeout means another process held the database's migration lock
+// for longer than LockWait.
 var ErrLockTimeout = errors.New("migration lock still held by another process")
 
 // mysqlLock makes processes that migrate one MySQL database at the same time

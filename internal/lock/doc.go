@@ -89,5 +89,5 @@
 //	(not in the seeds) writer starvation             waiting-writer marker p:<token> blocks new readers
 //
 // Key names are built in keys.go; each script's KEYS, ARGV and results are
-// documented at the top of its file under scripts/.
+// documented at the top of its file under lua/.
 package lock

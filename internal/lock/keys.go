@@ -3,7 +3,7 @@ package lock
 import "github.com/seckill/seckill/internal/rkey"
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
-const DefaultPrefix = "seckill:"
+const DefaultPrefix = rkey.DefaultPrefix
 
 // Every Redis key and pub/sub channel of the package is built here, so the
 // layout can be read in one place. For prefix "seckill:" and name "sku:42"

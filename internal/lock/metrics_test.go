@@ -82,7 +82,7 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 3.0, counterValue(t, m, "seckill_lock_wait_seconds", kind("mutex")))
 }
 
-func TestNilMetricsAreOff(t *testing.T) {
+func TestNilMetricsAreOff(_ *testing.T) {
 	var m *Metrics
 	m.outcome(kindMutex, nil, time.Second, true)
 	m.renewal(kindMutex, true)

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -133,7 +134,7 @@ func (m *Mutex) Fence() int64 { return m.fence }
 // nothing in Redis is changed. On a Redis error the handle stays held, so
 // Unlock can be retried.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.Err() == ErrReleased {
+	if errors.Is(m.Err(), ErrReleased) {
 		return ErrNotHeld
 	}
 	m.stopWatchdog()

@@ -128,7 +128,7 @@ func redisSlot(key string) uint16 {
 // within this process, through the shared go-redis connection pool whose
 // synchronisation both calls pass through after those commands.
 func TestMutexContendedCounter(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		const workers = 100
 		counter := 0
@@ -247,7 +247,7 @@ func TestMutexFencing(t *testing.T) {
 }
 
 func TestMutexWaitErrors(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		m, err := c.TryLock(ctx, "busy", time.Minute)
 		require.NoError(t, err)
@@ -377,6 +377,7 @@ func TestErrorsAreDistinct(t *testing.T) {
 		ErrReleased, ErrInvalidName, ErrInvalidTTL, ErrClosed}
 	for i, a := range errs {
 		for j, b := range errs {
+			//nolint:errorlint // the table compares the sentinels themselves
 			want := i == j || (b == ErrNotObtained && (a == ErrWaitTimeout || a == ErrRetriesExhausted))
 			assert.Equal(t, want, errors.Is(a, b), "%v is %v", a, b)
 		}

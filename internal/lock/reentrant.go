@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -83,7 +84,7 @@ func (r *Reentrant) Owner() *Owner { return r.o }
 // released already, or the owner no longer holds the lock (it expired or
 // another owner has it); nothing in Redis is changed then.
 func (r *Reentrant) Unlock(ctx context.Context) (int64, error) {
-	if r.Err() == ErrReleased {
+	if errors.Is(r.Err(), ErrReleased) {
 		return 0, ErrNotHeld
 	}
 	r.stopWatchdog()

@@ -82,7 +82,7 @@ func TestReentrantEntryRearmsTTLAndExpires(t *testing.T) {
 }
 
 func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		a, b := c.NewOwner(""), c.NewOwner("")
 		h1, err := a.TryLockReentrant(ctx, "w", time.Minute)

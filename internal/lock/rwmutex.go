@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -145,7 +146,7 @@ func (h *RWHold) Token() string { return h.token }
 // hold was released already or has expired (nothing is changed then), or the
 // Redis error (the hold then stays, so Unlock can be retried).
 func (h *RWHold) Unlock(ctx context.Context) error {
-	if h.Err() == ErrReleased {
+	if errors.Is(h.Err(), ErrReleased) {
 		return ErrNotHeld
 	}
 	h.stopWatchdog()

@@ -54,7 +54,7 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 }
 
 func TestRWWaitersWokenByRelease(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		rw := c.RWMutex("doc")
 		w, err := rw.TryLock(ctx, time.Minute)
@@ -83,7 +83,7 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 // of readers; a waiting writer still gets in because its marker turns new
 // readers away until the current ones leave.
 func TestRWWriterNotStarved(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		rw := c.RWMutex("hot")
 		stop := make(chan struct{})
@@ -129,7 +129,7 @@ func TestRWWriterNotStarved(t *testing.T) {
 }
 
 func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
 		ctx := ctxT(t)
 		rw := c.RWMutex("m")
 		r, err := rw.TryRLock(ctx, time.Minute)

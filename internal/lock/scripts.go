@@ -10,33 +10,33 @@ import (
 // return values. Script.Run sends EVALSHA and falls back to EVAL once when the
 // server does not know the script yet.
 var (
-	//go:embed scripts/lock_fenced.lua
+	//go:embed lua/lock_fenced.lua
 	lockFencedSrc string
-	//go:embed scripts/unlock.lua
+	//go:embed lua/unlock.lua
 	unlockSrc string
-	//go:embed scripts/extend.lua
+	//go:embed lua/extend.lua
 	extendSrc string
-	//go:embed scripts/pttl.lua
+	//go:embed lua/pttl.lua
 	pttlSrc string
-	//go:embed scripts/reentrant_lock.lua
+	//go:embed lua/reentrant_lock.lua
 	reentrantLockSrc string
-	//go:embed scripts/reentrant_unlock.lua
+	//go:embed lua/reentrant_unlock.lua
 	reentrantUnlockSrc string
-	//go:embed scripts/reentrant_extend.lua
+	//go:embed lua/reentrant_extend.lua
 	reentrantExtendSrc string
-	//go:embed scripts/reentrant_pttl.lua
+	//go:embed lua/reentrant_pttl.lua
 	reentrantPTTLSrc string
-	//go:embed scripts/rw_common.lua
+	//go:embed lua/rw_common.lua
 	rwCommonSrc string
-	//go:embed scripts/rw_rlock.lua
+	//go:embed lua/rw_rlock.lua
 	rwRLockSrc string
-	//go:embed scripts/rw_wlock.lua
+	//go:embed lua/rw_wlock.lua
 	rwWLockSrc string
-	//go:embed scripts/rw_unlock.lua
+	//go:embed lua/rw_unlock.lua
 	rwUnlockSrc string
-	//go:embed scripts/rw_extend.lua
+	//go:embed lua/rw_extend.lua
 	rwExtendSrc string
-	//go:embed scripts/rw_pttl.lua
+	//go:embed lua/rw_pttl.lua
 	rwPTTLSrc string
 
 	lockFencedScript      = redis.NewScript(lockFencedSrc)

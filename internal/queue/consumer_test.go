@@ -66,7 +66,7 @@ func TestConcurrentConsumers(t *testing.T) {
 			overlaps atomic.Int64
 			failed   atomic.Int64
 		)
-		handler := queue.Each(func(ctx context.Context, task *queue.Claimed) error {
+		handler := queue.Each(func(_ context.Context, task *queue.Claimed) error {
 			mu.Lock()
 			if holding[task.ID] {
 				overlaps.Add(1)
@@ -140,7 +140,7 @@ func TestConsumerSettlesByHandlerResult(t *testing.T) {
 		require.NoError(t, err)
 		seen := make(chan struct{})
 		var once sync.Once
-		h := func(ctx context.Context, ts []*queue.Claimed) []error {
+		h := func(_ context.Context, ts []*queue.Claimed) []error {
 			out := make([]error, 0, len(ts))
 			for _, t := range ts {
 				switch t.ID {

@@ -110,7 +110,7 @@ func ExampleConsumer() {
 	defer waker.Close()
 
 	var handled atomic.Int64
-	handle := queue.Each(func(ctx context.Context, t *queue.Claimed) error {
+	handle := queue.Each(func(_ context.Context, _ *queue.Claimed) error {
 		handled.Add(1) // the order worker inserts idempotently by t.ID
 		return nil
 	})

@@ -3,7 +3,7 @@ package queue
 import "github.com/seckill/seckill/internal/rkey"
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
-const DefaultPrefix = "seckill:"
+const DefaultPrefix = rkey.DefaultPrefix
 
 // keys holds every Redis name of one queue. All of them share the queue's
 // hash tag, so each script touches a single Cluster slot; they are built here

@@ -9,6 +9,10 @@ package rkey
 
 import "strings"
 
+// DefaultPrefix starts every key of the lock, queue and stock packages when
+// their options give no prefix.
+const DefaultPrefix = "seckill:"
+
 // Tag returns name if it already carries a non-empty hash tag, such as
 // "{sku:42}" or "orders{sku:42}", and "{" + name + "}" otherwise.
 func Tag(name string) string {

@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Adding tasks: Enqueue and EnqueueBatch (group-committed scripts), the
+// pieces other scripts use to enqueue in their own step, and Cancel.
+
+// EnqueueKeys returns the keys queue_enqueue of EnqueueLua needs, in the
+// order of its first four parameters: ready, data, meta, wake. They share the
+// queue's hash tag.
+func (q *Queue) EnqueueKeys() []string { return q.k.enqueue() }
+
+// EnqueueArgs validates t and returns the remaining arguments of
+// queue_enqueue in order: id, type, payload, due_ms, max_attempts, now_ms
+// (now from the queue's clock). Errors: ErrEmptyID, ErrEmptyType,
+// ErrPayloadTooLarge, ErrDelayTooLong, ErrBadAttempts.
+func (q *Queue) EnqueueArgs(t Task) ([]any, error) {
+	return q.enqueueArgs(t, q.o.Now())
+}
+
+func (q *Queue) enqueueArgs(t Task, now time.Time) ([]any, error) {
+	switch {
+	case t.ID == "":
+		return nil, ErrEmptyID
+	case t.Type == "":
+		return nil, ErrEmptyType
+	case len(t.Payload) > q.o.MaxPayload:
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(t.Payload), q.o.MaxPayload)
+	case t.MaxAttempts < 0:
+		return nil, ErrBadAttempts
+	case t.Due.After(now.Add(q.o.MaxDelay)):
+		return nil, fmt.Errorf("%w: due %s, limit %s", ErrDelayTooLong, t.Due.Format(time.RFC3339Nano), q.o.MaxDelay)
+	}
+	due := ms(t.Due)
+	if t.Due.IsZero() || due < ms(now) {
+		due = ms(now)
+	}
+	maxA := t.MaxAttempts
+	if maxA == 0 {
+		maxA = q.o.MaxAttempts
+	}
+	return []any{t.ID, t.Type, t.Payload, due, maxA, ms(now)}, nil
+}
+
+// Enqueue adds t in one atomic script (payload, metadata and schedule
+// together). It reports false, with a nil error, when a task with the same id
+// is still pending, in flight or dead; that task is not changed. Validation
+// errors: see EnqueueArgs.
+//
+// Concurrent Enqueue calls on one Queue share scripts (group commit: while
+// one script is in flight the next calls gather and go together, up to 256),
+// so many goroutines enqueueing one task each cost one round trip per group.
+// Each call still returns only once its own task is stored. A call whose ctx
+// ends before its task is sent returns ctx's error and adds nothing; once
+// sent, it waits for the outcome (at most 5 seconds).
+func (q *Queue) Enqueue(ctx context.Context, t Task) (bool, error) {
+	now := q.o.Now()
+	a, err := q.enqueueArgs(t, now)
+	if err != nil {
+		return false, err
+	}
+	return q.enqueueCoalesced(ctx, a[:5])
+}
+
+// EnqueueBatch adds many tasks in one round trip (a pipeline of scripts of at
+// most 256 tasks each, so no single script runs long). added[i] reports
+// whether ts[i] was new. Every task is validated first; one invalid task
+// rejects the batch before anything is written. Each script is atomic; if the
+// call fails midway, enqueueing the same batch again is safe.
+func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	now := q.o.Now()
+	calls := make([][]any, 0, (len(ts)+enqueueChunk-1)/enqueueChunk)
+	for start := 0; start < len(ts); start += enqueueChunk {
+		chunk := ts[start:min(start+enqueueChunk, len(ts))]
+		argv := make([]any, 0, 1+5*len(chunk))
+		argv = append(argv, ms(now))
+		for i, t := range chunk {
+			a, err := q.enqueueArgs(t, now)
+			if err != nil {
+				return nil, fmt.Errorf("task %d (%q): %w", start+i, t.ID, err)
+			}
+			argv = append(argv, a[:5]...)
+		}
+		calls = append(calls, argv)
+	}
+	replies, err := q.runMany(ctx, enqueueScript, q.k.enqueue(), calls)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: enqueue: %w", q.name, err)
+	}
+	added := make([]bool, 0, len(ts))
+	n := 0
+	for _, r := range replies {
+		for _, v := range r.([]any) {
+			ok := v.(int64) == 1
+			if ok {
+				n++
+			}
+			added = append(added, ok)
+		}
+	}
+	q.o.Metrics.add(cEnqueued, q.name, n)
+	return added, nil
+}
+
+// runMany runs script once per argv list in one pipeline. Enqueue is
+// idempotent, so when the script was not cached yet the whole pipeline is
+// simply sent again after loading it.
+func (q *Queue) runMany(ctx context.Context, s *redis.Script, keys []string, calls [][]any) ([]any, error) {
+	if len(calls) == 1 {
+		v, err := s.Run(ctx, q.c, keys, calls[0]...).Result()
+		return []any{v}, err
+	}
+	for try := 0; ; try++ {
+		pipe := q.c.Pipeline()
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, argv := range calls {
+			cmds[i] = s.EvalSha(ctx, pipe, keys, argv...)
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := s.Load(ctx, q.c).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(cmds))
+		for i, c := range cmds {
+			out[i] = c.Val()
+		}
+		return out, nil
+	}
+}
+
+// Cancel removes a pending (due or delayed) task. Errors: ErrInFlight when a
+// consumer holds it, ErrNotFound when no pending task has this id (dead
+// letters are removed with DeleteDead).
+func (q *Queue) Cancel(ctx context.Context, id string) error {
+	r, err := cancelScript.Run(ctx, q.c, q.k.all(), id).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("queue %s: cancel: %w", q.name, err)
+	case r == -1:
+		return ErrInFlight
+	case r == 0:
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+// Package storeerr tells the failures of Redis and SQL that a client should
+// retry — the store could not be reached, did not answer in time, dropped
+// the connection, or refuses work for now — from every other error, so
+// that the layers above recognise them without importing the drivers.
+package storeerr
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// Unavailable reports whether err is such a failure: a network error or
+// timeout, a connection refused, reset or closed, a pool exhausted, or a
+// Redis that is loading, read-only (a replica, or a failover under way),
+// without a reachable master or cluster, over its client limit or out of
+// memory under noeviction.
+func Unavailable(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, redis.ErrClosed):
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err)
+}
