@@ -2,6 +2,8 @@
 // seeding a SKU through the admin API, waiting for the drain, checking the
 // audit, and the end-of-test summary.
 import http from 'k6/http';
+import crypto from 'k6/crypto';
+import encoding from 'k6/encoding';
 import { check, fail, sleep } from 'k6';
 import { Gauge, Rate } from 'k6/metrics';
 
@@ -20,6 +22,11 @@ export function envInt(name, def) {
 
 export const BASE_URL = env('BASE_URL', 'http://localhost:8080').replace(/\/+$/, '');
 export const ADMIN_TOKEN = env('ADMIN_TOKEN', '');
+// With JWT_SECRET set (the server's auth.jwt_secret, auth.mode jwt) shoppers
+// send HS256 tokens signed here; otherwise X-User-ID (auth.mode header).
+export const JWT_SECRET = env('JWT_SECRET', '');
+const JWT_ISSUER = env('JWT_ISSUER', '');
+const JWT_AUDIENCE = env('JWT_AUDIENCE', '');
 
 // Audit figures, set by teardown and shown by the summary.
 export const auditOK = new Rate('audit_ok');
@@ -55,13 +62,61 @@ export function seedSKU(name, stock, perUserLimit, minutes) {
   return r.json();
 }
 
+const jwtHead = encoding.b64encode(JSON.stringify({ alg: 'HS256', typ: 'JWT' }), 'rawurl');
+let tokens = new Map(); // per VU: user -> token
+
+// jwt returns an HS256 token for user, valid for an hour from its signing.
+function jwt(user) {
+  const now = Math.floor(Date.now() / 1000);
+  const hit = tokens.get(user);
+  if (hit && hit.exp - now > 300) return hit.token;
+  const claims = { sub: user, iat: now, exp: now + 3600 };
+  if (JWT_ISSUER !== '') claims.iss = JWT_ISSUER;
+  if (JWT_AUDIENCE !== '') claims.aud = JWT_AUDIENCE;
+  const body = `${jwtHead}.${encoding.b64encode(JSON.stringify(claims), 'rawurl')}`;
+  const token = `${body}.${crypto.hmac('sha256', JWT_SECRET, body, 'base64rawurl')}`;
+  if (tokens.size >= 10000) tokens = new Map();
+  tokens.set(user, { token: token, exp: claims.exp });
+  return token;
+}
+
+// shopperHeaders identify user the way the server is configured to.
+export function shopperHeaders(user) {
+  if (JWT_SECRET === '') return { 'X-User-ID': user };
+  return { Authorization: `Bearer ${jwt(user)}` };
+}
+
 // buyParams are the request parameters of one shopper's buy.
 export function buyParams(user) {
   return {
-    headers: { 'Content-Type': 'application/json', 'X-User-ID': user },
+    headers: Object.assign({ 'Content-Type': 'application/json' }, shopperHeaders(user)),
     tags: { name: 'POST /api/v1/orders' },
     timeout: '30s',
   };
+}
+
+// findOnSale loads the sales a shop front lists (GET /api/v1/skus, upcoming
+// and live, page by page) as a shopper does before buying, and returns the
+// listed SKU with id skuID, or null. The list may be up to a second old, so
+// a sale seeded just now is looked for a few times.
+export function findOnSale(skuID) {
+  for (let attempt = 0; attempt < 4; attempt++) {
+    let cursor = '';
+    for (let page = 0; page < 20; page++) {
+      const r = http.get(`${BASE_URL}/api/v1/skus?limit=100${cursor}`, {
+        tags: { name: 'GET /api/v1/skus' },
+        timeout: '30s',
+      });
+      if (r.status !== 200) break;
+      const body = r.json();
+      const hit = body.items.find((s) => s.id === skuID);
+      if (hit) return hit;
+      if (!body.next_cursor) break;
+      cursor = `&cursor=${body.next_cursor}`;
+    }
+    sleep(0.4);
+  }
+  return null;
 }
 
 export function buyBody(skuID) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI smoke of the k6 flash sale: builds seckill, starts it on the real Redis
 # and MariaDB of scripts/test-services.sh (its own key prefix and database,
-# rate limit off), runs loadtest/flash-sale.js briefly (VUS buyers, STOCK
-# units), checks the invariants with `seckill verify`, then stops the server
+# the shipped defaults, shoppers identified by JWT), runs
+# loadtest/flash-sale.js briefly (VUS buyers, STOCK units), checks the invariants with `seckill verify`, then stops the server
 # and removes the database and keys. Exits non-zero when k6 or verify fails.
 #
 #   scripts/loadtest-smoke.sh            # or: make loadtest-smoke
@@ -36,6 +36,7 @@ suffix="$(date +%s)_$$"
 db="seckill_smoke_${suffix}"
 prefix="seckill-smoke:${suffix}:"
 token="smoke-admin-token-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+jwt_secret="smoke-jwt-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 
 # Reach MariaDB and Redis with their command-line clients.
 dsn=$SECKILL_TEST_MYSQL_DSN # user[:password]@tcp(host:port)/
@@ -68,6 +69,10 @@ export SECKILL_REDIS_ADDRS=$SECKILL_TEST_REDIS_ADDR
 export SECKILL_REDIS_KEY_PREFIX=$prefix
 export SECKILL_MYSQL_DSN="${base_dsn}/${db}"
 export SECKILL_ADMIN_TOKEN=$token
+# Shoppers identify as a shop's identity service would have them: JWTs,
+# signed by k6 with the same secret.
+export SECKILL_AUTH_MODE=jwt
+export SECKILL_AUTH_JWT_SECRET=$jwt_secret
 export SECKILL_LOG_LEVEL=info # the listening address is logged at info
 export SECKILL_HTTP_ADDR=127.0.0.1:0
 export SECKILL_WORKER_SKU_REFRESH=200ms
@@ -96,7 +101,7 @@ fi
 log "server on $addr; k6 flash sale: $VUS buyers, $STOCK units"
 
 rc=0
-BASE_URL="http://$addr" ADMIN_TOKEN=$token VUS=$VUS STOCK=$STOCK START_DELAY_MS=${START_DELAY_MS:-1000} \
+BASE_URL="http://$addr" ADMIN_TOKEN=$token JWT_SECRET=$jwt_secret VUS=$VUS STOCK=$STOCK START_DELAY_MS=${START_DELAY_MS:-1000} \
 	"$k6" run --quiet --no-color loadtest/flash-sale.js || rc=$?
 if [[ $rc -ne 0 ]]; then
 	log "k6 failed (exit $rc); server log:"

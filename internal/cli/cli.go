@@ -1,6 +1,6 @@
 // Package cli is the seckill command line: serve, worker, migrate, seed,
-// verify and version, built with cobra. Run is the whole program; main only
-// sets up signals and exits with ExitCode(err).
+// verify, queue, token and version, built with cobra. Run is the whole
+// program; main only sets up signals and exits with ExitCode(err).
 package cli
 
 import (
@@ -44,14 +44,15 @@ func ExitCode(err error) int {
 
 // env is what every command needs from the process.
 type env struct {
-	getenv         func(string) string
+	environ        []string
 	stdout, stderr io.Writer
 	configPath     string
 }
 
-// Run executes the command line args (without the program name).
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
+// Run executes the command line args (without the program name) in the
+// environment environ ("NAME=value" entries, as os.Environ returns them).
+func Run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
+	e := &env{environ: environ, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "seckill",
 		Short: "Flash-sale backend: never oversold, no accepted order lost",
@@ -83,37 +84,65 @@ or a --config file; see configs/config.yaml for every key.`,
 		seedCmd(e),
 		verifyCmd(e),
 		queueCmd(e),
+		tokenCmd(e),
 		versionCmd(e),
 	)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && cmd != nil && isUsage(err) {
-		return usageError{err}
-	}
+	typedArgs(root)
+	_, err := root.ExecuteContextC(ctx)
 	return err
 }
 
-// isUsage reports cobra's own argument errors (unknown command, bad args).
-func isUsage(err error) bool {
-	var ue usageError
-	if errors.As(err, &ue) {
-		return false
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
+// typedArgs makes the positional-argument check of cmd and every command
+// below it return a usageError, so that no caller reads cobra's messages. A
+// group of commands (seckill, seckill queue) alone prints its help; a word
+// after it that names none of its commands is a usage error.
+func typedArgs(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && !cmd.Runnable() {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q\nsee '%s --help'", args[0], c.CommandPath())}
+			}
+			return c.Help()
 		}
 	}
-	return false
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		typedArgs(sub)
+	}
 }
 
-// load reads the configuration and builds the logger.
+// load reads the configuration and builds the logger, which warns of
+// SECKILL_* variables that set no key (a typo is otherwise silently ignored).
 func (e *env) load() (*config.Config, *slog.Logger, error) {
 	cfg, err := config.Load(e.configPath, e.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, newLogger(cfg.Log, e.stderr), nil
+	log := newLogger(cfg.Log, e.stderr)
+	for _, name := range config.UnknownEnv(e.environ) {
+		log.Warn("unknown environment variable ignored: it sets no configuration key (see configs/config.yaml)", "name", name)
+	}
+	return cfg, log, nil
+}
+
+// getenv looks name up in the environment; the last entry wins, as in the
+// process environment.
+func (e *env) getenv(name string) string {
+	val := ""
+	for _, kv := range e.environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			val = v
+		}
+	}
+	return val
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {

@@ -15,11 +15,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-func envOf(kv map[string]string) func(string) string {
-	return func(k string) string { return kv[k] }
+func envOf(kv map[string]string) []string {
+	var env []string
+	for k, v := range kv {
+		env = append(env, k+"="+v)
+	}
+	return env
 }
 
 func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
@@ -31,7 +37,7 @@ func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
-	for _, args := range [][]string{{"serve", "--nope"}, {"nope"}, {"serve", "--api-only", "--workers-only"}, {"version", "extra"}} {
+	for _, args := range [][]string{{"serve", "--nope"}, {"nope"}, {"serve", "--api-only", "--workers-only"}, {"version", "extra"}, {"queue", "nosuch"}, {"queue", "stats", "extra"}, {"token", "extra"}} {
 		err := Run(context.Background(), args, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 		require.Error(t, err, "%v", args)
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v: %v", args, err)
@@ -39,7 +45,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, cmd := range []string{"serve", "worker", "migrate", "seed", "verify", "version", "queue", "queue stats", "queue dead", "queue requeue", "queue drop"} {
+	for _, cmd := range []string{"serve", "worker", "migrate", "seed", "verify", "version", "token", "queue", "queue stats", "queue dead", "queue requeue", "queue drop"} {
 		var out bytes.Buffer
 		require.NoError(t, Run(context.Background(), append(strings.Fields(cmd), "--help"), envOf(nil), &out, &out))
 		assert.Contains(t, out.String(), "Examples:", cmd)
@@ -104,11 +110,66 @@ func TestServeExternal(t *testing.T) {
 	base := serve(t, map[string]string{
 		"SECKILL_REDIS_ADDRS": testsvc.Env(t, testsvc.EnvRedis),
 		"SECKILL_MYSQL_DSN":   testsvc.MySQL(t),
-		"SECKILL_ADMIN_TOKEN": "test-admin-token-0123456789",
+		"SECKILL_ADMIN_TOKEN": "test-admin-token-0123456789abcdef",
+		"SECKILL_AUTH_MODE":   "header",
 	})
 	body := get(t, base+"/healthz", http.StatusOK)
 	assert.Contains(t, body, `"embedded":false`)
 	get(t, base+"/readyz", http.StatusOK)
+}
+
+// TestServeExternalNeedsAuthMode: with a real Redis or MySQL, serve refuses
+// to start until auth.mode says whether to trust X-User-ID; the embedded
+// quick start needs nothing.
+func TestServeExternalNeedsAuthMode(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"redis": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1"},
+		"mysql": {"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:1)/x"},
+	} {
+		var errOut bytes.Buffer
+		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &errOut)
+		require.Error(t, err, name)
+		assert.Equal(t, ExitBadConfig, ExitCode(err), name)
+		assert.Contains(t, err.Error(), "auth.mode (SECKILL_AUTH_MODE)", name)
+	}
+	for name, env := range map[string]map[string]string{
+		"short admin token": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "header", "SECKILL_ADMIN_TOKEN": "only-sixteen-chars-x"},
+		"jwt without a key": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt"},
+		"short jwt secret":  {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": "short"},
+	} {
+		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
+	}
+}
+
+func TestTokenCommand(t *testing.T) {
+	const secret = "token-command-secret-0123456789abcdef"
+	env := map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": secret, "SECKILL_RATE_LIMIT_ENABLE": "false"}
+	var out, errOut bytes.Buffer
+	require.NoError(t, Run(context.Background(), []string{"token", "--user", "alice", "--user", "bob", "--ttl", "10m"}, envOf(env), &out, &errOut))
+	assert.Contains(t, errOut.String(), "SECKILL_RATE_LIMIT_ENABLE", "a misspelt variable is named")
+
+	cfg := config.Auth{Mode: config.AuthJWT, JWTSecret: secret, JWTUserClaim: "sub", JWTLeeway: time.Second}
+	v, err := auth.New(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	lines := strings.Fields(out.String())
+	require.Len(t, lines, 2)
+	for i, want := range []string{"alice", "bob"} {
+		user, err := v.Verify(t.Context(), lines[i])
+		require.NoError(t, err)
+		assert.Equal(t, want, user)
+	}
+
+	for name, args := range map[string][]string{
+		"no user":  {"token"},
+		"bad user": {"token", "--user", "al ice"},
+		"bad ttl":  {"token", "--user", "alice", "--ttl", "-1h"},
+	} {
+		err := Run(context.Background(), args, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
+	}
+	err = Run(context.Background(), []string{"token", "--user", "alice"}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	assert.Equal(t, ExitBadConfig, ExitCode(err), "no secret: %v", err)
 }
 
 func TestUnreachableMySQLFailsClearly(t *testing.T) {

@@ -119,7 +119,7 @@ func readSpecs(path string) ([]catalog.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
 		return readCSV(f)
 	}

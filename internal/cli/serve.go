@@ -61,6 +61,11 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.API {
+		if _, err := cfg.ShopperAuth(); err != nil {
+			return err
+		}
+	}
 	ctx := cmd.Context()
 	a, err := app.Open(ctx, cfg, log, opts.Migrate && cfg.MySQL.MigrateOnStart)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -92,9 +93,38 @@ type Admin struct {
 	Token string `mapstructure:"token"`
 }
 
+// Shopper identification modes (auth.mode).
+const (
+	AuthHeader = "header" // trust X-User-ID, set by a gateway that authenticated the shopper
+	AuthJWT    = "jwt"    // verify Authorization: Bearer <JWT>
+)
+
 // Auth configures how shoppers are identified.
 type Auth struct {
-	UserTokenSecret string `mapstructure:"user_token_secret"`
+	Mode           string        `mapstructure:"mode"`
+	JWTSecret      string        `mapstructure:"jwt_secret"`
+	JWTJWKSURL     string        `mapstructure:"jwt_jwks_url"`
+	JWTJWKSFile    string        `mapstructure:"jwt_jwks_file"`
+	JWTJWKSRefresh time.Duration `mapstructure:"jwt_jwks_refresh"`
+	JWTLeeway      time.Duration `mapstructure:"jwt_leeway"`
+	JWTIssuer      string        `mapstructure:"jwt_issuer"`
+	JWTAudience    string        `mapstructure:"jwt_audience"`
+	JWTUserClaim   string        `mapstructure:"jwt_user_claim"`
+}
+
+// ShopperAuth is the mode shoppers are identified by: auth.mode, or header
+// when it is unset and the backends are embedded. With a real Redis or MySQL
+// and no auth.mode it is an *Error: nobody should trust a spoofable header by
+// accident. Only commands that serve shoppers ask.
+func (c *Config) ShopperAuth() (string, error) {
+	if c.Auth.Mode != "" {
+		return c.Auth.Mode, nil
+	}
+	if c.External() {
+		return "", &Error{Key: "auth.mode", Allowed: "must be set when Redis or MySQL is configured: " +
+			"header (trust X-User-ID set by a gateway that authenticated the shopper) or jwt (verify Authorization: Bearer <JWT>)"}
+	}
+	return AuthHeader, nil
 }
 
 // Stock strategies.
@@ -150,6 +180,10 @@ func (c *Config) EmbeddedRedis() bool { return len(c.Redis.Addrs) == 0 }
 // EmbeddedSQL reports whether no MySQL DSN is configured.
 func (c *Config) EmbeddedSQL() bool { return c.MySQL.DSN == "" }
 
+// External reports whether a real Redis or MySQL is configured: the program
+// then runs where others can reach it, and trusts less by default.
+func (c *Config) External() bool { return !c.EmbeddedRedis() || !c.EmbeddedSQL() }
+
 // Error is a configuration value that is not allowed.
 type Error struct {
 	Key     string // e.g. "http.addr"
@@ -158,7 +192,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(e.Key, ".", "_"))
+	env := envName(e.Key)
 	if e.Value != "" {
 		return fmt.Sprintf("config: %s (%s) = %q: %s", e.Key, env, e.Value, e.Allowed)
 	}
@@ -185,8 +219,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	}
 	// Environment variables override every key the defaults define.
 	for _, key := range v.AllKeys() {
-		env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-		if val, ok := lookup(getenv, env); ok {
+		if val, ok := lookup(getenv, envName(key)); ok {
 			v.Set(key, val)
 		}
 	}
@@ -206,6 +239,34 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// envName is the environment variable that overrides key.
+func envName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// UnknownEnv returns the SECKILL_* variables in environ ("NAME=value"
+// entries, as os.Environ gives them) that override no key. Such a variable is
+// most often a typo, which would otherwise be ignored without a word.
+func UnknownEnv(environ []string) []string {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(configs.Default)); err != nil {
+		return nil // Load reports it
+	}
+	known := map[string]bool{}
+	for _, k := range v.AllKeys() {
+		known[envName(k)] = true
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix+"_") && !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	return unknown
 }
 
 func lookup(getenv func(string) string, name string) (string, bool) {
@@ -291,7 +352,9 @@ func (c *Config) Validate() error {
 		between("mysql.max_idle_conns", int64(c.MySQL.MaxIdleConns), 0, 10000),
 		positive("mysql.conn_max_lifetime", c.MySQL.ConnMaxLifetime),
 		notNegative("mysql.connect_timeout", c.MySQL.ConnectTimeout),
-		adminToken(c.Admin.Token),
+		adminToken(c.Admin.Token, c.External()),
+		oneOf("auth.mode", c.Auth.Mode, "", AuthHeader, AuthJWT),
+		c.Auth.validate(),
 		oneOf("stock.strategy", c.Stock.Strategy, StrategyLock, StrategyAtomic),
 		atLeast("stock.lock_ttl", c.Stock.LockTTL, 10*time.Millisecond),
 		positive("stock.lock_wait", c.Stock.LockWait),
@@ -347,17 +410,17 @@ func notNegative(key string, d time.Duration) error {
 	return nil
 }
 
-func atLeast(key string, d, min time.Duration) error {
-	if d < min {
-		return &Error{Key: key, Value: d.String(), Allowed: "a duration of at least " + min.String()}
+func atLeast(key string, d, least time.Duration) error {
+	if d < least {
+		return &Error{Key: key, Value: d.String(), Allowed: "a duration of at least " + least.String()}
 	}
 	return nil
 }
 
-func between(key string, n, min, max int64) error {
-	if n < min || n > max {
+func between(key string, n, lo, hi int64) error {
+	if n < lo || n > hi {
 		return &Error{Key: key, Value: strconv.FormatInt(n, 10),
-			Allowed: fmt.Sprintf("an integer from %d to %d", min, max)}
+			Allowed: fmt.Sprintf("an integer from %d to %d", lo, hi)}
 	}
 	return nil
 }
@@ -417,11 +480,67 @@ func mysqlDSN(dsn string) error {
 
 func redact(msg, secret string) string { return strings.ReplaceAll(msg, secret, "<dsn>") }
 
-func adminToken(tok string) error {
-	if tok != "" && len(tok) < 16 {
+func adminToken(tok string, external bool) error {
+	switch {
+	case tok == "":
+		return nil
+	case external && len(tok) < 32:
+		return &Error{Key: "admin.token", Allowed: "empty (admin API off) or at least 32 characters when Redis or MySQL is configured"}
+	case len(tok) < 16:
 		return &Error{Key: "admin.token", Allowed: "empty (admin API off) or at least 16 characters"}
 	}
 	return nil
+}
+
+// validate checks the JWT keys: in jwt mode exactly one key source; in the
+// other modes none (a secret configured but unused is a mistake to report).
+func (a Auth) validate() error {
+	sources := 0
+	for _, s := range []string{a.JWTSecret, a.JWTJWKSURL, a.JWTJWKSFile} {
+		if s != "" {
+			sources++
+		}
+	}
+	if a.Mode != AuthJWT {
+		if sources > 0 {
+			return &Error{Key: "auth.mode", Value: a.Mode, Allowed: "must be jwt when a JWT key (auth.jwt_secret, jwt_jwks_url or jwt_jwks_file) is set"}
+		}
+		return nil
+	}
+	if sources != 1 {
+		return &Error{Key: "auth.jwt_secret", Allowed: "auth.mode jwt needs exactly one of auth.jwt_secret, auth.jwt_jwks_url, auth.jwt_jwks_file"}
+	}
+	if a.JWTSecret != "" && len(a.JWTSecret) < 32 {
+		return &Error{Key: "auth.jwt_secret", Allowed: "at least 32 bytes (HS256 key)"}
+	}
+	if a.JWTJWKSURL != "" {
+		u, err := url.Parse(a.JWTJWKSURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return &Error{Key: "auth.jwt_jwks_url", Value: a.JWTJWKSURL, Allowed: "an http or https URL of a JWK Set"}
+		}
+	}
+	if err := atLeast("auth.jwt_jwks_refresh", a.JWTJWKSRefresh, 10*time.Second); err != nil {
+		return err
+	}
+	if a.JWTLeeway < 0 || a.JWTLeeway > 5*time.Minute {
+		return &Error{Key: "auth.jwt_leeway", Value: a.JWTLeeway.String(), Allowed: "a duration from 0s to 5m"}
+	}
+	if !claimName(a.JWTUserClaim) {
+		return &Error{Key: "auth.jwt_user_claim", Value: a.JWTUserClaim, Allowed: "a claim name of 1 to 64 letters, digits, _ - . :"}
+	}
+	return nil
+}
+
+func claimName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 func cidrs(key string, list []string) error {

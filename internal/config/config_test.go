@@ -31,7 +31,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"SECKILL_REDIS_ADDRS":        "127.0.0.1:7000, 127.0.0.1:7001,127.0.0.1:7002",
 		"SECKILL_MYSQL_DSN":          "root:@tcp(127.0.0.1:3306)/seckill?parseTime=true",
 		"SECKILL_HTTP_ADDR":          "127.0.0.1:9090",
-		"SECKILL_ADMIN_TOKEN":        "0123456789abcdef0123",
+		"SECKILL_ADMIN_TOKEN":        "0123456789abcdef0123456789abcdef",
 		"SECKILL_RATE_LIMIT_ENABLED": "false",
 		"SECKILL_STOCK_LOCK_WAIT":    "20ms",
 		"SECKILL_WORKER_BATCH_SIZE":  "1000",
@@ -41,7 +41,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 	assert.False(t, c.EmbeddedRedis())
 	assert.False(t, c.EmbeddedSQL())
 	assert.Equal(t, "127.0.0.1:9090", c.HTTP.Addr)
-	assert.Equal(t, "0123456789abcdef0123", c.Admin.Token)
+	assert.Equal(t, "0123456789abcdef0123456789abcdef", c.Admin.Token)
 	assert.False(t, c.RateLimit.Enabled)
 	assert.Equal(t, 20*time.Millisecond, c.Stock.LockWait)
 	assert.Equal(t, 1000, c.Worker.BatchSize)
@@ -76,6 +76,18 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{map[string]string{"SECKILL_RATE_LIMIT_TRUSTED_PROXIES": "10.0.0.0/99"}, "rate_limit.trusted_proxies"},
 		{map[string]string{"SECKILL_LOG_LEVEL": "loud"}, "log.level"},
 		{map[string]string{"SECKILL_REDIS_KEY_PREFIX": "{x}"}, "redis.key_prefix"},
+		{map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:6379", "SECKILL_ADMIN_TOKEN": "sixteen-chars-0123"}, "admin.token"},
+		{map[string]string{"SECKILL_AUTH_MODE": "trust"}, "auth.mode"},
+		{map[string]string{"SECKILL_AUTH_JWT_SECRET": jwtSecret}, "auth.mode"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt"}, "auth.jwt_secret"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": "short"}, "auth.jwt_secret"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret, "SECKILL_AUTH_JWT_JWKS_FILE": "/k.json"}, "auth.jwt_secret"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_JWKS_URL": "ftp://id.test/jwks"}, "auth.jwt_jwks_url"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_JWKS_URL": "https:///jwks"}, "auth.jwt_jwks_url"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret, "SECKILL_AUTH_JWT_LEEWAY": "10m"}, "auth.jwt_leeway"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret, "SECKILL_AUTH_JWT_LEEWAY": "-1s"}, "auth.jwt_leeway"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret, "SECKILL_AUTH_JWT_JWKS_REFRESH": "1s"}, "auth.jwt_jwks_refresh"},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret, "SECKILL_AUTH_JWT_USER_CLAIM": "a b"}, "auth.jwt_user_claim"},
 	} {
 		_, err := Load("", env(tc.env))
 		var ce *Error
@@ -84,6 +96,43 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		assert.Equal(t, tc.key, ce.Key, "%v: %v", tc.env, err)
 		assert.Contains(t, err.Error(), tc.key)
 	}
+}
+
+const jwtSecret = "config-test-jwt-secret-0123456789abcdef"
+
+func TestShopperAuth(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" = an error naming auth.mode
+	}{
+		{nil, AuthHeader},
+		{map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": jwtSecret}, AuthJWT},
+		{map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:6379"}, ""},
+		{map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/seckill"}, ""},
+		{map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:6379", "SECKILL_AUTH_MODE": "header"}, AuthHeader},
+		{map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/seckill", "SECKILL_AUTH_MODE": "jwt",
+			"SECKILL_AUTH_JWT_JWKS_URL": "https://id.shop.test/.well-known/jwks.json"}, AuthJWT},
+	} {
+		c, err := Load("", env(tc.env))
+		require.NoError(t, err, "%v", tc.env)
+		mode, err := c.ShopperAuth()
+		if tc.want == "" {
+			var ce *Error
+			require.ErrorAs(t, err, &ce, "%v", tc.env)
+			assert.Equal(t, "auth.mode", ce.Key)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.env)
+		assert.Equal(t, tc.want, mode, "%v", tc.env)
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	assert.Equal(t, []string{"SECKILL_RATE_LIMIT_ENABLE", "SECKILL_AUTH_USER_TOKEN_SECRET"}, UnknownEnv([]string{
+		"PATH=/bin", "SECKILL_RATE_LIMIT_ENABLED=false", "SECKILL_RATE_LIMIT_ENABLE=false",
+		"SECKILL_AUTH_USER_TOKEN_SECRET=x", "SECKILL=1", "SECKILLX_Y=1", "SECKILL_HTTP_ADDR=:1",
+	}))
+	assert.Empty(t, UnknownEnv(nil))
 }
 
 func TestDSNErrorDoesNotEchoPassword(t *testing.T) {

@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
+	"context"
 	"crypto/subtle"
-	"encoding/hex"
 	"log/slog"
 	"strings"
 
@@ -15,13 +13,18 @@ import (
 
 const userKey = "user"
 
-// shopper identifies the shopper: by the X-User-ID header the gateway sets,
-// or, when secret is configured, only by a bearer token
-// "<user-id>.<hex HMAC-SHA256(secret, user-id)>". Anything else is 401.
-func shopper(secret string, log *slog.Logger) gin.HandlerFunc {
-	key := []byte(secret)
-	return func(c *gin.Context) {
-		if secret == "" {
+// TokenVerifier checks a shopper's bearer token and returns the shopper id
+// it carries (auth.Verifier in jwt mode).
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (userID string, err error)
+}
+
+// shopper identifies the shopper: with no verifier by the X-User-ID header
+// the gateway sets, otherwise only by a bearer token the verifier accepts
+// (the header is then ignored). Anything else is 401.
+func shopper(tokens TokenVerifier, log *slog.Logger) gin.HandlerFunc {
+	if tokens == nil {
+		return func(c *gin.Context) {
 			id := c.GetHeader("X-User-Id") // X-User-ID in its canonical form: found without a copy
 			if !order.ValidUserID(id) {
 				writeError(c, log, errUnauthorized)
@@ -29,11 +32,21 @@ func shopper(secret string, log *slog.Logger) gin.HandlerFunc {
 			}
 			c.Set(userKey, id)
 			c.Next()
+		}
+	}
+	return func(c *gin.Context) {
+		tok, ok := bearer(c.GetHeader("Authorization"))
+		if !ok {
+			writeError(c, log, errNoToken)
 			return
 		}
-		id, ok := verifyUserToken(key, c.GetHeader("Authorization"))
-		if !ok {
-			writeError(c, log, errBadToken)
+		id, err := tokens.Verify(c.Request.Context(), tok)
+		if err != nil {
+			writeError(c, log, toAPI(err))
+			return
+		}
+		if !order.ValidUserID(id) {
+			writeError(c, log, errTokenUser)
 			return
 		}
 		c.Set(userKey, id)
@@ -41,32 +54,14 @@ func shopper(secret string, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-func verifyUserToken(key []byte, header string) (string, bool) {
-	tok, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
+// bearer returns the credentials of an Authorization header of the Bearer
+// scheme (whose name is case-insensitive).
+func bearer(header string) (string, bool) {
+	const scheme = "Bearer "
+	if len(header) <= len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) {
 		return "", false
 	}
-	i := strings.LastIndexByte(tok, '.')
-	if i <= 0 {
-		return "", false
-	}
-	id, sig := tok[:i], tok[i+1:]
-	if !order.ValidUserID(id) {
-		return "", false
-	}
-	got, err := hex.DecodeString(sig)
-	if err != nil {
-		return "", false
-	}
-	return id, hmac.Equal(got, UserTokenMAC(key, id))
-}
-
-// UserTokenMAC is the HMAC-SHA256 of a user id under the configured secret;
-// a gateway issues "<user-id>.<hex of it>" as the shopper's bearer token.
-func UserTokenMAC(secret []byte, userID string) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(userID))
-	return m.Sum(nil)
+	return header[len(scheme):], true
 }
 
 // adminOnly lets through requests bearing the admin token, compared in
@@ -78,7 +73,7 @@ func adminOnly(token string, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, errAdminDisabled)
 			return
 		}
-		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		got, ok := bearer(c.GetHeader("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			writeError(c, log, errAdminToken)
 			return

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
 )
 
@@ -105,7 +108,7 @@ func TestAdminToken(t *testing.T) {
 	h := testAPI(t, nil)
 	body := []byte(`{"stock_total":5}`)
 	for _, auth := range []string{
-		"", "Bearer", "Bearer ", testAdminToken, "bearer " + testAdminToken, "Basic " + testAdminToken,
+		"", "Bearer", "Bearer ", testAdminToken, "Basic " + testAdminToken,
 		"Bearer " + testAdminToken + " ", "Bearer " + testAdminToken[:len(testAdminToken)-1],
 		"Bearer " + testAdminToken + "0", "Bearer " + strings.ToUpper(testAdminToken),
 	} {
@@ -113,11 +116,13 @@ func TestAdminToken(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, w.Code, "%q", auth)
 		assert.Equal(t, "unauthorized", errorCode(t, w), "%q", auth)
 	}
-	w := send(h, "PUT", "/admin/skus/1/stock", body, map[string]string{"Authorization": "Bearer " + testAdminToken})
-	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	for _, scheme := range []string{"Bearer ", "bearer ", "BEARER "} { // the scheme name is case-insensitive (RFC 9110)
+		w := send(h, "PUT", "/admin/skus/1/stock", body, map[string]string{"Authorization": scheme + testAdminToken})
+		assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	}
 
 	// A shopper identity is no admin credential.
-	w = send(h, "GET", "/admin/skus/1/audit", nil, map[string]string{"X-User-ID": "admin"})
+	w := send(h, "GET", "/admin/skus/1/audit", nil, map[string]string{"X-User-ID": "admin"})
 	assert.Equal(t, http.StatusUnauthorized, w.Code)
 
 	off := testAPI(t, func(d *Deps) { d.AdminToken = "" })
@@ -128,59 +133,74 @@ func TestAdminToken(t *testing.T) {
 	}
 }
 
-func TestUserTokens(t *testing.T) {
-	secret := "user-token-secret-0123456789"
-	tok := func(id, key string) string {
-		return "Bearer " + id + "." + hex.EncodeToString(UserTokenMAC([]byte(key), id))
+// jwtAPI is the stub API in jwt mode with an HS256 secret; mint signs
+// claims with it.
+func jwtAPI(t testing.TB) (h http.Handler, mint func(jwt.MapClaims) string) {
+	t.Helper()
+	cfg := config.Auth{Mode: config.AuthJWT, JWTSecret: testJWTSecret, JWTLeeway: 30 * time.Second, JWTUserClaim: "sub"}
+	v, err := auth.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	h = testAPI(t, func(d *Deps) { d.Tokens = v })
+	return h, func(c jwt.MapClaims) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(testJWTSecret))
+		require.NoError(t, err)
+		return "Bearer " + s
 	}
-	h := testAPI(t, func(d *Deps) { d.UserTokenSecret = secret })
+}
+
+const testJWTSecret = "test-jwt-secret-0123456789abcdef0123"
+
+func TestShopperJWT(t *testing.T) {
+	h, mint := jwtAPI(t)
 	get := func(headers map[string]string) *httptest.ResponseRecorder {
 		return send(h, "GET", "/api/v1/orders/1-0000000000000000000000000", nil, headers)
 	}
+	exp := time.Now().Add(time.Hour).Unix()
+	good := mint(jwt.MapClaims{"sub": "alice", "exp": exp})
 
-	w := get(map[string]string{"Authorization": tok("alice", secret)})
+	w := get(map[string]string{"Authorization": good})
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	var v order.View
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v))
 	assert.Equal(t, "alice", v.User)
+	w = get(map[string]string{"Authorization": "bearer " + good[len("Bearer "):]})
+	assert.Equal(t, http.StatusOK, w.Code, "the scheme name is case-insensitive")
 
 	// X-User-ID never overrides the token's user.
-	w = get(map[string]string{"Authorization": tok("alice", secret), "X-User-ID": "bob"})
+	w = get(map[string]string{"Authorization": good, "X-User-ID": "bob"})
 	require.Equal(t, http.StatusOK, w.Code)
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v))
 	assert.Equal(t, "alice", v.User)
 
-	good := tok("alice", secret)
-	flipped := []byte(good) // the same token with its last hex digit changed
-	if flipped[len(flipped)-1] == '0' {
-		flipped[len(flipped)-1] = '1'
-	} else {
-		flipped[len(flipped)-1] = '0'
-	}
-	for name, headers := range map[string]map[string]string{
-		"missing":           {},
-		"X-User-ID alone":   {"X-User-ID": "alice"},
-		"another secret":    {"Authorization": tok("alice", "another-secret-0123456789")},
-		"MAC of another id": {"Authorization": "Bearer alice." + hex.EncodeToString(UserTokenMAC([]byte(secret), "bob"))},
-		"wrong MAC":         {"Authorization": string(flipped)},
-		"truncated MAC":     {"Authorization": good[:len(good)-2]},
-		"no MAC":            {"Authorization": "Bearer alice"},
-		"not hex":           {"Authorization": "Bearer alice.zz"},
-		"bad user id":       {"Authorization": tok("al ice", secret)},
-		"not bearer":        {"Authorization": strings.Replace(good, "Bearer", "Token", 1)},
+	for name, tc := range map[string]struct {
+		headers map[string]string
+		detail  string
+	}{
+		"missing":         {map[string]string{}, "send Authorization: Bearer <JWT>"},
+		"X-User-ID alone": {map[string]string{"X-User-ID": "alice"}, "send Authorization: Bearer <JWT>"},
+		"not bearer":      {map[string]string{"Authorization": strings.Replace(good, "Bearer", "Token", 1)}, "send Authorization: Bearer <JWT>"},
+		"expired":         {map[string]string{"Authorization": mint(jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(-time.Hour).Unix()})}, auth.ErrExpired.Detail},
+		"no exp":          {map[string]string{"Authorization": mint(jwt.MapClaims{"sub": "alice"})}, auth.ErrMissingClaim.Detail},
+		"no user":         {map[string]string{"Authorization": mint(jwt.MapClaims{"exp": exp})}, auth.ErrNoUser.Detail},
+		"bad user id":     {map[string]string{"Authorization": mint(jwt.MapClaims{"sub": "al ice", "exp": exp})}, errTokenUser.Detail},
+		"wrong signature": {map[string]string{"Authorization": good[:len(good)-2] + "AA"}, auth.ErrSignature.Detail},
+		"malformed":       {map[string]string{"Authorization": "Bearer alice.0123abcd"}, auth.ErrMalformed.Detail},
+		"oversized":       {map[string]string{"Authorization": mint(jwt.MapClaims{"sub": "alice", "exp": exp, "pad": strings.Repeat("x", 9000)})}, auth.ErrTooLarge.Detail},
 	} {
-		w := get(headers)
-		assert.Equal(t, http.StatusUnauthorized, w.Code, name)
-		if w.Code == http.StatusUnauthorized {
-			assert.Equal(t, "unauthorized", errorCode(t, w), name)
-		}
+		w := get(tc.headers)
+		require.Equal(t, http.StatusUnauthorized, w.Code, name)
+		var body map[string]string
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), name)
+		assert.Equal(t, "unauthorized", body["error"], name)
+		assert.Equal(t, tc.detail, body["detail"], name)
 	}
 	for _, path := range []string{"/api/v1/orders", "/api/v1/orders/1-0000000000000000000000000/pay", "/api/v1/orders/1-0000000000000000000000000/cancel"} {
 		w := send(h, "POST", path, []byte(`{"sku_id":1,"qty":1}`), map[string]string{"X-User-ID": "alice"})
 		assert.Equal(t, http.StatusUnauthorized, w.Code, path)
 	}
 
-	// Without a secret the gateway's X-User-ID identifies the shopper.
+	// In header mode the gateway's X-User-ID identifies the shopper and a
+	// bearer token alone identifies nobody.
 	plain := testAPI(t, nil)
 	assert.Equal(t, http.StatusOK, send(plain, "GET", "/api/v1/orders/1-0000000000000000000000000", nil, map[string]string{"X-User-ID": "alice"}).Code)
 	assert.Equal(t, http.StatusUnauthorized, send(plain, "GET", "/api/v1/orders/1-0000000000000000000000000", nil, map[string]string{"Authorization": good}).Code)
@@ -232,11 +252,70 @@ func (*leakyShop) SKU(_ context.Context, _ uint64) (*order.SKUView, error) {
 }
 
 func TestUnknownErrorsRevealNothing(t *testing.T) {
-	h := testAPI(t, func(d *Deps) { d.Shop = &leakyShop{} })
+	h := rawAPI(t, func(d *Deps) { d.Shop = &leakyShop{} })
 	w := send(h, "GET", "/api/v1/skus/1", nil, nil)
 	assert.Equal(t, http.StatusInternalServerError, w.Code)
 	assert.Equal(t, "internal", errorCode(t, w))
 	for _, s := range []string{"hunter2", "Access denied", "tcp(", "1045"} {
 		assert.NotContains(t, w.Body.String(), s)
 	}
+}
+
+func TestListQueries(t *testing.T) {
+	h := testAPI(t, nil)
+	list := func(query string) *httptest.ResponseRecorder {
+		return send(h, "GET", "/api/v1/skus"+query, nil, nil)
+	}
+	var ids []uint64
+	cursor := ""
+	for pages := 0; pages < 10; pages++ {
+		w := list("?limit=2" + cursor)
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var p struct {
+			Items []struct {
+				ID uint64 `json:"id"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+		for _, it := range p.Items {
+			ids = append(ids, it.ID)
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = "&cursor=" + p.NextCursor
+	}
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5}, ids, "pages of 2 list every SKU once")
+	w := list("?state=ended")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"items":[]}`, w.Body.String())
+	for _, q := range []string{"?state=ended,live", "?state=ended&state=live", "?state=live,live&limit=100"} {
+		w := list(q)
+		require.Equal(t, http.StatusOK, w.Code, q)
+		assert.Contains(t, w.Body.String(), `"id":5`, q)
+	}
+
+	for _, q := range []string{
+		"?limit=0", "?limit=101", "?limit=x", "?limit=-1", "?limit=", "?limit=1.5",
+		"?cursor=", "?cursor=zzz", "?cursor=" + encodeCursor(0), "?cursor=c2t1OjA", "?cursor=c2t1OmFiYw", "?cursor=" + strings.Repeat("A", 100),
+		"?cursor=MTI", // base64 of "12": not a cursor
+		"?state=", "?state=open", "?state=live,", "?state=LIVE", "?state=live&state=",
+	} {
+		w := list(q)
+		assert.Equal(t, http.StatusBadRequest, w.Code, "%s: %s", q, w.Body.String())
+		if w.Code == http.StatusBadRequest {
+			assert.Equal(t, "invalid_request", errorCode(t, w), q)
+		}
+	}
+
+	admin := map[string]string{"Authorization": "Bearer " + testAdminToken}
+	w = send(h, "GET", "/admin/skus?limit=5", nil, admin)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"items":[]}`, w.Body.String())
+	assert.Equal(t, http.StatusBadRequest, send(h, "GET", "/admin/skus?cursor=nope", nil, admin).Code)
+	assert.Equal(t, http.StatusUnauthorized, send(h, "GET", "/admin/skus", nil, nil).Code)
+	assert.Equal(t, http.StatusUnauthorized, send(h, "POST", "/admin/skus/1/end", nil, nil).Code)
+	assert.Equal(t, http.StatusOK, send(h, "POST", "/admin/skus/1/end", nil, admin).Code)
+	assert.Equal(t, http.StatusBadRequest, send(h, "POST", "/admin/skus/0/end", nil, admin).Code)
 }

@@ -1,0 +1,47 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestComposeConfiguresAValidServer loads docker-compose.yml as docker
+// compose v2 does and checks that the environment it gives seckill, with
+// nothing set by the user, is a configuration serve starts with: a real
+// Redis and MySQL, an admin token long enough, and auth.mode set.
+func TestComposeConfiguresAValidServer(t *testing.T) {
+	for name, userEnv := range map[string][]string{
+		"defaults": nil,
+		"jwt mode": {"SECKILL_AUTH_MODE=jwt", "SECKILL_AUTH_JWT_SECRET=compose-test-jwt-secret-0123456789abcdef"},
+	} {
+		opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"}, cli.WithName("seckill"), cli.WithEnv(userEnv))
+		require.NoError(t, err, name)
+		project, err := opts.LoadProject(t.Context())
+		require.NoError(t, err, name)
+		svc, err := project.GetService("seckill")
+		require.NoError(t, err, name)
+		env := map[string]string{}
+		for k, v := range svc.Environment {
+			if v != nil {
+				env[k] = *v
+			}
+		}
+		assert.Empty(t, UnknownEnv(environ(env)), name)
+		c, err := Load("", func(k string) string { return env[k] })
+		require.NoError(t, err, name)
+		assert.True(t, c.External(), name)
+		_, err = c.ShopperAuth()
+		assert.NoError(t, err, name)
+	}
+}
+
+func environ(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
