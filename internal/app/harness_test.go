@@ -15,12 +15,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/api/client"
+	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-const adminToken = "test-admin-token-0123456789"
+const adminToken = "test-admin-token-0123456789abcdef"
 
 // sale is a running deployment under test: instances sharing one Redis
 // (standalone or Cluster) and one SQL database.
@@ -32,6 +34,11 @@ type sale struct {
 	env     map[string]string
 	workers bool
 	log     io.Writer
+	// token, when set, identifies shoppers by the bearer token it returns for
+	// a user instead of X-User-ID (jwt mode).
+	token func(user string) string
+	// api has a client generated from api/openapi.yaml per instance.
+	api []*client.ClientWithResponses
 }
 
 type saleOpts struct {
@@ -52,6 +59,7 @@ func startSale(t *testing.T, o saleOpts) *sale {
 	}
 	env := map[string]string{
 		"SECKILL_ADMIN_TOKEN":           adminToken,
+		"SECKILL_AUTH_MODE":             "header",
 		"SECKILL_RATE_LIMIT_ENABLED":    "false",
 		"SECKILL_LOG_LEVEL":             "warn",
 		"SECKILL_WORKER_SKU_REFRESH":    "100ms",
@@ -74,9 +82,10 @@ func startSale(t *testing.T, o saleOpts) *sale {
 	for k, v := range o.env {
 		env[k] = v
 	}
+	// Every exchange is held to api/openapi.yaml.
 	s := &sale{t: t, env: env, workers: !o.noWorkers, log: o.log, client: &http.Client{
 		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512},
+		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}),
 	}}
 	for i := 0; i < o.instances; i++ {
 		s.start()
@@ -130,6 +139,27 @@ func (s *sale) start() {
 	}
 	s.urls = append(s.urls, url)
 	s.apps = append(s.apps, a)
+	c, err := client.NewClientWithResponses(url, client.WithHTTPClient(s.client))
+	require.NoError(t, err)
+	s.api = append(s.api, c)
+}
+
+// asAdmin and as identify a generated client's request as the admin or a
+// shopper.
+func asAdmin(_ context.Context, r *http.Request) error {
+	r.Header.Set("Authorization", "Bearer "+adminToken)
+	return nil
+}
+
+func (s *sale) as(user string) client.RequestEditorFn {
+	return func(_ context.Context, r *http.Request) error {
+		if s.token != nil {
+			r.Header.Set("Authorization", "Bearer "+s.token(user))
+		} else {
+			r.Header.Set("X-User-ID", user)
+		}
+		return nil
+	}
 }
 
 type reply struct {
@@ -158,7 +188,10 @@ func (s *sale) do(i int, method, path, user string, body any) reply {
 	req, err := http.NewRequest(method, s.urls[i%len(s.urls)]+path, rd)
 	require.NoError(s.t, err)
 	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
+	switch {
+	case user != "" && s.token != nil:
+		req.Header.Set("Authorization", "Bearer "+s.token(user))
+	case user != "":
 		req.Header.Set("X-User-ID", user)
 	}
 	if strings.HasPrefix(path, "/admin") {
@@ -168,33 +201,49 @@ func (s *sale) do(i int, method, path, user string, body any) reply {
 	require.NoError(s.t, err)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	r := reply{Status: resp.StatusCode, Raw: string(raw), Header: resp.Header}
-	_ = json.Unmarshal(raw, &r.Body)
-	return r
+	return toReply(resp, raw)
 }
 
 // seed creates a SKU on sale now and returns its id.
 func (s *sale) seed(stock int64, limit int) uint64 {
 	s.t.Helper()
 	now := time.Now().UTC()
-	r := s.do(0, "POST", "/admin/skus", "", map[string]any{
-		"name": "Phone", "price_cents": 99900, "stock": stock, "per_user_limit": limit,
-		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour),
-	})
-	require.Equal(s.t, http.StatusCreated, r.Status, r.Raw)
-	return uint64(r.num("id"))
+	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(99900)), Stock: &stock, PerUserLimit: limit,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 }
 
+func (s *sale) seedSpec(spec client.SKUSpec) uint64 {
+	s.t.Helper()
+	r, err := s.api[0].UpsertSKUWithResponse(context.Background(), spec, asAdmin)
+	require.NoError(s.t, err)
+	require.NotNil(s.t, r.JSON201, "%d %s", r.StatusCode(), r.Body)
+	return uint64(r.JSON201.Id)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// buy places an order of qty units of sku for user on instance i.
 func (s *sale) buy(i int, sku uint64, user string, qty int) reply {
-	return s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": qty})
+	s.t.Helper()
+	r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
+		client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty}, s.as(user))
+	require.NoError(s.t, err)
+	return toReply(r.HTTPResponse, r.Body)
+}
+
+func toReply(resp *http.Response, body []byte) reply {
+	r := reply{Status: resp.StatusCode, Raw: string(body), Header: resp.Header}
+	_ = json.Unmarshal(body, &r.Body)
+	return r
 }
 
 func (s *sale) audit(sku uint64) order.Report {
 	s.t.Helper()
-	r := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/audit", sku), "", nil)
-	require.Equal(s.t, http.StatusOK, r.Status, r.Raw)
+	r, err := s.api[0].AuditSKUWithResponse(context.Background(), int64(sku), asAdmin)
+	require.NoError(s.t, err)
+	require.Equal(s.t, http.StatusOK, r.StatusCode(), "%s", r.Body)
 	var rep order.Report
-	require.NoError(s.t, json.Unmarshal([]byte(r.Raw), &rep))
+	require.NoError(s.t, json.Unmarshal(r.Body, &rep))
 	return rep
 }
 

@@ -24,6 +24,7 @@ func TestInstancesStartTogetherOnAFreshDatabase(t *testing.T) {
 		"SECKILL_REDIS_KEY_PREFIX": prefix,
 		"SECKILL_MYSQL_DSN":        testsvc.MySQL(t),
 		"SECKILL_ADMIN_TOKEN":      adminToken,
+		"SECKILL_AUTH_MODE":        "header",
 	}
 	cfg, err := config.Load("", func(k string) string { return env[k] })
 	require.NoError(t, err)

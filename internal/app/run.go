@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/buildinfo"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/httpapi"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
@@ -37,6 +39,13 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	var seller *stock.Seller
 	serveErr := make(chan error, 1)
 	if opts.API {
+		tokens, err := a.shopperTokens(ctx)
+		if err != nil {
+			return err
+		}
+		if tokens != nil {
+			defer tokens.Close()
+		}
 		seller = stock.NewSeller(ctx, a.Redis, a.Stock, a.Locks, stock.SellerOptions{
 			Strategy:    cfg.Stock.Strategy,
 			LockTTL:     cfg.Stock.LockTTL,
@@ -48,18 +57,20 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		})
 		orders := a.Orders.WithSeller(seller)
 		deps := httpapi.Deps{
-			Log:             a.Log,
-			HTTP:            cfg.HTTP,
-			Registry:        a.Registry,
-			Ready:           a.Ready,
-			Report:          a.ReadyReport,
-			Mode:            a.mode(),
-			Version:         buildinfo.Version,
-			Shop:            orders,
-			Admin:           orders,
-			AdminToken:      a.AdminToken,
-			UserTokenSecret: cfg.Auth.UserTokenSecret,
-			TrustedProxies:  cfg.RateLimit.TrustedProxies,
+			Log:            a.Log,
+			HTTP:           cfg.HTTP,
+			Registry:       a.Registry,
+			Ready:          a.Ready,
+			Report:         a.ReadyReport,
+			Mode:           a.mode(),
+			Version:        buildinfo.Version,
+			Shop:           orders,
+			Admin:          orders,
+			AdminToken:     a.AdminToken,
+			TrustedProxies: cfg.RateLimit.TrustedProxies,
+		}
+		if tokens != nil {
+			deps.Tokens = tokens
 		}
 		ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 		if err != nil {
@@ -76,7 +87,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	var workers sync.WaitGroup
 	if opts.Workers {
 		waker := queue.NewWaker(a.Redis)
-		defer waker.Close()
+		defer func() { _ = waker.Close() }()
 		d := a.Orders.Drainer(order.DrainOptions{
 			BatchSize:       cfg.Worker.BatchSize,
 			Workers:         cfg.Worker.Concurrency,
@@ -122,4 +133,19 @@ func (a *App) mode() string {
 		return "embedded"
 	}
 	return "external"
+}
+
+// shopperTokens returns the JWT verifier in jwt mode, nil in header mode.
+func (a *App) shopperTokens(ctx context.Context) (*auth.Verifier, error) {
+	mode, err := a.Cfg.ShopperAuth()
+	if err != nil || mode != config.AuthJWT {
+		return nil, err
+	}
+	v, err := auth.New(ctx, a.Cfg.Auth, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	a.Log.Info("shoppers identified by JWT", "hs256", a.Cfg.Auth.JWTSecret != "",
+		"jwks_url", a.Cfg.Auth.JWTJWKSURL, "jwks_file", a.Cfg.Auth.JWTJWKSFile)
+	return v, nil
 }

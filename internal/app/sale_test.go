@@ -337,7 +337,7 @@ func wipe(t *testing.T, s *sale) {
 	var err error
 	switch c := s.apps[0].Redis.(type) {
 	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(m) })
+		err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error { return del(m) })
 	case *redis.Client:
 		err = del(c)
 	}

@@ -161,6 +161,30 @@ func (s *Store) List(ctx context.Context, since time.Time) ([]SKU, error) {
 	return skus, nil
 }
 
+// Page returns up to limit SKUs with ids above after, by id.
+func (s *Store) Page(ctx context.Context, after uint64, limit int) ([]SKU, error) {
+	var skus []SKU
+	err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&skus).Error
+	if err != nil {
+		return nil, fmt.Errorf("catalog: page: %w", err)
+	}
+	return skus, nil
+}
+
+// End sets the sale window of SKU id to end at at (and to start there too
+// when it had not started yet). ErrNotFound when there is no such SKU.
+func (s *Store) End(ctx context.Context, id uint64, startsAt, at time.Time) error {
+	res := s.db.WithContext(ctx).Model(&SKU{}).Where("id = ?", id).
+		Updates(map[string]any{"starts_at": startsAt.UTC(), "ends_at": at.UTC(), "updated_at": s.now().UTC()})
+	if res.Error != nil {
+		return fmt.Errorf("catalog: end %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return nil
+}
+
 // Upsert creates the SKU, or, when spec.ID names an existing one, updates its
 // name, price, limit, window and stock_total (never below what is sold:
 // ErrBelowSold). It returns the stored SKU, whether it was created, and its

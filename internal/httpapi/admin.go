@@ -22,6 +22,8 @@ type Admin interface {
 	DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]order.TaskView, error)
 	RequeueDead(ctx context.Context, sku uint64, id string) error
 	DeleteDead(ctx context.Context, sku uint64, id string) error
+	AdminSKUs(ctx context.Context, after uint64, limit int) ([]order.AdminSKUView, uint64, error)
+	EndSale(ctx context.Context, id uint64) (*order.SKUView, error)
 }
 
 type skuRequest struct {
@@ -84,14 +86,15 @@ func handleSetStock(admin Admin, log *slog.Logger) gin.HandlerFunc {
 }
 
 func handleAudit(admin Admin, log *slog.Logger) gin.HandlerFunc {
-	return skuReport(admin.Audit, log)
+	return skuAction(admin.Audit, log)
 }
 
 func handleReconcile(admin Admin, log *slog.Logger) gin.HandlerFunc {
-	return skuReport(admin.Reconcile, log)
+	return skuAction(admin.Reconcile, log)
 }
 
-func skuReport(f func(ctx context.Context, id uint64) (*order.Report, error), log *slog.Logger) gin.HandlerFunc {
+// skuAction answers 200 with what f returns for the SKU in the path.
+func skuAction[T any](f func(ctx context.Context, id uint64) (T, error), log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := pathID(c, "id")
 		if err != nil {

@@ -43,7 +43,7 @@ func parsePlaceFast(b []byte, req *placeRequest) bool {
 				seen[0] = true
 				var n int64
 				n, i, ok = parseInt(b, i, false)
-				r.SKU = uint64(n)
+				r.SKU = uint64(n) //nolint:gosec // parseInt(…, false) takes no sign: n >= 0
 			case "qty":
 				if seen[1] {
 					return false

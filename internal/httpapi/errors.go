@@ -30,7 +30,8 @@ var (
 	errInternal         = &Error{Status: http.StatusInternalServerError, Code: "internal", Detail: "internal error; see the server log with this request id"}
 	errBodyTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Code: "invalid_request", Detail: "request body too large"}
 	errUnauthorized     = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "identify the shopper with the X-User-ID header"}
-	errBadToken         = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <user-id>.<hex HMAC-SHA256 of user-id>"}
+	errNoToken          = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <JWT>"}
+	errTokenUser        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "the token's user claim is not a valid shopper id (1-64 letters, digits or - _ . : @)"}
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
 	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
 )

@@ -97,9 +97,9 @@ func TestStoreOutageIsUnavailable(t *testing.T) {
 	// A replica refuses writes.
 	other := testsvc.StartRedisServer(t)
 	host, port, _ := net.SplitHostPort(other.Addr())
-	require.NoError(t, killer.SlaveOf(ctx, host, port).Err())
+	require.NoError(t, killer.ReplicaOf(ctx, host, port).Err())
 	errs["readonly"] = client(redis.Options{}).Set(ctx, "k", "v", 0).Err()
-	require.NoError(t, killer.SlaveOf(ctx, "NO", "ONE").Err())
+	require.NoError(t, killer.ReplicaOf(ctx, "NO", "ONE").Err())
 
 	// Stalled past the read timeout.
 	c = client(redis.Options{ReadTimeout: 50 * time.Millisecond})

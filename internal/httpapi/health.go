@@ -7,7 +7,24 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/api"
 )
+
+// handleOpenAPI serves api/openapi.yaml as JSON, converted once.
+func handleOpenAPI(log *slog.Logger) gin.HandlerFunc {
+	doc, err := api.JSON()
+	if err != nil {
+		log.Error("openapi document not served", "err", err.Error())
+	}
+	return func(c *gin.Context) {
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.Data(http.StatusOK, "application/json; charset=utf-8", doc)
+	}
+}
 
 // handleHealthz is the liveness probe: the process serves requests.
 func handleHealthz(mode, version string) gin.HandlerFunc {

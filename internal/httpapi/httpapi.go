@@ -34,9 +34,9 @@ type Deps struct {
 	Admin Admin // nil: no admin routes
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string
-	// UserTokenSecret, when set, makes shoppers identify with an HMAC bearer
-	// token instead of the X-User-ID header.
-	UserTokenSecret string
+	// Tokens, when set, makes shoppers identify with a bearer token it
+	// verifies instead of the X-User-ID header.
+	Tokens TokenVerifier
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
 	// when finding a client's address (order.PlaceInput.Client, which the
 	// per-address rate limit counts).
@@ -54,6 +54,9 @@ func New(d Deps) http.Handler {
 	gin.SetMode(d.HTTP.GinMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is 404 not_found, as any unknown path,
+	// not a redirect a JSON client would have to follow.
+	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	// Client addresses come from the socket unless it is a trusted proxy.
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {

@@ -88,13 +88,13 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 
 // limitBody caps request bodies; reading past the cap fails and the handler
 // answers 413.
-func limitBody(max int64) gin.HandlerFunc {
+func limitBody(limit int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if c.Request.ContentLength > max {
+		if c.Request.ContentLength > limit {
 			writeError(c, slog.Default(), errBodyTooLarge)
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 		c.Next()
 	}
 }
@@ -146,7 +146,7 @@ func cors(origins []string) gin.HandlerFunc {
 			c.Header("Access-Control-Allow-Origin", origin)
 			c.Header("Vary", "Origin")
 			c.Header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-User-ID, X-Request-ID")
-			c.Header("Access-Control-Allow-Methods", "GET, POST, PUT, OPTIONS")
+			c.Header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
 			if c.Request.Method == http.MethodOptions {
 				c.AbortWithStatus(http.StatusNoContent)
 				return

@@ -10,19 +10,24 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	r.GET("/healthz", handleHealthz(d.Mode, d.Version))
 	r.GET("/readyz", handleReadyz(d.Ready, d.Report, d.Log))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
+	r.GET("/openapi.json", handleOpenAPI(d.Log))
 
 	if d.Shop != nil {
 		api := r.Group("/api/v1")
+		api.GET("/skus", handleListSKUs(d.Shop, d.Log))
 		api.GET("/skus/:id", handleGetSKU(d.Shop, d.Log))
-		shopper := api.Group("", shopper(d.UserTokenSecret, d.Log))
+		shopper := api.Group("", shopper(d.Tokens, d.Log))
 		shopper.POST("/orders", handlePlaceOrder(d.Shop, m.buys, d.Log))
+		shopper.GET("/orders", handleListOrders(d.Shop, d.Log))
 		shopper.GET("/orders/:order_id", handleGetOrder(d.Shop, d.Log))
 		shopper.POST("/orders/:order_id/pay", handlePay(d.Shop, d.Log))
 		shopper.POST("/orders/:order_id/cancel", handleCancel(d.Shop, d.Log))
 	}
 	if d.Admin != nil {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))
+		admin.GET("/skus", handleAdminListSKUs(d.Admin, d.Log))
 		admin.POST("/skus", handleUpsertSKU(d.Admin, d.Log))
+		admin.POST("/skus/:id/end", handleEndSale(d.Admin, d.Log))
 		admin.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
 		admin.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))
 		admin.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,8 +19,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/apitest"
+	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/cli"
-	"github.com/seckill/seckill/internal/httpapi"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
@@ -43,6 +44,15 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// environ turns vars into os.Environ's form.
+func environ(vars map[string]string) []string {
+	var env []string
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
 // server is `seckill serve` running until stop is called or the test ends.
 type server struct {
 	base string
@@ -59,7 +69,8 @@ func serve(t *testing.T, env map[string]string) *server {
 		"SECKILL_REDIS_ADDRS":           testsvc.Env(t, testsvc.EnvRedis),
 		"SECKILL_REDIS_KEY_PREFIX":      prefix,
 		"SECKILL_MYSQL_DSN":             testsvc.MySQL(t),
-		"SECKILL_ADMIN_TOKEN":           "test-admin-token-0123456789",
+		"SECKILL_ADMIN_TOKEN":           "test-admin-token-0123456789abcdef",
+		"SECKILL_AUTH_MODE":             "header",
 		"SECKILL_HTTP_ADDR":             fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t)),
 		"SECKILL_MYSQL_CONNECT_TIMEOUT": "5s",
 		"SECKILL_REDIS_CONNECT_TIMEOUT": "5s",
@@ -71,7 +82,7 @@ func serve(t *testing.T, env map[string]string) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve"}, func(k string) string { return vars[k] }, &bytes.Buffer{}, s.logs)
+		done <- cli.Run(ctx, []string{"serve"}, environ(vars), &bytes.Buffer{}, s.logs)
 	}()
 	var once sync.Once
 	s.stop = func() {
@@ -105,6 +116,11 @@ func serve(t *testing.T, env map[string]string) *server {
 	}
 }
 
+// checked is a client whose every exchange is held to api/openapi.yaml.
+func checked(t *testing.T) *http.Client {
+	return &http.Client{Transport: apitest.Transport(t, nil)}
+}
+
 // do sends a request with headers and returns the status.
 func (s *server) do(t *testing.T, method, path, body string, headers map[string]string) int {
 	t.Helper()
@@ -114,7 +130,7 @@ func (s *server) do(t *testing.T, method, path, body string, headers map[string]
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := checked(t).Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	return resp.StatusCode
@@ -125,7 +141,7 @@ func (s *server) do(t *testing.T, method, path, body string, headers map[string]
 func (s *server) seed(t *testing.T) {
 	t.Helper()
 	require.Equal(t, http.StatusCreated, s.do(t, "POST", "/admin/skus", `{"id":1,"name":"Phone","price_cents":100,"stock":1000,"per_user_limit":1000,`+
-		`"starts_at":"2020-01-01T00:00:00Z","ends_at":"2100-01-01T00:00:00Z"}`, map[string]string{"Authorization": "Bearer test-admin-token-0123456789"}))
+		`"starts_at":"2020-01-01T00:00:00Z","ends_at":"2100-01-01T00:00:00Z"}`, map[string]string{"Authorization": "Bearer test-admin-token-0123456789abcdef"}))
 }
 
 // buys sends n buy requests of SKU 1 as user at once and returns how many
@@ -144,7 +160,7 @@ func (s *server) buys(t *testing.T, user string, n int) (limited int) {
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-User-ID", user)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := checked(t).Do(req)
 			if err != nil {
 				errs[i] = err
 				return
@@ -221,21 +237,24 @@ func mysqlUserWithPassword(t *testing.T, dsn string) (string, string) {
 }
 
 // TestLogsHoldNoSecrets runs the server at debug level with a MySQL password,
-// an admin token and a user-token secret, sends requests carrying them, and
+// an admin token and a JWT secret, sends requests carrying them, and
 // checks that none of them is in the log. (Only embedded mode logs a token:
 // the one it generates, so that the admin API can be used at all.)
 func TestLogsHoldNoSecrets(t *testing.T) {
 	dsn, password := mysqlUserWithPassword(t, testsvc.MySQL(t))
-	const adminToken = "admin-token-5f0c2e8d9a1b"
-	const userSecret = "user-secret-7d3a9c1e4b"
+	const adminToken = "admin-token-5f0c2e8d9a1b7c3e6f0a2d4b"
+	const userSecret = "user-secret-7d3a9c1e4b5a6f708192a3b4"
 	s := serve(t, map[string]string{
-		"SECKILL_MYSQL_DSN":              dsn,
-		"SECKILL_ADMIN_TOKEN":            adminToken,
-		"SECKILL_AUTH_USER_TOKEN_SECRET": userSecret,
-		"SECKILL_LOG_LEVEL":              "debug",
+		"SECKILL_MYSQL_DSN":       dsn,
+		"SECKILL_ADMIN_TOKEN":     adminToken,
+		"SECKILL_AUTH_MODE":       "jwt",
+		"SECKILL_AUTH_JWT_SECRET": userSecret,
+		"SECKILL_LOG_LEVEL":       "debug",
 	})
-	userToken := "Bearer alice." + hex.EncodeToString(httpapi.UserTokenMAC([]byte(userSecret), "alice"))
-	wrongAdmin := "Bearer admin-token-guess-00000000"
+	minted, err := auth.Mint(config.Auth{JWTSecret: userSecret, JWTUserClaim: "sub"}, "alice", time.Hour, time.Now())
+	require.NoError(t, err)
+	userToken := "Bearer " + minted
+	wrongAdmin := "Bearer admin-token-guess-0000000000000000"
 
 	assert.Equal(t, http.StatusCreated, s.do(t, "POST", "/admin/skus", `{"id":1,"name":"Phone","price_cents":100,"stock":5,"per_user_limit":1,`+
 		`"starts_at":"2020-01-01T00:00:00Z","ends_at":"2100-01-01T00:00:00Z"}`, map[string]string{"Authorization": "Bearer " + adminToken}))
@@ -249,7 +268,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	require.Contains(t, logs, `"status":202`)
 	for name, secret := range map[string]string{
 		"mysql password": password, "mysql dsn": dsn, "admin token": adminToken, "wrong admin token": wrongAdmin,
-		"user token": userToken, "user token MAC": userToken[len("Bearer alice."):], "user token secret": userSecret,
+		"user token": minted, "user token signature": minted[strings.LastIndexByte(minted, '.')+1:], "user token secret": userSecret,
 	} {
 		assert.NotContains(t, logs, secret, "%s in the log", name)
 	}
@@ -261,9 +280,8 @@ func TestUnreachableMySQLHidesPassword(t *testing.T) {
 	const password = "pw-unreachable-3e8f1a"
 	logs := &lockedBuffer{}
 	dsn := fmt.Sprintf("seckill:%s@tcp(127.0.0.1:%d)/seckill", password, testsvc.FreePort(t))
-	err := cli.Run(context.Background(), []string{"migrate"}, func(k string) string {
-		return map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_MYSQL_CONNECT_TIMEOUT": "1s", "SECKILL_LOG_LEVEL": "debug"}[k]
-	}, &bytes.Buffer{}, logs)
+	err := cli.Run(context.Background(), []string{"migrate"}, environ(map[string]string{
+		"SECKILL_MYSQL_DSN": dsn, "SECKILL_MYSQL_CONNECT_TIMEOUT": "1s", "SECKILL_LOG_LEVEL": "debug"}), &bytes.Buffer{}, logs)
 	require.Error(t, err)
 	require.Contains(t, logs.String(), "waiting for mysql", "the retries were logged")
 	assert.NotContains(t, logs.String(), password)

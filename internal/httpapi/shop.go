@@ -21,7 +21,9 @@ import (
 // Shop is what the shopper endpoints need.
 type Shop interface {
 	SKU(ctx context.Context, id uint64) (*order.SKUView, error)
+	ListSKUs(ctx context.Context, states []string, after uint64, limit int) ([]order.SKUView, uint64, error)
 	Place(ctx context.Context, user string, in order.PlaceInput) (order.Placed, error)
+	ListOrders(ctx context.Context, user string, cursor *order.Cursor, limit int) ([]order.View, *order.Cursor, error)
 	Get(ctx context.Context, user, orderID string) (*order.View, error)
 	Pay(ctx context.Context, user, orderID string) (*order.View, error)
 	Cancel(ctx context.Context, user, orderID string) (*order.View, error)
@@ -84,7 +86,7 @@ func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logg
 			return
 		}
 		outcomes.WithLabelValues("accepted").Inc()
-		writeObject(c, http.StatusAccepted, "order_id", placed.OrderID, "status", order.StatusQueued)
+		writeObject(c, http.StatusAccepted, "order_id", placed.OrderID, "status", placed.Status)
 	}
 }
 

@@ -3,14 +3,17 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
@@ -26,8 +29,29 @@ type stubShop struct {
 	client atomic.Value // string
 }
 
+// stubSKU is a live SKU as the API shows it.
+func stubSKU(id uint64) *order.SKUView {
+	return &order.SKUView{ID: id, Name: "Phone", PriceCents: 99900, StockTotal: 10, StockLeft: 3, PerUserLimit: 1,
+		StartsAt: time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC), EndsAt: time.Date(2036, 11, 11, 1, 0, 0, 0, time.UTC), State: catalog.Live}
+}
+
 func (s *stubShop) SKU(_ context.Context, id uint64) (*order.SKUView, error) {
-	return &order.SKUView{ID: id, Name: "Phone", State: catalog.Live}, nil
+	return stubSKU(id), nil
+}
+
+// ListSKUs lists SKUs 1 to 5, live, a page at a time.
+func (s *stubShop) ListSKUs(_ context.Context, states []string, after uint64, limit int) ([]order.SKUView, uint64, error) {
+	out := []order.SKUView{}
+	if !slices.Contains(states, catalog.Live) {
+		return out, 0, nil
+	}
+	for id := after + 1; id <= 5; id++ {
+		if len(out) == limit {
+			return out, id - 1, nil
+		}
+		out = append(out, *stubSKU(id))
+	}
+	return out, 0, nil
 }
 
 func (s *stubShop) Place(_ context.Context, user string, in order.PlaceInput) (order.Placed, error) {
@@ -39,19 +63,44 @@ func (s *stubShop) Place(_ context.Context, user string, in order.PlaceInput) (o
 		return order.Placed{}, &stock.RateLimitedError{RetryAfter: 1500 * time.Millisecond}
 	}
 	s.placed.Add(1)
-	return order.Placed{OrderID: "1-0000000000000000000000000"}, nil
+	return order.Placed{OrderID: "1-0000000000000000000000000", Status: order.StatusQueued}, nil
+}
+
+// stubOrder is an order of user as the API shows it.
+func stubOrder(user, orderID, status string) *order.View {
+	created := time.Date(2026, 11, 11, 0, 0, 1, 0, time.UTC)
+	return &order.View{OrderID: orderID, SKU: 1, User: user, Qty: 1, PriceCents: 99900, Status: status,
+		CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute)}
+}
+
+// ListOrders lists orders 3, 2 and 1 of the shopper, a page at a time.
+func (s *stubShop) ListOrders(_ context.Context, user string, cursor *order.Cursor, limit int) ([]order.View, *order.Cursor, error) {
+	out := []order.View{}
+	for n := 3; n >= 1; n-- {
+		v := stubOrder(user, fmt.Sprintf("1-%025d", n), order.StatusPendingPayment)
+		v.CreatedAt = v.CreatedAt.Add(time.Duration(n) * time.Second)
+		if cursor != nil && v.CreatedAt.UnixMilli() >= cursor.CreatedMS {
+			continue
+		}
+		if len(out) == limit {
+			last := out[len(out)-1]
+			return out, &order.Cursor{CreatedMS: last.CreatedAt.UnixMilli(), OrderID: last.OrderID}, nil
+		}
+		out = append(out, *v)
+	}
+	return out, nil, nil
 }
 
 func (s *stubShop) Get(_ context.Context, user, orderID string) (*order.View, error) {
-	return &order.View{OrderID: orderID, User: user, Status: order.StatusPendingPayment}, nil
+	return stubOrder(user, orderID, order.StatusPendingPayment), nil
 }
 
 func (s *stubShop) Pay(_ context.Context, user, orderID string) (*order.View, error) {
-	return &order.View{OrderID: orderID, User: user, Status: order.StatusPaid}, nil
+	return stubOrder(user, orderID, order.StatusPaid), nil
 }
 
 func (s *stubShop) Cancel(_ context.Context, user, orderID string) (*order.View, error) {
-	return &order.View{OrderID: orderID, User: user, Status: order.StatusCancelled}, nil
+	return stubOrder(user, orderID, order.StatusCancelled), nil
 }
 
 // stubAdmin validates a SKU spec like catalog.Store does before any I/O and
@@ -62,11 +111,16 @@ func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*order.SKUView
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
 	}
-	return &order.SKUView{ID: max(spec.ID, 1), Name: spec.Name, StockTotal: spec.Stock}, spec.ID == 0, nil
+	v := stubSKU(max(spec.ID, 1))
+	v.Name, v.PriceCents, v.StockTotal, v.StockLeft, v.PerUserLimit = spec.Name, spec.PriceCents, spec.Stock, spec.Stock, spec.PerUserLimit
+	v.StartsAt, v.EndsAt = spec.StartsAt.UTC(), spec.EndsAt.UTC()
+	return v, spec.ID == 0, nil
 }
 
 func (stubAdmin) SetStock(_ context.Context, id uint64, total int64) (*order.SKUView, error) {
-	return &order.SKUView{ID: id, StockTotal: total}, nil
+	v := stubSKU(id)
+	v.StockTotal, v.StockLeft = total, total
+	return v, nil
 }
 
 func (stubAdmin) Audit(_ context.Context, id uint64) (*order.Report, error) {
@@ -83,6 +137,16 @@ func (stubAdmin) Queue(_ context.Context, sku uint64, _ int) (*order.QueueReport
 
 func (stubAdmin) DeadLetters(context.Context, uint64, int, int) ([]order.TaskView, error) {
 	return nil, nil
+}
+
+func (stubAdmin) AdminSKUs(context.Context, uint64, int) ([]order.AdminSKUView, uint64, error) {
+	return nil, 0, nil
+}
+
+func (stubAdmin) EndSale(_ context.Context, id uint64) (*order.SKUView, error) {
+	v := stubSKU(id)
+	v.State = catalog.Ended
+	return v, nil
 }
 
 func (stubAdmin) RequeueDead(context.Context, uint64, string) error { return order.ErrTaskNotFound }
@@ -105,6 +169,16 @@ func testHTTP(t testing.TB) config.HTTP {
 // testAPI returns the API on stubs with the default HTTP settings, changed
 // by edit when it is not nil.
 func testAPI(t testing.TB, edit func(*Deps)) http.Handler {
+	t.Helper()
+	if _, fuzzing := t.(*testing.F); fuzzing {
+		return rawAPI(t, edit) // a fuzz function may not fail f; its own checks apply
+	}
+	return apitest.Handler(t, rawAPI(t, edit))
+}
+
+// rawAPI is testAPI without the check against api/openapi.yaml, for the
+// tests of answers the document does not describe (a 500).
+func rawAPI(t testing.TB, edit func(*Deps)) http.Handler {
 	t.Helper()
 	d := Deps{
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),

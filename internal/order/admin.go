@@ -216,7 +216,7 @@ func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Cont
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
-	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Expires: s.stateExpiry(sku)}
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Expires: s.stateExpiry(sku), Ends: sku.EndsAt}
 }
 
 // stateExpiry is when sku's Redis state may expire: StateRetention after
@@ -274,9 +274,8 @@ func (s *Service) Audit(ctx context.Context, id uint64) (*Report, error) {
 }
 
 func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
-	sku, err := s.skus.Get(ctx, id)
-	if err != nil {
-		return nil, err
+	if _, err := s.skus.Get(ctx, id); err != nil {
+		return nil, err // catalog.ErrNotFound before any Redis read
 	}
 	r := &Report{SKU: id, Violations: []string{}}
 	st, ok, err := s.store.State(ctx, id)
@@ -293,7 +292,8 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	r.DeadLetters = dead
 	// Read SQL after the queue: an order drained in between shows in SQL
 	// and is dropped from the queued ones below, never counted twice.
-	if sku, err = s.skus.Get(ctx, id); err != nil {
+	sku, err := s.skus.Get(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	r.StockTotal, r.Sold = sku.StockTotal, sku.Sold
@@ -397,16 +397,22 @@ func (s *Service) queuedTasks(ctx context.Context, sku uint64) ([]stock.OrderTas
 
 // existing returns which of the tasks' orders are in SQL.
 func existing(db *gorm.DB, tasks []stock.OrderTask) (map[string]bool, error) {
-	found := make(map[string]bool, len(tasks))
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.OrderID
+	}
+	return existingIDs(db, ids)
+}
+
+// existingIDs reports which of the order ids are in SQL.
+func existingIDs(db *gorm.DB, orderIDs []string) (map[string]bool, error) {
+	found := make(map[string]bool, len(orderIDs))
 	const chunk = 1000
-	for i := 0; i < len(tasks); i += chunk {
-		ids := make([]string, 0, chunk)
-		for _, t := range tasks[i:min(i+chunk, len(tasks))] {
-			ids = append(ids, t.OrderID)
-		}
+	for i := 0; i < len(orderIDs); i += chunk {
+		ids := orderIDs[i:min(i+chunk, len(orderIDs))]
 		var have []string
 		if err := db.Model(&Order{}).Where("order_id IN ?", ids).Pluck("order_id", &have).Error; err != nil {
-			return nil, fmt.Errorf("order: audit: %w", err)
+			return nil, fmt.Errorf("order: orders in sql: %w", err)
 		}
 		for _, id := range have {
 			found[id] = true
@@ -421,6 +427,9 @@ func existing(db *gorm.DB, tasks []stock.OrderTask) (map[string]bool, error) {
 // request ids of its orders remembered again. Buyers of the SKU get ErrBusy
 // for the moment it takes.
 func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
+	if _, err := s.skus.Get(ctx, id); err != nil {
+		return nil, err // catalog.ErrNotFound: nothing to rebuild
+	}
 	var r *Report
 	err := s.exclusive(ctx, id, func(ctx context.Context) error {
 		var err error

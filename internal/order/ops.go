@@ -11,7 +11,8 @@ import (
 	"github.com/seckill/seckill/internal/stock"
 )
 
-// ErrTaskNotFound: no such task (or dead letter) in the SKU's queue.
+// ErrTaskNotFound means there is no such task (or dead letter) in the SKU's
+// queue.
 var ErrTaskNotFound = errors.New("task not found")
 
 // TaskView is what an operator sees of a queue task.

@@ -129,8 +129,8 @@ func skuOfOrderID(id string) (uint64, bool) {
 // of letters, digits and - _ . : @.
 func ValidUserID(s string) bool { return validToken(s, MaxUserIDLen) }
 
-func validToken(s string, max int) bool {
-	if s == "" || len(s) > max {
+func validToken(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

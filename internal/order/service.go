@@ -50,6 +50,7 @@ type Service struct {
 	seller  *stock.Seller
 	o       Options
 	metrics *Metrics
+	list    *listing
 }
 
 // NewService returns a Service. locks serialises the changes of one SKU's
@@ -68,7 +69,7 @@ func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *s
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, seller: seller, o: o, metrics: o.Metrics}
+	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, seller: seller, o: o, metrics: o.Metrics, list: &listing{}}
 }
 
 // PlaceInput is a shopper's buy request.
@@ -101,7 +102,8 @@ func (in PlaceInput) Validate(user string) error {
 // Placed is an accepted order.
 type Placed struct {
 	OrderID  string
-	Replayed bool // the request id was seen before; this is the order it got
+	Replayed bool   // the request id was seen before; this is the order it got
+	Status   string // StatusQueued for a new order; a replayed one's status now
 }
 
 // Place validates a buy request and hands it to the seller. A request id
@@ -152,7 +154,21 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	case err != nil:
 		return Placed{}, err
 	}
-	return Placed{OrderID: res.OrderID, Replayed: res.Replayed}, nil
+	if res.Replayed {
+		return s.replayed(ctx, user, res.OrderID), nil
+	}
+	return Placed{OrderID: res.OrderID, Status: StatusQueued}, nil
+}
+
+// replayed is the answer to a request id that already got orderID: the
+// order with its status now, or queued when the status cannot be read (the
+// order id is what a retry needs).
+func (s *Service) replayed(ctx context.Context, user, orderID string) Placed {
+	p := Placed{OrderID: orderID, Replayed: true, Status: StatusQueued}
+	if v, err := s.Get(ctx, user, orderID); err == nil {
+		p.Status = v.Status
+	}
+	return p
 }
 
 // refuse answers a buy request that is refused with err, unless it carries
@@ -170,7 +186,7 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 		return Placed{}, lerr
 	}
 	if ok {
-		return Placed{OrderID: id, Replayed: true}, nil
+		return s.replayed(ctx, user, id), nil
 	}
 	if lost {
 		// Redis lost the SKU and its request ids; SQL still has the orders
@@ -179,7 +195,7 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 		qerr := s.db.WithContext(ctx).Select("order_id").
 			Take(&o, "sku_id = ? AND user_id = ? AND request_id = ?", sku, user, in.RequestID).Error
 		if qerr == nil {
-			return Placed{OrderID: o.OrderID, Replayed: true}, nil
+			return s.replayed(ctx, user, o.OrderID), nil
 		}
 		if !errors.Is(qerr, gorm.ErrRecordNotFound) {
 			return Placed{}, fmt.Errorf("order: request id: %w", qerr)

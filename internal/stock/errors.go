@@ -10,6 +10,9 @@ import (
 var (
 	ErrSoldOut       = errors.New("sold out")
 	ErrLimitExceeded = errors.New("per-user limit exceeded")
+	// ErrSaleEnded: the sale's end, as Redis holds it, has passed (it may
+	// have been ended early while an instance's cached window is older).
+	ErrSaleEnded = errors.New("the sale has ended")
 	// ErrBusy: the SKU's lock was not obtained within its wait, or the SKU's
 	// state is being rebuilt. The request may be retried shortly.
 	ErrBusy = errors.New("busy, retry shortly")
@@ -22,12 +25,8 @@ var (
 	ErrClosed = errors.New("stock: seller closed")
 )
 
-// RetryAfter is the Retry-After, in seconds, that ErrBusy and ErrStateLost
-// suggest.
-const RetryAfter = "1"
-
-// ErrRateLimited: a shopper's (or a client address's) request budget is
-// spent. Errors carrying it are *RateLimitedError.
+// ErrRateLimited means a shopper's (or a client address's) request budget
+// is spent. Errors carrying it are *RateLimitedError.
 var ErrRateLimited = errors.New("too many requests")
 
 // RateLimitedError refuses a request over its budget and says when the next

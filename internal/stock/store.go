@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/rkey"
 )
 
 var (
@@ -36,7 +37,7 @@ var (
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
-	// Prefix of every key; default "seckill:".
+	// Prefix of every key; default rkey.DefaultPrefix ("seckill:").
 	Prefix string
 	// Queue configures each SKU's order queue; its Prefix is set to Prefix.
 	Queue queue.Options
@@ -82,7 +83,7 @@ type Store struct {
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
 	if o.Prefix == "" {
-		o.Prefix = "seckill:"
+		o.Prefix = rkey.DefaultPrefix
 	}
 	o.Queue.Prefix = o.Prefix
 	if o.RequestIDTTL <= 0 {
@@ -265,6 +266,8 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 			results[i].Err = ErrLimitExceeded
 		case 5:
 			results[i].Err = &RateLimitedError{RetryAfter: time.Duration(toInt(id)) * time.Microsecond}
+		case 6:
+			results[i].Err = ErrSaleEnded
 		default:
 			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}
@@ -294,7 +297,8 @@ func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qt
 	return true, nil
 }
 
-// ErrBelowTaken: a new total would leave fewer units than are already taken.
+// ErrBelowTaken means a new total would leave fewer units than are already
+// taken.
 var ErrBelowTaken = errors.New("stock total below units already taken")
 
 // Config is a SKU's sale as Redis needs it.
@@ -304,6 +308,23 @@ type Config struct {
 	// Expires is when the SKU's state may go: its sale and payment window
 	// are long over.
 	Expires time.Time
+	// Ends is when the sale ends: the buy script refuses buys from then on
+	// (ErrSaleEnded), whatever an instance's cached window says. Zero: no
+	// end is kept in Redis.
+	Ends time.Time
+}
+
+// EndedEarly is the Ends of a sale an admin ended early: before any clock,
+// so the buy script refuses every batch from then on, even one whose time
+// was read on another instance just before the end was written.
+var EndedEarly = time.UnixMilli(1)
+
+// endsMs is Ends for the scripts, 0 when zero.
+func (c Config) endsMs() int64 {
+	if c.Ends.IsZero() {
+		return 0
+	}
+	return c.Ends.UnixMilli()
 }
 
 // Configure sets sku's total and per-user limit in Redis. For a known SKU
@@ -319,7 +340,7 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 	if created {
 		create = 1
 	}
-	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli()).Slice()
+	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli(), c.endsMs()).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}
@@ -341,6 +362,29 @@ type State struct {
 	Limit       int
 	Fence       int64
 	Buyers      int64 // distinct users holding units
+}
+
+// Held returns the units user holds in each of skus (the buyers hash the
+// buy script keeps: queued and persisted orders that are not closed), in one
+// round trip; SKUs where the shopper holds none are left out.
+func (s *Store) Held(ctx context.Context, user string, skus []uint64) (map[uint64]int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(skus))
+	for i, sku := range skus {
+		cmds[i] = pipe.HGet(ctx, newKeys(s.o.Prefix, sku).buyers, user)
+	}
+	if len(skus) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("stock: units held by %q: %w", user, err)
+		}
+	}
+	held := map[uint64]int64{}
+	for i, c := range cmds {
+		if n, err := c.Int64(); err == nil && n > 0 {
+			held[skus[i]] = n
+		}
+	}
+	return held, nil
 }
 
 // State reads sku's Redis state; ok is false when Redis has none.
@@ -453,7 +497,7 @@ func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, r Rebuilt
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
 	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused, k.returned, k.retstage},
-		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli()).Int()
+		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli(), r.endsMs()).Int()
 	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}

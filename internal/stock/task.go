@@ -174,9 +174,9 @@ func (p *taskParser) int(dst *int64, bits int) bool {
 	case !ok, neg && mag > limit, !neg && mag >= limit:
 		return false
 	case neg:
-		*dst = -int64(mag-1) - 1
+		*dst = -int64(mag-1) - 1 //nolint:gosec // mag <= limit, checked above
 	default:
-		*dst = int64(mag)
+		*dst = int64(mag) //nolint:gosec // mag < limit, checked above
 	}
 	return true
 }

@@ -4,7 +4,8 @@
 -- queue's enqueue library (queue.EnqueueLua) is prepended to this file.
 --
 -- KEYS[1..4] the SKU's order queue: ready, data, meta, wake (queue.EnqueueKeys)
--- KEYS[5]    stock hash: total, left, limit, fence
+-- KEYS[5]    stock hash: total, left, limit, fence, ends (Unix ms at which
+--            the sale ends; 0 or absent: no end kept in Redis)
 -- KEYS[6]    buyers hash: user id -> units bought
 -- KEYS[7]    the SKU lock's key (read only when ARGV[1] is not empty)
 -- KEYS[8]    pause marker, set while Redis state is being rebuilt
@@ -34,9 +35,11 @@
 --   left    units left after the batch
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
 --           the order it got the first time), 3 sold out, 4 limit exceeded,
---           5 rate limited (id = microseconds until the shopper may retry)
--- In that order: a replay is answered first and is never charged to the
--- rate limit; a sold-out answer is not charged either.
+--           5 rate limited (id = microseconds until the shopper may retry),
+--           6 the sale has ended (ARGV[3] is at or past ends)
+-- In that order, ended first after replays: a replay is answered first and
+-- is never charged to the rate limit; ended and sold-out answers are not
+-- charged either.
 local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local token, fence, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -47,12 +50,14 @@ end
 if redis.call('EXISTS', paused) == 1 then
   return {-4, 0}
 end
-local st = redis.call('HMGET', stock, 'left', 'limit', 'fence')
+local st = redis.call('HMGET', stock, 'left', 'limit', 'fence', 'ends')
 if not st[1] then
   return {-1, 0}
 end
 local left = tonumber(st[1])
 local limit = tonumber(st[2]) or 0
+local ends = tonumber(st[4]) or 0
+local ended = ends > 0 and tonumber(now) >= ends
 if fence > 0 then
   local seen = tonumber(st[3]) or 0
   if fence < seen then
@@ -87,7 +92,7 @@ for i = 0, n - 1 do
   end
   local prior = ridkey and redis.call('GET', ridkey)
   local wait = 0
-  if not prior and qty <= left and interval > 0 then
+  if not prior and not ended and qty <= left and interval > 0 then
     -- GCRA: the shopper's theoretical arrival time moves one interval per
     -- request; a request is refused while that would put it more than the
     -- burst allowance ahead of now.
@@ -102,6 +107,9 @@ for i = 0, n - 1 do
   if prior then
     out[#out + 1] = 2
     out[#out + 1] = prior
+  elseif ended then
+    out[#out + 1] = 6
+    out[#out + 1] = ''
   elseif qty > left then
     out[#out + 1] = 3
     out[#out + 1] = ''

@@ -13,6 +13,8 @@
 --         otherwise
 -- ARGV[4] Unix ms at which the SKU's state expires (its sale and payment
 --         window are long over)
+-- ARGV[5] Unix ms at which the sale ends: buys from then on are refused (0:
+--         no end)
 -- Returns {code, left}: 1 created, 2 updated, -1 refused (total below the
 -- units already taken; nothing changed), -2 missing (not created: rebuild
 -- it), -4 paused (a rebuild is in progress; nothing changed)
@@ -25,7 +27,7 @@ if not cur[1] then
   if ARGV[3] ~= '1' then
     return {-2, 0}
   end
-  redis.call('HSET', KEYS[1], 'total', total, 'left', total, 'limit', limit, 'fence', 0)
+  redis.call('HSET', KEYS[1], 'total', total, 'left', total, 'limit', limit, 'fence', 0, 'ends', ARGV[5])
   redis.call('PEXPIREAT', KEYS[1], ARGV[4])
   return {1, total}
 end
@@ -33,6 +35,6 @@ local left = tonumber(cur[2]) + total - tonumber(cur[1])
 if left < 0 then
   return {-1, tonumber(cur[2])}
 end
-redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit)
+redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit, 'ends', ARGV[5])
 redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 return {2, left}

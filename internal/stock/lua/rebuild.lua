@@ -15,6 +15,7 @@
 -- ARGV[3] per-user limit
 -- ARGV[4] the pause marker's token (the rebuild that set it)
 -- ARGV[5] Unix ms at which the SKU's state expires
+-- ARGV[6] Unix ms at which the sale ends (0: no end)
 -- Returns 1, or 0 when the pause marker is not ours any more (it expired and
 -- another rebuild started: nothing is changed).
 if redis.call('GET', KEYS[4]) ~= ARGV[4] then
@@ -31,7 +32,7 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('DEL', KEYS[6])
   redis.call('PEXPIREAT', KEYS[5], ARGV[5])
 end
-redis.call('HSET', KEYS[1], 'total', ARGV[1], 'left', ARGV[2], 'limit', ARGV[3])
+redis.call('HSET', KEYS[1], 'total', ARGV[1], 'left', ARGV[2], 'limit', ARGV[3], 'ends', ARGV[6])
 redis.call('HSETNX', KEYS[1], 'fence', 0)
 redis.call('PEXPIREAT', KEYS[1], ARGV[5])
 redis.call('DEL', KEYS[4])

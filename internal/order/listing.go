@@ -1,0 +1,362 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// ListTTL is how long a computed list of SKUs serves shoppers: a crowd
+// refreshing the list costs SQL and Redis one read per ListTTL per instance,
+// not one per request.
+const ListTTL = time.Second
+
+// listing is every SKU as a shopper sees it, computed at most once per
+// ListTTL and shared by the requests in between.
+type listing struct {
+	mu    sync.Mutex
+	at    time.Time
+	views []SKUView
+	group singleflight.Group
+}
+
+// ListSKUs returns up to limit SKUs with ids above after whose state is one
+// of states, by id, and the id to continue after (0 when no more match).
+// The views are at most ListTTL old.
+func (s *Service) ListSKUs(ctx context.Context, states []string, after uint64, limit int) ([]SKUView, uint64, error) {
+	all, err := s.allSKUs(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, _ := slices.BinarySearchFunc(all, after+1, func(v SKUView, id uint64) int {
+		switch {
+		case v.ID < id:
+			return -1
+		case v.ID > id:
+			return 1
+		}
+		return 0
+	})
+	out := []SKUView{}
+	for ; i < len(all); i++ {
+		if !slices.Contains(states, all[i].State) {
+			continue
+		}
+		if len(out) == limit {
+			return out, out[len(out)-1].ID, nil
+		}
+		out = append(out, all[i])
+	}
+	return out, 0, nil
+}
+
+func (s *Service) allSKUs(ctx context.Context) ([]SKUView, error) {
+	l := s.list
+	l.mu.Lock()
+	views, at := l.views, l.at
+	l.mu.Unlock()
+	if views != nil && s.o.Now().Sub(at) < ListTTL {
+		return views, nil
+	}
+	ch := l.group.DoChan("all", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		views, err := s.computeList(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		l.views, l.at = views, s.o.Now()
+		l.mu.Unlock()
+		return views, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]SKUView), nil
+	}
+}
+
+// computeList reads every SKU from SQL and the units left of those whose
+// sale has not ended from Redis (an ended sale shows what SQL sold).
+func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
+	skus, err := s.skus.Page(ctx, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	now := s.o.Now()
+	views := make([]SKUView, len(skus))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range skus {
+		sku := &skus[i]
+		left := max(0, sku.StockTotal-sku.Sold)
+		if !now.Before(sku.EndsAt) {
+			views[i] = *s.skuView(sku, left)
+			continue
+		}
+		g.Go(func() error {
+			st, ok, err := s.store.State(gctx, sku.ID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				left = st.Left
+			}
+			views[i] = *s.skuView(sku, left)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return views, nil
+}
+
+// AdminSKUView is a SKU as an admin lists it: the shopper's view and the
+// figures of its audit.
+type AdminSKUView struct {
+	SKUView
+	Sold         int64  `json:"sold"`
+	RedisLeft    *int64 `json:"redis_left"` // null when Redis has no state for the SKU
+	QueuedOrders int64  `json:"queued_orders"`
+	DeadLetters  int64  `json:"dead_letters"`
+}
+
+// AdminSKUs returns up to limit SKUs with ids above after, by id, with
+// their audit figures, and the id to continue after (0 when no more).
+func (s *Service) AdminSKUs(ctx context.Context, after uint64, limit int) ([]AdminSKUView, uint64, error) {
+	skus, err := s.skus.Page(ctx, after, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next uint64
+	if len(skus) > limit {
+		skus = skus[:limit]
+		next = skus[limit-1].ID
+	}
+	out := make([]AdminSKUView, 0, len(skus))
+	for i := range skus {
+		r, err := s.audit(ctx, skus[i].ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		left := max(0, r.StockTotal-r.Sold)
+		if r.RedisLeft != nil {
+			left = *r.RedisLeft
+		}
+		sku := skus[i]
+		sku.StockTotal, sku.Sold = r.StockTotal, r.Sold
+		out = append(out, AdminSKUView{
+			SKUView: *s.skuView(&sku, left), Sold: r.Sold, RedisLeft: r.RedisLeft,
+			QueuedOrders: r.QueuedOrders, DeadLetters: r.DeadLetters,
+		})
+	}
+	return out, next, nil
+}
+
+// EndSale ends SKU id's sale now; a sale that has ended is left as it is.
+// Redis holds the end before SQL does and before EndSale returns, so no buy
+// is accepted after it returns, on any instance, whatever window their
+// caches hold. Errors: catalog.ErrNotFound, stock.ErrBusy.
+func (s *Service) EndSale(ctx context.Context, id uint64) (*SKUView, error) {
+	var view *SKUView
+	err := s.exclusive(ctx, id, func(ctx context.Context) error {
+		defer s.cache.Forget(id)
+		cur, err := s.skus.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		now := s.o.Now().UTC().Truncate(time.Millisecond)
+		next := *cur
+		if now.Before(cur.EndsAt) {
+			next.EndsAt = now
+			if now.Before(cur.StartsAt) {
+				next.StartsAt = now
+			}
+			// Redis first: from here no buy is accepted, not even one of a
+			// batch whose time was read before now (stock.EndedEarly). When
+			// Redis has lost the SKU's state, no buy is accepted until it is
+			// rebuilt from SQL, which by then holds the end.
+			cfg := s.config(&next)
+			cfg.Ends = stock.EndedEarly
+			if _, err := s.store.Configure(ctx, id, cfg, false); err != nil && !errors.Is(err, stock.ErrStateLost) {
+				return err
+			}
+			if err := s.skus.End(ctx, id, next.StartsAt, next.EndsAt); err != nil {
+				return fmt.Errorf("order: end sku %d: %w", id, err)
+			}
+		}
+		st, ok, err := s.store.State(ctx, id)
+		if err != nil {
+			return err
+		}
+		left := max(0, next.StockTotal-next.Sold)
+		if ok {
+			left = st.Left
+		}
+		view = s.skuView(&next, left)
+		return nil
+	})
+	s.forgetList()
+	return view, err
+}
+
+// forgetList makes the next list read the stores.
+func (s *Service) forgetList() {
+	s.list.mu.Lock()
+	s.list.views = nil
+	s.list.mu.Unlock()
+}
+
+// Cursor is where a page of a shopper's orders continues: with the
+// orders created before CreatedMS, or at it with a smaller id.
+type Cursor struct {
+	CreatedMS int64
+	OrderID   string
+}
+
+// after reports whether v comes after c, newest first.
+func (c *Cursor) after(v *View) bool {
+	if c == nil {
+		return true
+	}
+	ms := v.CreatedAt.UnixMilli()
+	return ms < c.CreatedMS || ms == c.CreatedMS && v.OrderID < c.OrderID
+}
+
+// QueuedWindow is how long after a sale's end the shopper's list still looks
+// for their orders of it in its queue (the drain writes them to SQL within
+// seconds unless MySQL is down).
+const QueuedWindow = time.Hour
+
+// ListOrders returns up to limit of user's orders, newest first, after the
+// cursor (nil: from the newest), and the cursor of the next page (nil after
+// the last). Orders still queued are shown with status queued, the others
+// come from SQL. Another shopper's orders are never listed.
+//
+// The buy path keeps nothing for this list: a SKU's queue is read only when
+// the units the shopper holds there in Redis are more than their open
+// orders of it in SQL, which is the case only while one of their orders is
+// on its way.
+func (s *Service) ListOrders(ctx context.Context, user string, cursor *Cursor, limit int) ([]View, *Cursor, error) {
+	// The queue first, SQL after: an order the drain moves in between is
+	// read from SQL, never missed.
+	queued, err := s.queuedOrders(ctx, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	for id, v := range queued {
+		if !cursor.after(&v) {
+			delete(queued, id)
+		}
+	}
+
+	q := s.db.WithContext(ctx).Where("user_id = ?", user)
+	if cursor != nil {
+		at := time.UnixMilli(cursor.CreatedMS).UTC()
+		q = q.Where("created_at < ? OR (created_at = ? AND order_id < ?)", at, at, cursor.OrderID)
+	}
+	var rows []Order
+	if err := q.Order("created_at DESC, order_id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("order: list orders: %w", err)
+	}
+	views := make([]View, 0, len(rows)+len(queued))
+	for i := range rows {
+		delete(queued, rows[i].OrderID)
+		views = append(views, *rows[i].view())
+	}
+	for _, v := range queued {
+		views = append(views, v)
+	}
+	slices.SortFunc(views, func(a, b View) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.OrderID, a.OrderID)
+	})
+	if len(views) <= limit {
+		return views, nil, nil
+	}
+	views = views[:limit]
+	last := views[limit-1]
+	return views, &Cursor{CreatedMS: last.CreatedAt.UnixMilli(), OrderID: last.OrderID}, nil
+}
+
+// queuedOrders returns user's orders still in a queue, of the sales that
+// ended less than QueuedWindow ago.
+func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]View, error) {
+	skus, err := s.skus.List(ctx, s.o.Now().Add(-QueuedWindow))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, len(skus))
+	for i := range skus {
+		ids[i] = skus[i].ID
+	}
+	held, err := s.store.Held(ctx, user, ids)
+	if err != nil || len(held) == 0 {
+		return nil, err
+	}
+	mine := make([]uint64, 0, len(held))
+	for sku := range held {
+		mine = append(mine, sku)
+	}
+	var rows []struct {
+		SKU   uint64 `gorm:"column:sku_id"`
+		Units int64
+	}
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("sku_id, COALESCE(SUM(qty), 0) AS units").
+		Where("user_id = ? AND sku_id IN ? AND status IN ?", user, mine, []string{StatusPendingPayment, StatusPaid}).
+		Group("sku_id").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("order: units of open orders: %w", err)
+	}
+	open := make(map[uint64]int64, len(rows))
+	for _, r := range rows {
+		open[r.SKU] = r.Units
+	}
+	queued := map[string]View{}
+	for sku, units := range held {
+		if units <= open[sku] {
+			continue // every unit held is in SQL: nothing of theirs is queued
+		}
+		tasks, _, err := s.queuedTasks(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			if t.User != user {
+				continue
+			}
+			created := time.UnixMilli(t.CreatedMS).UTC()
+			queued[t.OrderID] = View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
+				Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}
+		}
+	}
+	// A task written to SQL and not yet acknowledged is no longer queued.
+	candidates := make([]string, 0, len(queued))
+	for id := range queued {
+		candidates = append(candidates, id)
+	}
+	inSQL, err := existingIDs(s.db.WithContext(ctx), candidates)
+	if err != nil {
+		return nil, err
+	}
+	for id := range inSQL {
+		delete(queued, id)
+	}
+	return queued, nil
+}

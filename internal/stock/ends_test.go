@@ -1,0 +1,62 @@
+package stock
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// TestTheBuyScriptKeepsTheSalesEnd: Redis refuses buys at or past the end it
+// holds, whatever the caller's cached window says; a sale ended early
+// (EndedEarly) refuses a batch timed before the end too; a replay of an
+// accepted request id is still answered.
+func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	store := NewStore(rdb, StoreOptions{Prefix: prefix, Now: clock})
+	const sku = 31
+	cfg := Config{Total: 10, Limit: 5, Expires: now.Add(time.Hour), Ends: now.Add(time.Minute)}
+	_, err := store.Configure(ctx, sku, cfg, true)
+	require.NoError(t, err)
+	n := 0
+	buy := func(user, rid string) Result {
+		t.Helper()
+		n++
+		_, res, err := store.Buy(ctx, sku, []Request{{User: user, Qty: 1, RequestID: rid, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}}, Guard{})
+		require.NoError(t, err)
+		return res[0]
+	}
+	first := buy("alice", "r-1")
+	require.NoError(t, first.Err)
+
+	now = now.Add(time.Minute) // at the end
+	assert.ErrorIs(t, buy("bob", "").Err, ErrSaleEnded)
+	now = now.Add(-time.Minute)
+
+	cfg.Ends = EndedEarly
+	_, err = store.Configure(ctx, sku, cfg, false)
+	require.NoError(t, err)
+	assert.ErrorIs(t, buy("bob", "").Err, ErrSaleEnded, "a batch timed before the early end is refused too")
+	replay := buy("alice", "r-1")
+	require.NoError(t, replay.Err, "a replay is answered after the end")
+	assert.Equal(t, first.OrderID, replay.OrderID)
+	st, ok, err := store.State(ctx, sku)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.EqualValues(t, 9, st.Left, "nothing taken after the end")
+
+	// A stock written before the end was kept (Ends zero) has no end in Redis.
+	_, err = store.Configure(ctx, sku+1, Config{Total: 1, Limit: 1, Expires: now.Add(time.Hour)}, true)
+	require.NoError(t, err)
+	_, res, err := store.Buy(ctx, sku+1, []Request{{User: "carol", Qty: 1, OrderID: fmt.Sprintf("%d-x", sku+1), Created: now}}, Guard{})
+	require.NoError(t, err)
+	assert.NoError(t, res[0].Err)
+}
