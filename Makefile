@@ -4,6 +4,9 @@ BIN      ?= bin/seckill
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/seckill/seckill/internal/buildinfo.Version=$(VERSION)
 K6_VERSION ?= v1.8.1
+# golangci-lint, built from the Go module proxy at this version into bin/.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # make chaos: how long the randomized fault run lasts, and its seed (empty:
 # a random one, printed at the start).
 DURATION ?= 60s
@@ -12,7 +15,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short chaos services lint fmt up down k6 loadtest-smoke bench clean
+.PHONY: help run build test test-short chaos services lint fmt generate up down k6 loadtest-smoke bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,13 +39,22 @@ chaos: ## randomized fault run (internal/chaostest): make chaos DURATION=10m SEE
 test-short: ## unit tests only, no services
 	$(GO) test -short -count=1 ./...
 
-lint: ## gofmt check and go vet
+lint: $(GOLANGCI_LINT) ## gofmt check, go vet, golangci-lint (.golangci.yml), and api/openapi.yaml validated as OpenAPI 3.1
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
+	$(GO) test -count=1 -run '^TestDocumentValidates$$' ./api
+
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/bin/.golangci $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv bin/.golangci/golangci-lint $@
 
 fmt: ## gofmt -w every Go file
 	gofmt -w $$(git ls-files '*.go')
+
+generate: ## regenerate the API client (api/client) from api/openapi.yaml with oapi-codegen
+	$(GO) generate ./api/client
 
 up: ## docker compose: MySQL 8, Redis 7 and seckill
 	docker compose up --build -d

@@ -12,7 +12,7 @@ import http from 'k6/http';
 import { check, sleep } from 'k6';
 import exec from 'k6/execution';
 import { Counter, Trend } from 'k6/metrics';
-import { BASE_URL, buyBody, buyParams, drainedAudit, env, envInt, judgeAudit, seedSKU, summary } from './lib.js';
+import { BASE_URL, buyBody, buyParams, drainedAudit, env, envInt, findOnSale, judgeAudit, seedSKU, shopperHeaders, summary } from './lib.js';
 
 const RATE = envInt('RATE', 100);
 const DURATION = env('DURATION', '2h');
@@ -56,11 +56,15 @@ export function setup() {
 }
 
 function shopper(user, name) {
-  return { headers: { 'X-User-ID': user }, tags: { name: name }, timeout: '30s' };
+  return { headers: shopperHeaders(user), tags: { name: name }, timeout: '30s' };
 }
 
 export default function (data) {
   const user = `k6k-${data.run}-${exec.scenario.iterationInTest}`;
+  // The shop front: the list of sales, then the buy.
+  if (!check(findOnSale(data.sku), { 'list: the sale is listed': (s) => s !== null })) {
+    unexpected.add(1, { step: 'list', status: 'missing' });
+  }
   const r = http.post(`${BASE_URL}/api/v1/orders`, buyBody(data.sku), buyParams(user));
   if (!check(r, { 'buy: 202': () => r.status === 202 })) {
     unexpected.add(1, { step: 'buy', status: String(r.status) });

@@ -17,7 +17,9 @@ targets=(
 	"./internal/httpapi FuzzPlaceRequest"
 	"./internal/httpapi FuzzSKURequest"
 	"./internal/httpapi FuzzStockRequest"
-	"./internal/httpapi FuzzUserToken"
+	"./internal/httpapi FuzzShopperToken"
+	"./internal/httpapi FuzzListQuery"
+	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
 )

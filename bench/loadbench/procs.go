@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,9 +17,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/api/client"
 )
 
-const adminToken = "loadbench-admin-token-0123456789"
+const adminToken = "loadbench-admin-token-0123456789abcdef"
 
 // proc is a child process the benchmark started.
 type proc struct {
@@ -195,79 +195,55 @@ func startRedis(dir string) (addr string, pid int, stop func(), err error) {
 	}
 }
 
-// api talks to a seckill server's admin and metrics endpoints.
+// api talks to a seckill server's admin and metrics endpoints, through the
+// client generated from api/openapi.yaml.
 type api struct {
 	url    string
 	client *http.Client
+	c      *client.ClientWithResponses
 }
 
 func newAPI(url string) *api {
-	return &api{url: url, client: &http.Client{Timeout: 60 * time.Second}}
-}
-
-func (a *api) do(method, path string, body any, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, a.url+path, rd)
+	hc := &http.Client{Timeout: 60 * time.Second}
+	c, err := client.NewClientWithResponses(url, client.WithHTTPClient(hc),
+		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+adminToken)
+			return nil
+		}))
 	if err != nil {
-		return 0, err
+		panic(err) // only a malformed URL, which the bench builds itself
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: %w: %s", method, path, err, raw)
-		}
-	}
-	if resp.StatusCode >= 300 && out != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, nil
+	return &api{url: url, client: hc, c: c}
 }
 
 // seed creates a SKU on sale for the next hours and returns its id.
 func (a *api) seed(name string, stock int64) (uint64, error) {
 	now := time.Now().UTC()
-	var v struct {
-		ID uint64 `json:"id"`
+	price, limit := int64(99900), 1
+	r, err := a.c.UpsertSKUWithResponse(context.Background(), client.SKUSpec{
+		Name: name, PriceCents: &price, Stock: &stock, PerUserLimit: limit,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(6 * time.Hour),
+	})
+	if err != nil {
+		return 0, err
 	}
-	_, err := a.do("POST", "/admin/skus", map[string]any{
-		"name": name, "price_cents": 99900, "stock": stock, "per_user_limit": 1,
-		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(6 * time.Hour),
-	}, &v)
-	return v.ID, err
+	if r.JSON201 == nil {
+		return 0, fmt.Errorf("seed %q: %d %s", name, r.StatusCode(), r.Body)
+	}
+	return uint64(r.JSON201.Id), nil
 }
 
-type report struct {
-	SKU          uint64   `json:"sku_id"`
-	StockTotal   int64    `json:"stock_total"`
-	Sold         int64    `json:"sold"`
-	RedisLeft    *int64   `json:"redis_left"`
-	Queued       int64    `json:"queued"`
-	QueuedOrders int64    `json:"queued_orders"`
-	Orders       int64    `json:"orders"`
-	DeadLetters  int64    `json:"dead_letters"`
-	Duplicates   int64    `json:"duplicates"`
-	Consistent   bool     `json:"consistent"`
-	Violations   []string `json:"violations"`
-}
+type report = client.Report
 
 func (a *api) audit(id uint64) (report, error) {
-	var r report
-	_, err := a.do("GET", fmt.Sprintf("/admin/skus/%d/audit", id), nil, &r)
-	return r, err
+	r, err := a.c.AuditSKUWithResponse(context.Background(), int64(id))
+	if err != nil {
+		return report{}, err
+	}
+	if r.JSON200 == nil {
+		return report{}, fmt.Errorf("audit %d: %d %s", id, r.StatusCode(), r.Body)
+	}
+	return *r.JSON200, nil
 }
 
 // drained waits until nothing of sku is queued and the audit is consistent.
@@ -289,11 +265,14 @@ func (a *api) drained(id uint64, timeout time.Duration) (report, error) {
 }
 
 func (a *api) stockLeft(id uint64) (int64, error) {
-	var v struct {
-		Left int64 `json:"stock_left"`
+	r, err := a.c.GetSKUWithResponse(context.Background(), int64(id))
+	if err != nil {
+		return 0, err
 	}
-	_, err := a.do("GET", fmt.Sprintf("/api/v1/skus/%d", id), nil, &v)
-	return v.Left, err
+	if r.JSON200 == nil {
+		return 0, fmt.Errorf("sku %d: %d %s", id, r.StatusCode(), r.Body)
+	}
+	return r.JSON200.StockLeft, nil
 }
 
 // outcomes reads seckill_buy_requests_total by outcome from /metrics.

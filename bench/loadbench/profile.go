@@ -33,7 +33,7 @@ func runSeckill(args []string) {
 		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cli.Run(ctx, args, os.Getenv, os.Stdout, os.Stderr)
+	err := cli.Run(ctx, args, os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill:", err)

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	adminToken = "chaostest-admin-token-0123456789"
+	adminToken = "chaostest-admin-token-0123456789abcdef"
 	// defaultDuration is the length of the run when SECKILL_CHAOS_DURATION
 	// is not set: short enough for `go test ./...`.
 	defaultDuration = 15 * time.Second
@@ -141,7 +141,7 @@ func newCluster(t *testing.T, s settings) *cluster {
 	runStart = time.Now()
 	c := &cluster{
 		t: t, s: s, rng: rand.New(rand.NewSource(s.seed)), redis: rs, prefix: prefix,
-		cl: newClient(adminToken), hist: &history{}, viol: &violations{}, rss: map[string][2]int64{},
+		cl: newClient(t, adminToken), hist: &history{}, viol: &violations{}, rss: map[string][2]int64{},
 	}
 	c.env = map[string]string{
 		"SECKILL_REDIS_ADDRS":              rs.Addr(),
@@ -154,6 +154,7 @@ func newCluster(t *testing.T, s settings) *cluster {
 		"SECKILL_MYSQL_DSN":                dsn,
 		"SECKILL_MYSQL_CONNECT_TIMEOUT":    "20s",
 		"SECKILL_ADMIN_TOKEN":              adminToken,
+		"SECKILL_AUTH_MODE":                "header",
 		"SECKILL_RATE_LIMIT_ENABLED":       "false",
 		"SECKILL_ORDER_PAYMENT_TIMEOUT":    paymentTimeout.String(),
 		"SECKILL_WORKER_LEASE":             "2s",

@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/apitest"
 )
 
 // Operation kinds.
@@ -166,10 +169,12 @@ type client struct {
 	adminToken string
 }
 
-func newClient(token string) *client {
+// newClient returns a client whose every answer, whatever the fault, is
+// also held to api/openapi.yaml.
+func newClient(t *testing.T, token string) *client {
 	return &client{adminToken: token, http: &http.Client{
 		Timeout:   requestTimeout,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 128, IdleConnTimeout: 30 * time.Second},
+		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}),
 	}}
 }
 

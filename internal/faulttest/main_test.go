@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -70,7 +69,7 @@ func moduleRoot() (string, error) {
 }
 
 // goTool is the go command that runs the tests: the one on PATH, else the
-// one of the toolchain that built this test binary.
+// one GOROOT names.
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
@@ -78,5 +77,5 @@ func goTool() string {
 	if root := os.Getenv("GOROOT"); root != "" {
 		return filepath.Join(root, "bin", "go")
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go" // not found: running it says so
 }

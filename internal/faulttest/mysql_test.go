@@ -78,6 +78,7 @@ func mysqlDown(t *testing.T, name string, stop, cont func(*mariaDB), errors bool
 
 	ss := c.Wait()
 	rep := d.drained(sku, 60*time.Second)
+	assert.True(t, rep.Consistent, "%+v", rep)
 	// Shoppers arriving after the outage buy as before.
 	after := d.buy(sku, "sql-after", 200, 200).Wait()
 	assert.Positive(t, len(accepted(after)), "orders are accepted again: %v", tally(after))

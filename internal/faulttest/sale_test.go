@@ -22,12 +22,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-const adminToken = "faulttest-admin-token-0123456789"
+const adminToken = "faulttest-admin-token-0123456789abcdef"
 
 func freePort(t *testing.T) int { return testsvc.FreePort(t) }
 
@@ -53,6 +54,7 @@ func newDeployment(t *testing.T, redisAddr, prefix, dsn string, extra map[string
 		"SECKILL_REDIS_KEY_PREFIX":         prefix,
 		"SECKILL_MYSQL_DSN":                dsn,
 		"SECKILL_ADMIN_TOKEN":              adminToken,
+		"SECKILL_AUTH_MODE":                "header",
 		"SECKILL_RATE_LIMIT_ENABLED":       "false",
 		"SECKILL_WORKER_LEASE":             "2s",
 		"SECKILL_WORKER_SWEEP_INTERVAL":    "500ms",
@@ -73,9 +75,10 @@ func newDeployment(t *testing.T, redisAddr, prefix, dsn string, extra map[string
 	t.Cleanup(func() { _ = db.Close() })
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })
+	// Every exchange, faults included, is held to api/openapi.yaml.
 	d := &deployment{t: t, env: env, rdb: rdb, prefix: prefix, db: db, client: &http.Client{
 		Timeout:   20 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256},
+		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}),
 	}}
 	t.Cleanup(d.client.CloseIdleConnections)
 	return d

@@ -90,7 +90,7 @@ func (s *RedisServer) startOnce() error {
 		close(exited)
 	}()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	want := "process_id:" + strconv.Itoa(cmd.Process.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -109,7 +109,7 @@ func (s *RedisServer) startOnce() error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-exited
-			return fmt.Errorf("did not answer: %v", err)
+			return fmt.Errorf("did not answer: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -185,7 +185,7 @@ func FreePort(t testing.TB) int {
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 

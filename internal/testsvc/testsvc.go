@@ -94,7 +94,7 @@ func Cluster(t testing.TB) (*redis.ClusterClient, string) {
 	ping(t, c, strings.Join(addrs, ","))
 	prefix := Prefix(t)
 	t.Cleanup(func() {
-		_ = c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		_ = c.ForEachMaster(context.Background(), func(_ context.Context, m *redis.Client) error {
 			deleteKeys(m, prefix)
 			return nil
 		})
