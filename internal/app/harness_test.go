@@ -231,6 +231,24 @@ func (s *sale) buy(i int, sku uint64, user string, qty int) reply {
 	return toReply(r.HTTPResponse, r.Body)
 }
 
+// buyRetrying buys as a real client does: with a request id, and after a
+// 503 (busy or unavailable) again with the same id after a short pause, at
+// most 50 times. It returns the last answer and how many 503s came first.
+func (s *sale) buyRetrying(i int, sku uint64, user string, qty int) (reply, int) {
+	s.t.Helper()
+	id := fmt.Sprintf("%s-%d-%d", user, sku, qty)
+	for try := 0; ; try++ {
+		r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
+			client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty, RequestId: &id}, s.as(user))
+		require.NoError(s.t, err)
+		rep := toReply(r.HTTPResponse, r.Body)
+		if rep.Status != http.StatusServiceUnavailable || rep.Header.Get("Retry-After") == "" || try == 50 {
+			return rep, try
+		}
+		time.Sleep(time.Duration(20+i%30) * time.Millisecond)
+	}
+}
+
 func toReply(resp *http.Response, body []byte) reply {
 	r := reply{Status: resp.StatusCode, Raw: string(body), Header: resp.Header}
 	_ = json.Unmarshal(body, &r.Body)

@@ -30,27 +30,19 @@ func flashSale(t *testing.T, s *sale, stock int64, buyers int) {
 	for i := 0; i < buyers; i++ {
 		wg.Go(func() {
 			<-start
-			// A shopper told 503 busy comes back after Retry-After (here
-			// shortened), as a real client does, until sold out.
-			for try := 0; ; try++ {
-				r := s.buy(i, sku, fmt.Sprintf("u%d", i), 1)
-				switch {
-				case r.Status == http.StatusAccepted:
-					accepted.Add(1)
-				case r.Status == http.StatusConflict && r.str("error") == "sold_out":
-					soldOut.Add(1)
-				case r.Status == http.StatusServiceUnavailable && r.str("error") == "busy" && r.Header.Get("Retry-After") != "":
-					busy.Add(1)
-					if try < 50 {
-						time.Sleep(time.Duration(20+i%30) * time.Millisecond)
-						continue
-					}
-				default:
-					mu.Lock()
-					other[r.Status]++
-					mu.Unlock()
-				}
-				return
+			// A shopper told 503 comes back after Retry-After (here
+			// shortened), with the same request id, as a real client does.
+			r, tries := s.buyRetrying(i, sku, fmt.Sprintf("u%d", i), 1)
+			busy.Add(int64(tries))
+			switch {
+			case r.Status == http.StatusAccepted:
+				accepted.Add(1)
+			case r.Status == http.StatusConflict && r.str("error") == "sold_out":
+				soldOut.Add(1)
+			default:
+				mu.Lock()
+				other[r.Status]++
+				mu.Unlock()
 			}
 		})
 	}

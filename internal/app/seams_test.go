@@ -237,7 +237,7 @@ func queueOrders(t *testing.T, s *sale, sku uint64, n int) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := s.buy(0, sku, fmt.Sprintf("q%d", i), 1)
+			r, _ := s.buyRetrying(0, sku, fmt.Sprintf("q%d", i), 1)
 			assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 		})
 	}
