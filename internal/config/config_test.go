@@ -72,6 +72,12 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "-1s"}, "http.read_timeout"},
 		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "0"}, "worker.batch_size"},
 		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "many"}, "worker.batch_size"},
+		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "99999999999999999999"}, "worker.batch_size"},
+		{map[string]string{"SECKILL_HTTP_MAX_BODY_BYTES": "1e3"}, "http.max_body_bytes"},
+		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "9999999999h"}, "http.read_timeout"},
+		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "5"}, "http.read_timeout"},
+		// Several bad values: the first key, in the order of Config, is named.
+		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "many", "SECKILL_HTTP_READ_TIMEOUT": "soon"}, "http.read_timeout"},
 		{map[string]string{"SECKILL_RATE_LIMIT_ENABLED": "maybe"}, "rate_limit.enabled"},
 		{map[string]string{"SECKILL_RATE_LIMIT_TRUSTED_PROXIES": "10.0.0.0/99"}, "rate_limit.trusted_proxies"},
 		{map[string]string{"SECKILL_LOG_LEVEL": "loud"}, "log.level"},
@@ -94,7 +100,48 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		require.Error(t, err, "%v", tc.env)
 		require.True(t, errors.As(err, &ce), "%v: %v is not a *config.Error", tc.env, err)
 		assert.Equal(t, tc.key, ce.Key, "%v: %v", tc.env, err)
-		assert.Contains(t, err.Error(), tc.key)
+		assert.Contains(t, err.Error(), tc.key+" ("+envName(tc.key)+")")
+	}
+}
+
+// TestUndecodableValuesShowValueAndWhatIsAllowed: a value that does not
+// parse as its key's type is shown, with what the key accepts.
+func TestUndecodableValuesShowValueAndWhatIsAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, allowed string
+	}{
+		{"SECKILL_HTTP_READ_TIMEOUT", "soon", "a duration"},
+		{"SECKILL_WORKER_BATCH_SIZE", "many", "an integer"},
+		{"SECKILL_WORKER_BATCH_SIZE", "99999999999999999999", "out of range"},
+		{"SECKILL_RATE_LIMIT_ENABLED", "maybe", "true or false"},
+	} {
+		_, err := Load("", env(map[string]string{tc.name: tc.value}))
+		var ce *Error
+		require.ErrorAs(t, err, &ce, "%s=%s", tc.name, tc.value)
+		assert.Equal(t, tc.value, ce.Value, "%s=%s: %v", tc.name, tc.value, err)
+		assert.Contains(t, ce.Allowed, tc.allowed, "%s=%s: %v", tc.name, tc.value, err)
+	}
+}
+
+// TestBadFileValuesNameTheKey: a value of the wrong shape in the file names
+// its key, a list's key for one of its elements.
+func TestBadFileValuesNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, key string }{
+		{"http:\n  addr: [1, 2]\n", "http.addr"},
+		{"http:\n  read_timeout: [1]\n", "http.read_timeout"},
+		{"http:\n  read_timeout: soon\n", "http.read_timeout"},
+		{"rate_limit:\n  enabled: [x]\n", "rate_limit.enabled"},
+		{"redis:\n  db: !!binary aGVsbG8=\n", "redis.db"},
+		{"redis:\n  addrs: [[1], {a: b}]\n", "redis.addrs"},
+		{"http:\n  cors_origins: [\"https://shop.test\", [1]]\n", "http.cors_origins"},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o600))
+		_, err := Load(path, env(nil))
+		var ce *Error
+		require.ErrorAs(t, err, &ce, "%q", tc.yaml)
+		assert.Equal(t, tc.key, ce.Key, "%q: %v", tc.yaml, err)
+		assert.Contains(t, err.Error(), tc.key+" ("+envName(tc.key)+")")
 	}
 }
 
