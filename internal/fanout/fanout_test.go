@@ -1,0 +1,291 @@
+package fanout
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// wakeOneUnlessAll is the lock's policy: payload "a" wakes all, others one.
+func wakeOneUnlessAll(payload string) bool { return payload != "a" }
+
+func pending(c chan struct{}) bool {
+	select {
+	case <-c:
+		c <- struct{}{} // put it back
+		return true
+	default:
+		return false
+	}
+}
+
+func newChan() chan struct{} { return make(chan struct{}, 1) }
+
+// TestWakeOneRotatesAndPassesOn: a wake-one message wakes the waiter waiting
+// longest without a pending wake-up; a wake-all message wakes all; a wake-up
+// left unused by a waiter that leaves goes to the next one.
+func TestWakeOneRotatesAndPassesOn(t *testing.T) {
+	h := New(nil, Options{WakeOne: wakeOneUnlessAll})
+	h.closed = true // no pub/sub connection in this unit test
+	c1, c2, c3 := newChan(), newChan(), newChan()
+	w1 := &Waiter{hub: h, channel: "c", c: c1}
+	w2 := &Waiter{hub: h, channel: "c", c: c2}
+	w3 := &Waiter{hub: h, channel: "c", c: c3}
+	h.chans["c"] = []*Waiter{w1, w2, w3}
+
+	h.deliver("c", "1")
+	assert.Equal(t, []bool{true, false, false}, []bool{pending(c1), pending(c2), pending(c3)})
+	h.deliver("c", "1")
+	assert.Equal(t, []bool{true, true, false}, []bool{pending(c1), pending(c2), pending(c3)})
+
+	// w2 leaves without using its wake-up: w3 gets it.
+	w2.Remove()
+	assert.True(t, pending(c3))
+	assert.Equal(t, 2, h.Count("c"))
+
+	<-c1
+	<-c3
+	h.deliver("c", "a")
+	assert.True(t, pending(c1))
+	assert.True(t, pending(c3))
+
+	w1.Remove()
+	w1.Remove() // idempotent
+	w3.Remove()
+	assert.Zero(t, h.Count("c"))
+	h.deliver("nobody", "1") // no waiters: nothing happens
+}
+
+// TestWakeAllPassesNothingOn: without WakeOne, a waiter that leaves keeps its
+// wake-up to itself (the others got the same message).
+func TestWakeAllPassesNothingOn(t *testing.T) {
+	h := New(nil, Options{})
+	h.closed = true
+	c1, c2 := newChan(), newChan()
+	w1 := &Waiter{hub: h, channel: "c", c: c1}
+	h.chans["c"] = []*Waiter{w1, {hub: h, channel: "c", c: c2}}
+	c1 <- struct{}{}
+	w1.Remove()
+	assert.False(t, pending(c2))
+	assert.True(t, pending(c1))
+}
+
+func deployments(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+	}{{"standalone", false}, {"cluster", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := testsvc.Universal(t, tc.cluster)
+			f(t, rdb, prefix)
+		})
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// numSub counts subscribers of channel on every node.
+func numSub(t *testing.T, c redis.UniversalClient, channel string) int64 {
+	ctx := ctxT(t)
+	var n atomic.Int64
+	count := func(ctx context.Context, c *redis.Client) error {
+		v, err := c.PubSubNumSub(ctx, channel).Result()
+		n.Add(v[channel])
+		return err
+	}
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		require.NoError(t, cc.ForEachMaster(ctx, count))
+	case *redis.Client:
+		require.NoError(t, count(ctx, cc))
+	}
+	return n.Load()
+}
+
+func woken(t *testing.T, c chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not woken: %s", what)
+	}
+}
+
+func notWoken(t *testing.T, c chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+		t.Fatalf("woken: %s", what)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestOneConnectionWakesAllAndUnsubscribes: waiters on two channels share
+// one subscriber connection; a message wakes every waiter of its channel and
+// no other; a channel is unsubscribed when its last waiter leaves, and Close
+// drops the connection.
+func TestOneConnectionWakesAllAndUnsubscribes(t *testing.T) {
+	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := ctxT(t)
+		h := New(rdb, Options{})
+		chA, chB := prefix+"a", prefix+"b"
+		a1, a2, b := newChan(), newChan(), newChan()
+		wa1, err := h.Add(ctx, chA, a1)
+		require.NoError(t, err)
+		wa2, err := h.Add(ctx, chA, a2)
+		require.NoError(t, err)
+		wb, err := h.Add(ctx, chB, b)
+		require.NoError(t, err)
+		assert.Equal(t, 2, h.Count(chA))
+		assert.Eventually(t, func() bool { return numSub(t, rdb, chA) == 1 && numSub(t, rdb, chB) == 1 },
+			10*time.Second, 5*time.Millisecond)
+		notWoken(t, a1, "no subscription wake-ups unless asked for")
+
+		require.NoError(t, rdb.Publish(ctx, chA, "x").Err())
+		woken(t, a1, "a1")
+		woken(t, a2, "a2")
+		notWoken(t, b, "b: other channel")
+
+		wa1.Remove()
+		assert.Equal(t, int64(1), numSub(t, rdb, chA), "a2 still waits")
+		wa2.Remove()
+		assert.Eventually(t, func() bool { return numSub(t, rdb, chA) == 0 }, 10*time.Second, 5*time.Millisecond)
+		require.NoError(t, rdb.Publish(ctx, chB, "x").Err())
+		woken(t, b, "b")
+
+		require.NoError(t, h.Close())
+		assert.Eventually(t, func() bool { return numSub(t, rdb, chB) == 0 }, 10*time.Second, 5*time.Millisecond)
+		wb.Remove() // still allowed
+		_, err = h.Add(ctx, chB, b)
+		require.ErrorIs(t, err, ErrClosed)
+		require.NoError(t, h.Close())
+	})
+}
+
+// TestWakeOneOverRedis: with WakeOne, a release message wakes one waiter at
+// a time, oldest first, and a wake-all message wakes all; the subscription
+// confirmation wakes the waiters already there.
+func TestWakeOneOverRedis(t *testing.T) {
+	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := ctxT(t)
+		h := New(rdb, Options{WakeOne: wakeOneUnlessAll, WakeOnSubscribe: true})
+		t.Cleanup(func() { _ = h.Close() })
+		ch := prefix + "lock"
+		cs := []chan struct{}{newChan(), newChan(), newChan()}
+		for i, c := range cs {
+			w, err := h.Add(ctx, ch, c)
+			require.NoError(t, err)
+			t.Cleanup(w.Remove)
+			if i == 0 {
+				// Wait for the one confirmation, so that it cannot wake
+				// the others in the middle of what follows.
+				woken(t, c, "subscription confirmed")
+			}
+		}
+		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 1 }, 10*time.Second, 5*time.Millisecond)
+
+		require.NoError(t, rdb.Publish(ctx, ch, "1").Err())
+		woken(t, cs[0], "first release: oldest waiter")
+		notWoken(t, cs[1], "second waiter")
+		notWoken(t, cs[2], "third waiter")
+		require.NoError(t, rdb.Publish(ctx, ch, "1").Err())
+		woken(t, cs[1], "second release: next waiter")
+		notWoken(t, cs[2], "third waiter")
+		require.NoError(t, rdb.Publish(ctx, ch, "a").Err())
+		for _, c := range cs {
+			woken(t, c, "wake-all")
+		}
+	})
+}
+
+// TestListenGetsPayloads: a listener gets every payload in order, next to
+// the waiters of the same channel.
+func TestListenGetsPayloads(t *testing.T) {
+	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := ctxT(t)
+		h := New(rdb, Options{WakeOnSubscribe: true})
+		t.Cleanup(func() { _ = h.Close() })
+		ch := prefix + "back"
+		got := make(chan string, 10)
+		l, err := h.Listen(ctx, ch, func(p string) { got <- p })
+		require.NoError(t, err)
+		c := newChan()
+		w, err := h.Add(ctx, ch, c)
+		require.NoError(t, err)
+		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 1 }, 10*time.Second, 5*time.Millisecond)
+		for _, p := range []string{"7", "8", "9"} {
+			require.NoError(t, rdb.Publish(ctx, ch, p).Err())
+		}
+		for _, want := range []string{"7", "8", "9"} {
+			select {
+			case p := <-got:
+				assert.Equal(t, want, p)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("payload %s not delivered", want)
+			}
+		}
+		woken(t, c, "waiter next to the listener")
+		l.Remove()
+		w.Remove()
+		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 0 }, 10*time.Second, 5*time.Millisecond)
+		assert.Empty(t, got, "subscription confirmations are not passed to listeners")
+	})
+}
+
+// TestResubscribesAfterDisconnect: when the subscriber connection is killed,
+// or Redis restarts, go-redis reconnects and the Hub's channels are
+// subscribed again; the confirmation wakes the waiters (WakeOnSubscribe) and
+// messages flow again.
+func TestResubscribesAfterDisconnect(t *testing.T) {
+	srv := testsvc.StartRedisServer(t)
+	rdb := srv.Client()
+	ctx := ctxT(t)
+	h := New(rdb, Options{WakeOnSubscribe: true})
+	t.Cleanup(func() { _ = h.Close() })
+	const ch = "resub"
+	c := newChan()
+	w, err := h.Add(ctx, ch, c)
+	require.NoError(t, err)
+	defer w.Remove()
+	woken(t, c, "first subscription confirmed")
+
+	require.NoError(t, rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err())
+	woken(t, c, "subscription confirmed again after the connection was killed")
+	require.NoError(t, rdb.Publish(ctx, ch, "x").Err())
+	woken(t, c, "message after reconnect")
+
+	srv.Kill()
+	srv.Start()
+	woken(t, c, "subscription confirmed again after Redis restarted")
+	require.NoError(t, rdb.Publish(ctx, ch, "x").Err())
+	woken(t, c, "message after restart")
+}
+
+// TestSubscribeFailureKeepsTheWaiter: a SUBSCRIBE that cannot be sent is
+// reported, but the waiter stays registered (go-redis subscribes it when it
+// connects) until the caller removes it.
+func TestSubscribeFailureKeepsTheWaiter(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(testsvc.FreePort(t))})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := New(rdb, Options{Timeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = h.Close() })
+	w, err := h.Add(ctxT(t), "nowhere", newChan())
+	require.Error(t, err)
+	require.NotNil(t, w)
+	assert.Equal(t, 1, h.Count("nowhere"))
+	w.Remove()
+	assert.Zero(t, h.Count("nowhere"))
+}
