@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,23 @@ func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, ExitBadConfig, ExitCode(err))
 	assert.Contains(t, err.Error(), "http.addr")
+
+	// Values that do not even decode as their key's type, from the
+	// environment or from --config.
+	for name, env := range map[string]map[string]string{
+		"worker.batch_size (SECKILL_WORKER_BATCH_SIZE)":   {"SECKILL_WORKER_BATCH_SIZE": "many"},
+		"http.read_timeout (SECKILL_HTTP_READ_TIMEOUT)":   {"SECKILL_HTTP_READ_TIMEOUT": "soon"},
+		"rate_limit.enabled (SECKILL_RATE_LIMIT_ENABLED)": {"SECKILL_RATE_LIMIT_ENABLED": "maybe"},
+	} {
+		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
+		assert.ErrorContains(t, err, name)
+	}
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("redis:\n  addrs: [[1]]\n"), 0o600))
+	err = Run(context.Background(), []string{"serve", "--config", path}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.Equal(t, ExitBadConfig, ExitCode(err), "%v", err)
+	assert.ErrorContains(t, err, "redis.addrs (SECKILL_REDIS_ADDRS)")
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
