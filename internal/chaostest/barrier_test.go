@@ -101,8 +101,8 @@ func (c *cluster) barrier(n int, lost bool) {
 	began := time.Now()
 	for _, p := range c.procs {
 		p.cont()
-		if !p.running() {
-			if err := p.start(60 * time.Second); err != nil {
+		if !p.Running() {
+			if err := p.Start(60 * time.Second); err != nil {
 				c.viol.add("restart", "barrier %d: %v", n, err)
 			}
 		}
@@ -222,7 +222,7 @@ func (c *cluster) reconcile(n int, sku uint64) {
 	for try := 0; try < 20; try++ {
 		o := &op{kind: opReconcile, sku: sku, phase: n, instance: 0}
 		for i, p := range c.procs {
-			if p.running() {
+			if p.Running() {
 				o.instance = i
 				break
 			}

@@ -175,7 +175,7 @@ func newCluster(t *testing.T, s settings) *cluster {
 	t.Cleanup(c.cl.http.CloseIdleConnections)
 	for i := range instances {
 		p := newProc(t, fmt.Sprintf("seckill-%d", i), c.env)
-		require.NoError(t, p.start(60*time.Second))
+		require.NoError(t, p.Start(60*time.Second))
 		c.procs = append(c.procs, p)
 	}
 	return c
@@ -191,8 +191,8 @@ func (c *cluster) run() {
 	c.users = newUserPool(users)
 	var rss []string
 	for _, p := range c.procs {
-		c.rss[p.name] = [2]int64{p.rssKiB(), 0}
-		rss = append(rss, fmt.Sprintf("%s %d MiB", p.name, c.rss[p.name][0]>>10))
+		c.rss[p.Name] = [2]int64{p.rssKiB(), 0}
+		rss = append(rss, fmt.Sprintf("%s %d MiB", p.Name, c.rss[p.Name][0]>>10))
 	}
 	t.Logf("chaos: memory at start (VmRSS): %s", strings.Join(rss, ", "))
 	c.barrier(0, false)
@@ -216,9 +216,9 @@ func (c *cluster) run() {
 		}
 	}
 	for _, p := range c.procs {
-		r := c.rss[p.name]
+		r := c.rss[p.Name]
 		r[1] = p.rssKiB()
-		c.rss[p.name] = r
+		c.rss[p.Name] = r
 	}
 }
 
@@ -262,7 +262,7 @@ func (c *cluster) sku(id uint64) *skuInfo {
 func (c *cluster) live() []*proc {
 	var out []*proc
 	for _, p := range c.procs {
-		if p.running() {
+		if p.Running() {
 			out = append(out, p)
 		}
 	}
@@ -288,8 +288,6 @@ func (v *violations) count() int {
 	defer v.mu.Unlock()
 	return len(v.list)
 }
-
-func freePort(t *testing.T) int { return testsvc.FreePort(t) }
 
 // ciSeed is the seed with CI=true when none is given (also the CI step's).
 const ciSeed = 20261111

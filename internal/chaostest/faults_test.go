@@ -123,7 +123,7 @@ func (c *cluster) restartRedis(rng *rand.Rand, stop <-chan struct{}) fault {
 func (c *cluster) victim(rng *rand.Rand) *proc {
 	var up []*proc
 	for _, p := range c.procs {
-		if p.running() {
+		if p.Running() {
 			up = append(up, p)
 		}
 	}
@@ -140,11 +140,11 @@ func (c *cluster) killProc(rng *rand.Rand, stop <-chan struct{}) fault {
 	if p == nil {
 		return fault{}
 	}
-	f := fault{kind: faultProcKill, target: p.name, from: time.Now()}
+	f := fault{kind: faultProcKill, target: p.Name, from: time.Now()}
 	p.kill()
 	sleep(time.Duration(200+rng.Intn(1300))*time.Millisecond, stop)
-	if err := p.start(60 * time.Second); err != nil {
-		c.viol.add("restart", "%s did not come back after kill -9: %v", p.name, err)
+	if err := p.Start(60 * time.Second); err != nil {
+		c.viol.add("restart", "%s did not come back after kill -9: %v", p.Name, err)
 	}
 	f.to = time.Now()
 	return f
@@ -157,7 +157,7 @@ func (c *cluster) stopProc(rng *rand.Rand, stop <-chan struct{}) fault {
 	if p == nil {
 		return fault{}
 	}
-	f := fault{kind: faultProcStop, target: p.name, from: time.Now()}
+	f := fault{kind: faultProcStop, target: p.Name, from: time.Now()}
 	p.stop()
 	sleep(time.Duration(300+rng.Intn(1700))*time.Millisecond, stop)
 	p.cont()

@@ -105,10 +105,10 @@ func (a *analysis) summary(lin []linResult) {
 	limit, growth := rssLimits()
 	fmt.Fprintf(&b, "  memory (VmRSS):\n")
 	for _, p := range c.procs {
-		r := c.rss[p.name]
-		fmt.Fprintf(&b, "    %s: start %d MiB, end %d MiB (%d starts)\n", p.name, r[0]>>10, r[1]>>10, p.starts)
+		r := c.rss[p.Name]
+		fmt.Fprintf(&b, "    %s: start %d MiB, end %d MiB (%d starts)\n", p.Name, r[0]>>10, r[1]>>10, p.Starts())
 		if r[1] > limit || (r[0] > 0 && r[1] > growth*r[0]) {
-			c.viol.add("memory", "%s: RSS %d KiB at the end (start %d KiB; limit %d KiB or %dx)", p.name, r[1], r[0], limit, growth)
+			c.viol.add("memory", "%s: RSS %d KiB at the end (start %d KiB; limit %d KiB or %dx)", p.Name, r[1], r[0], limit, growth)
 		}
 	}
 

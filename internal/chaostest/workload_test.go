@@ -113,7 +113,7 @@ func (c *cluster) runPhase(n int, length time.Duration) bool {
 func (c *cluster) pick(rng *rand.Rand, avoid int) int {
 	var up []int
 	for i, p := range c.procs {
-		if p.running() && i != avoid {
+		if p.Running() && i != avoid {
 			up = append(up, i)
 		}
 	}

@@ -31,7 +31,7 @@ func TestKillInstanceMidSale(t *testing.T) {
 	c.waitAccepted(60)
 	d.waitBlockedBatch(sku)
 	held := d.inflightIDs(sku)
-	victim.kill()
+	victim.Kill()
 	acceptedAtKill := c.accepted.Load()
 	release()
 	time.Sleep(500 * time.Millisecond)
@@ -86,8 +86,8 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			if tc.unblock > 0 {
 				time.AfterFunc(tc.unblock, release)
 			}
-			exit, err := victim.stopGracefully(30 * time.Second)
-			require.NoError(t, err, victim.tail(20))
+			exit, err := victim.StopGracefully(30 * time.Second)
+			require.NoError(t, err, victim.Tail(20))
 			inflight, pending := d.queueLen(sku)
 			assert.Zero(t, inflight, "nothing left in flight after a graceful exit")
 			finished := len(held) - d.notPersisted(held)

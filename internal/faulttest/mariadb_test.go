@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // mariaDB is a mariadbd process owned by one test, with its own data
@@ -46,7 +47,7 @@ func startMariaDB(t *testing.T) *mariaDB {
 	if err != nil {
 		testsvc.Missing(t, "mariadb-install-db not found: %v; scripts/test-services.sh installs mariadb-server", err)
 	}
-	m := &mariaDB{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	m := &mariaDB{t: t, bin: bin, dir: t.TempDir(), port: testutil.FreePort(t)}
 	args := []string{"--no-defaults", "--datadir=" + m.data(), "--auth-root-authentication-method=normal", "--skip-test-db"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")

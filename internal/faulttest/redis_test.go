@@ -126,7 +126,7 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 	rs.Kill()
 	rs.Start()
 	p := d.api[0]
-	p.kill()
+	p.Kill()
 	p.start()
 	hash, err := d.rdb.HGetAll(context.Background(), d.prefix+stock.Tag(sku)+":stock").Result()
 	require.NoError(t, err)

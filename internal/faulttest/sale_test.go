@@ -30,8 +30,6 @@ import (
 
 const adminToken = "faulttest-admin-token-0123456789abcdef"
 
-func freePort(t *testing.T) int { return testsvc.FreePort(t) }
-
 // deployment is the Redis and MySQL one scenario runs on and the seckill
 // processes it starts on them.
 type deployment struct {
@@ -121,7 +119,7 @@ func (d *deployment) worker(name string, extra map[string]string) *proc {
 // live returns the first API process that is running.
 func (d *deployment) live() *proc {
 	for _, p := range d.api {
-		if p.running() {
+		if p.Running() {
 			return p
 		}
 	}

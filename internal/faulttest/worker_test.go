@@ -51,7 +51,7 @@ func TestWorkerStalledPastLease(t *testing.T) {
 		claims[id] = info.Attempts
 	}
 
-	w1.signal(syscall.SIGSTOP)
+	w1.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	// The blocked statement goes on in MySQL; the stopped worker's
 	// transaction stays open, holding its rows.
@@ -82,7 +82,7 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	}
 	recovered := time.Since(stopped)
 	time.Sleep(time.Second)
-	w1.signal(syscall.SIGCONT)
+	w1.Signal(syscall.SIGCONT)
 	continued := time.Now()
 
 	ss := c.Wait()
@@ -95,6 +95,6 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	d.verify(sku)
 	f.more = []string{fmt.Sprintf("stalled_ms=%d", continued.Sub(stopped).Milliseconds()),
 		fmt.Sprintf("drained_ms_after_continue=%d", took.Milliseconds()),
-		fmt.Sprintf("stale_acks_logged=%d", w1.logCount("ack incomplete"))}
+		fmt.Sprintf("stale_acks_logged=%d", w1.LogCount("ack incomplete"))}
 	f.log(t)
 }
