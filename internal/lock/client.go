@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/fanout"
 )
 
 // Options configures a Client. The zero value is usable.
@@ -85,7 +87,7 @@ type Client struct {
 	prefix  string
 	backoff Backoff
 	env     *env
-	notify  *notifier
+	notify  *fanout.Hub
 }
 
 // New returns a Client that locks through rdb. It opens no connection until
@@ -104,13 +106,29 @@ func New(rdb redis.UniversalClient, opts Options) *Client {
 	}
 }
 
+// newNotifier shares one pub/sub connection among all waiters of a Client. A
+// channel is subscribed while at least one local waiter waits on it. A release
+// message with payload "1" (mutex, reentrant) wakes one local waiter, the one
+// that has waited longest without a pending wake-up, so a release does not
+// send every waiter of the process to Redis at once; the others keep their
+// backoff timers. Payload "a" (read-write lock) and a (re)subscription
+// confirmation wake every waiter of the channel: several readers may go at
+// once, and a release published before the subscription took effect must not
+// be slept through.
+func newNotifier(rdb redis.UniversalClient) *fanout.Hub {
+	return fanout.New(rdb, fanout.Options{
+		WakeOne:         func(payload string) bool { return payload != "a" },
+		WakeOnSubscribe: true,
+	})
+}
+
 // Close stops the shared pub/sub connection and the watchdogs, and waits for
 // their goroutines. Waiting Lock calls and new acquisitions return ErrClosed.
 // Held locks are not released (handles can still Unlock them) and otherwise
 // expire by their TTL. Close is idempotent and always returns nil.
 func (c *Client) Close() error {
 	c.env.close()
-	c.notify.close()
+	_ = c.notify.Close()
 	return nil
 }
 
@@ -133,7 +151,7 @@ type attempt func(ctx context.Context) (bool, error)
 // budget is used up. Between tries it sleeps by cfg.backoff, and wakes at once
 // when the notifier reports a release on channel (unless disabled).
 func (c *Client) wait(ctx context.Context, channel string, cfg *config, try attempt) error {
-	var n *notifier
+	var n *fanout.Hub
 	if !cfg.noWakeup {
 		n = c.notify
 	}
@@ -151,12 +169,16 @@ func (c *Client) waitFor(ctx context.Context, channel string, cfg *config, try a
 	return start, err
 }
 
-func waitLoop(ctx context.Context, e *env, n *notifier, channel string, cfg *config, try attempt) error {
+func waitLoop(ctx context.Context, e *env, n *fanout.Hub, channel string, cfg *config, try attempt) error {
 	var wake <-chan struct{}
 	if n != nil {
-		if w := n.add(channel); w != nil {
-			defer n.remove(w)
-			wake = w.c
+		c := make(chan struct{}, 1)
+		// A failed SUBSCRIBE only costs the wake-up: the waiter stays
+		// registered (go-redis subscribes when it reconnects) and keeps its
+		// backoff timer.
+		if w, _ := n.Add(ctx, channel, c); w != nil {
+			defer w.Remove()
+			wake = c
 		}
 	}
 	var deadline <-chan time.Time

@@ -80,7 +80,7 @@
 //	003 per-thread (ThreadLocal) reentrancy (no Go equivalent; goroutine IDs are unsafe)  explicit Owner ID
 //	003 renewal limited to N times                   WithWatchdog(n)
 //	003 tests: basic, 10 threads contending, reentrancy  lock_test files: 100 goroutines, depth 3, ...
-//	003 Redisson: hash + Lua, watchdog, pub/sub on unlock  reentrant lock; watchdog; notifier (one connection, wake one)
+//	003 Redisson: hash + Lua, watchdog, pub/sub on unlock  reentrant lock; watchdog; fanout.Hub (one connection, wake one)
 //	003 RedLock: N masters, quorum N/2+1, validity = TTL − elapsed − drift, release on all  Redlock
 //	004 single-instance RW on two keys (unsafe on Cluster: two slots; readers delete each other)  one hash key, per-holder fields
 //	004 cluster RW: read/write fields with client ms timestamps (unsafe: same-ms collisions, client clocks)  r:/w:<token> fields, random tokens, server TIME

@@ -305,7 +305,7 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		// One subscriber for all local waiters: the Client shares one
 		// pub/sub connection.
 		eventually(t, "waiters subscribed", func() bool {
-			return c.notify.count(m.keys.mutex()) == waiters &&
+			return c.notify.Count(m.keys.mutex()) == waiters &&
 				numSub(ctx, rdb, m.keys.mutex()) == 1
 		})
 		require.NoError(t, m.Unlock(ctx))

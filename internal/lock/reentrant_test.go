@@ -98,7 +98,7 @@ func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 			}
 			done <- err
 		}()
-		eventually(t, "waiter subscribed", func() bool { return c.notify.count(h1.keys.reentrant()) == 1 })
+		eventually(t, "waiter subscribed", func() bool { return c.notify.Count(h1.keys.reentrant()) == 1 })
 		_, err = h2.Unlock(ctx)
 		require.NoError(t, err)
 		_, err = h1.Unlock(ctx)

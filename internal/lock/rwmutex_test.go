@@ -71,7 +71,7 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 				got <- err
 			}()
 		}
-		eventually(t, "readers wait", func() bool { return c.notify.count(c.RWMutex("doc").keys.rw()) == readers })
+		eventually(t, "readers wait", func() bool { return c.notify.Count(c.RWMutex("doc").keys.rw()) == readers })
 		require.NoError(t, w.Unlock(ctx))
 		for range readers {
 			require.NoError(t, <-got, "one write release wakes every reader")
