@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/fanout"
 	"github.com/seckill/seckill/internal/lock"
 )
 
@@ -67,7 +68,7 @@ type Seller struct {
 
 	done chan struct{}
 	wg   sync.WaitGroup
-	sub  *redis.PubSub
+	sub  *fanout.Hub
 }
 
 // NewSeller returns a Seller. It subscribes to the stock-back channel so a
@@ -101,13 +102,12 @@ func NewSeller(ctx context.Context, rdb redis.UniversalClient, store *Store, loc
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	s := &Seller{store: store, locks: locks, o: o, done: make(chan struct{})}
-	s.sub = rdb.Subscribe(ctx, stockBackChannel(store.Prefix()))
-	s.wg.Go(func() {
-		for msg := range s.sub.Channel() {
-			if id, err := strconv.ParseUint(msg.Payload, 10, 64); err == nil {
-				s.clearSoldOut(id)
-			}
+	s := &Seller{store: store, locks: locks, o: o, done: make(chan struct{}), sub: fanout.New(rdb, fanout.Options{})}
+	// A failed SUBSCRIBE is retried by go-redis when it reconnects; until
+	// then a sold-out flag lasts its SoldOutRecheck.
+	_, _ = s.sub.Listen(ctx, stockBackChannel(store.Prefix()), func(payload string) {
+		if id, err := strconv.ParseUint(payload, 10, 64); err == nil {
+			s.clearSoldOut(id)
 		}
 	})
 	return s

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,4 +125,37 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 	assert.Equal(t, int64(100000-2000), st.Left)
 	t.Logf("%d lock acquisitions for %d buy scripts", counts.acquires.Load(), counts.buys.Load())
 	assert.Less(t, counts.acquires.Load(), counts.buys.Load(), "batches in a row share an acquisition")
+}
+
+// A sold-out flag clears on every instance as soon as units come back (the
+// stock-back message), long before SoldOutRecheck, and a message about
+// another SKU or with a bad payload clears nothing.
+func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	ctx := context.Background()
+	store := NewStore(rdb, StoreOptions{Prefix: prefix})
+	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	t.Cleanup(func() { _ = locks.Close() })
+	const sku, other = 41, 42
+	var sellers [2]*Seller
+	for i := range sellers {
+		sellers[i] = NewSeller(ctx, rdb, store, locks, SellerOptions{SoldOutRecheck: time.Hour})
+		t.Cleanup(sellers[i].Close)
+	}
+	channel := stockBackChannel(prefix)
+	require.Eventually(t, func() bool {
+		n, err := rdb.PubSubNumSub(ctx, channel).Result()
+		return err == nil && n[channel] == 2
+	}, 10*time.Second, 5*time.Millisecond, "one subscription per seller")
+
+	for _, s := range sellers {
+		s.markSoldOut(sku)
+		s.markSoldOut(other)
+	}
+	require.NoError(t, rdb.Publish(ctx, channel, "not-a-sku").Err())
+	require.NoError(t, rdb.Publish(ctx, channel, strconv.Itoa(sku)).Err())
+	for _, s := range sellers {
+		assert.Eventually(t, func() bool { return !s.SoldOut(sku) }, 10*time.Second, 5*time.Millisecond)
+		assert.True(t, s.SoldOut(other), "another SKU stays sold out")
+	}
 }
