@@ -1,8 +1,9 @@
 package lock
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Backoff is the capped exponential retry schedule of a waiting Lock call:
@@ -33,14 +34,7 @@ func (b Backoff) withDefaults() Backoff {
 
 // delay returns the jittered wait before retry number attempt (0-based).
 func (b Backoff) delay(attempt int) time.Duration {
-	d := b.Max
-	if attempt < 32 {
-		if e := b.Min << attempt; e > 0 && e < b.Max {
-			d = e
-		}
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return backoff.Exponential{Min: b.Min, Max: b.Max}.Jittered(attempt)
 }
 
 // Option changes one acquisition call.
