@@ -4,11 +4,12 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Errors returned by the queue. Validation errors come back before anything
@@ -139,15 +140,10 @@ func (q *Queue) Name() string { return q.name }
 // minutes) and draws the delay uniformly from the upper half of that window,
 // so retries of tasks that failed together spread out.
 func DefaultBackoff(attempt int) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	d := 10 * time.Minute
-	if attempt < 20 {
-		d = min(time.Second<<(attempt-1), d)
-	}
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	return defaultBackoff.Jittered(attempt - 1)
 }
+
+var defaultBackoff = backoff.Exponential{Min: time.Second, Max: 10 * time.Minute}
 
 // Task is a unit of work to enqueue.
 type Task struct {
