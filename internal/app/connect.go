@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
+
+// connectBackoff spaces the attempts to reach a store at start: 250ms
+// doubling to 4s.
+var connectBackoff = backoff.Exponential{Min: 250 * time.Millisecond, Max: 4 * time.Second}
 
 // retry calls try until it succeeds, ctx ends or wait has passed, logging
 // every failure so an operator sees what the process is waiting for. wait = 0
 // means a single attempt.
 func retry(ctx context.Context, log *slog.Logger, what string, wait time.Duration, try func(context.Context) error) error {
 	deadline := time.Now().Add(wait)
-	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := try(actx)
@@ -23,6 +28,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, wait time.Duratio
 			}
 			return nil
 		}
+		delay := connectBackoff.Delay(attempt - 1)
 		if wait == 0 || time.Now().Add(delay).After(deadline) {
 			return fmt.Errorf("%s unreachable after %d attempt(s) in %s: %w", what, attempt, wait, err)
 		}
@@ -32,6 +38,5 @@ func retry(ctx context.Context, log *slog.Logger, what string, wait time.Duratio
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, 4*time.Second)
 	}
 }
