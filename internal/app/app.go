@@ -20,10 +20,12 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/drain"
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/ratelimit"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/migrations"
 )
@@ -44,8 +46,14 @@ type App struct {
 	Catalog      *catalog.Store
 	Stock        *stock.Store
 	Locks        *lock.Client
-	Orders       *order.Service
+	Sales        *sale.Service
 	QueueMetrics *queue.Metrics
+
+	cache        *catalog.Cache
+	closer       *order.Closer
+	orderMetrics *order.Metrics
+	drainMetrics *drain.Metrics
+	perAddress   order.Limiter
 
 	closers []func()
 }
@@ -109,13 +117,12 @@ func (a *App) build() {
 
 	a.Catalog = catalog.NewStore(a.DB, nil)
 	var perUser stock.Rate
-	var perAddress order.Limiter
 	if rl := cfg.RateLimit; rl.Enabled {
 		// The shopper's budget is kept by the buy script (no round trip of
 		// its own); the address's, when set, by redis_rate.
 		perUser = stock.Rate{PerSecond: rl.PerUser, Burst: rl.PerUserBurst}
 		if rl.PerIP > 0 {
-			perAddress = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
+			a.perAddress = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
 		}
 	}
 	a.Stock = stock.NewStore(a.Redis, stock.StoreOptions{
@@ -126,12 +133,14 @@ func (a *App) build() {
 	})
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
-	a.Orders = order.NewService(a.DB, a.Catalog, catalog.NewCache(a.Catalog, 2*time.Second), a.Stock, a.Locks, nil, order.Options{
+	a.cache = catalog.NewCache(a.Catalog, 2*time.Second)
+	a.Sales = sale.NewService(a.DB, a.Catalog, a.cache, a.Stock, a.Locks, sale.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
-		PerAddress:     perAddress,
 		Log:            a.Log,
-		Metrics:        order.NewMetrics(a.Registry),
 	})
+	a.orderMetrics = order.NewMetrics(a.Registry)
+	a.drainMetrics = drain.NewMetrics(a.Registry)
+	a.closer = order.NewCloser(a.DB, a.Stock, a.orderMetrics, nil)
 }
 
 // Migrate applies pending migrations.

@@ -191,7 +191,7 @@ func TestShopperHS256EndToEnd(t *testing.T) {
 
 // raw sends a request with the given Authorization header (none when empty)
 // and X-User-ID "mallory", which jwt mode ignores.
-func (s *sale) raw(i int, method, path, authorization, body string) reply {
+func (s *deployment) raw(i int, method, path, authorization, body string) reply {
 	s.t.Helper()
 	req, err := http.NewRequest(method, s.urls[i%len(s.urls)]+path, strings.NewReader(body))
 	require.NoError(s.t, err)

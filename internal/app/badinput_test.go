@@ -15,7 +15,7 @@ import (
 
 // Bad input gets a 4xx with the error body, never a 5xx, and writes nothing.
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	check := func(t *testing.T, s *sale) {
+	check := func(t *testing.T, s *deployment) {
 		sku := s.seed(10, 2)
 		before := s.audit(sku)
 
@@ -122,7 +122,7 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 // a SKU without an id is refused, since the database has none left to give.
 func TestLargestSKUID(t *testing.T) {
 	const top = "9223372036854775807"
-	check := func(t *testing.T, s *sale) {
+	check := func(t *testing.T, s *deployment) {
 		spec := func(id string) string {
 			now := time.Now().UTC()
 			b, _ := json.Marshal(map[string]any{"name": "Phone", "price_cents": 100, "stock": 5, "per_user_limit": 2,

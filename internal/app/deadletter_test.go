@@ -14,7 +14,7 @@ import (
 )
 
 // deadLetter buys one unit and fails its order task until it is a dead letter.
-func deadLetter(t *testing.T, s *sale, sku uint64, user string) string {
+func deadLetter(t *testing.T, s *deployment, sku uint64, user string) string {
 	t.Helper()
 	r := s.buy(0, sku, user, 1)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
@@ -34,7 +34,7 @@ func deadLetter(t *testing.T, s *sale, sku uint64, user string) string {
 }
 
 func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
-	onBackends(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}}, func(t *testing.T, s *deployment) {
 		sku := s.seed(5, 1)
 		kept := deadLetter(t, s, sku, "alice")
 		dropped := deadLetter(t, s, sku, "bob")

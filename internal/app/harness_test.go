@@ -18,15 +18,15 @@ import (
 	"github.com/seckill/seckill/api/client"
 	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
 const adminToken = "test-admin-token-0123456789abcdef"
 
-// sale is a running deployment under test: instances sharing one Redis
+// deployment is a running seckill under test: instances sharing one Redis
 // (standalone or Cluster) and one SQL database.
-type sale struct {
+type deployment struct {
 	t       *testing.T
 	urls    []string
 	apps    []*App
@@ -52,7 +52,7 @@ type saleOpts struct {
 
 // startSale starts instances of the full server (API and workers) and stops
 // them when the test ends.
-func startSale(t *testing.T, o saleOpts) *sale {
+func startSale(t *testing.T, o saleOpts) *deployment {
 	t.Helper()
 	if o.instances == 0 {
 		o.instances = 1
@@ -83,7 +83,7 @@ func startSale(t *testing.T, o saleOpts) *sale {
 		env[k] = v
 	}
 	// Every exchange is held to api/openapi.yaml.
-	s := &sale{t: t, env: env, workers: !o.noWorkers, log: o.log, client: &http.Client{
+	s := &deployment{t: t, env: env, workers: !o.noWorkers, log: o.log, client: &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}),
 	}}
@@ -94,7 +94,7 @@ func startSale(t *testing.T, o saleOpts) *sale {
 	return s
 }
 
-func (s *sale) start() {
+func (s *deployment) start() {
 	t := s.t
 	t.Helper()
 	env := map[string]string{}
@@ -151,7 +151,7 @@ func asAdmin(_ context.Context, r *http.Request) error {
 	return nil
 }
 
-func (s *sale) as(user string) client.RequestEditorFn {
+func (s *deployment) as(user string) client.RequestEditorFn {
 	return func(_ context.Context, r *http.Request) error {
 		if s.token != nil {
 			r.Header.Set("Authorization", "Bearer "+s.token(user))
@@ -173,7 +173,7 @@ func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
 func (r reply) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
 
 // do sends a request to instance i (mod the number of instances).
-func (s *sale) do(i int, method, path, user string, body any) reply {
+func (s *deployment) do(i int, method, path, user string, body any) reply {
 	s.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -205,14 +205,14 @@ func (s *sale) do(i int, method, path, user string, body any) reply {
 }
 
 // seed creates a SKU on sale now and returns its id.
-func (s *sale) seed(stock int64, limit int) uint64 {
+func (s *deployment) seed(stock int64, limit int) uint64 {
 	s.t.Helper()
 	now := time.Now().UTC()
 	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(99900)), Stock: &stock, PerUserLimit: limit,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 }
 
-func (s *sale) seedSpec(spec client.SKUSpec) uint64 {
+func (s *deployment) seedSpec(spec client.SKUSpec) uint64 {
 	s.t.Helper()
 	r, err := s.api[0].UpsertSKUWithResponse(context.Background(), spec, asAdmin)
 	require.NoError(s.t, err)
@@ -223,7 +223,7 @@ func (s *sale) seedSpec(spec client.SKUSpec) uint64 {
 func ptr[T any](v T) *T { return &v }
 
 // buy places an order of qty units of sku for user on instance i.
-func (s *sale) buy(i int, sku uint64, user string, qty int) reply {
+func (s *deployment) buy(i int, sku uint64, user string, qty int) reply {
 	s.t.Helper()
 	r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
 		client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty}, s.as(user))
@@ -234,7 +234,7 @@ func (s *sale) buy(i int, sku uint64, user string, qty int) reply {
 // buyRetrying buys as a real client does: with a request id, and after a
 // 503 (busy or unavailable) again with the same id after a short pause, at
 // most 50 times. It returns the last answer and how many 503s came first.
-func (s *sale) buyRetrying(i int, sku uint64, user string, qty int) (reply, int) {
+func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (reply, int) {
 	s.t.Helper()
 	id := fmt.Sprintf("%s-%d-%d", user, sku, qty)
 	for try := 0; ; try++ {
@@ -255,18 +255,18 @@ func toReply(resp *http.Response, body []byte) reply {
 	return r
 }
 
-func (s *sale) audit(sku uint64) order.Report {
+func (s *deployment) audit(sku uint64) sale.Report {
 	s.t.Helper()
 	r, err := s.api[0].AuditSKUWithResponse(context.Background(), int64(sku), asAdmin)
 	require.NoError(s.t, err)
 	require.Equal(s.t, http.StatusOK, r.StatusCode(), "%s", r.Body)
-	var rep order.Report
+	var rep sale.Report
 	require.NoError(s.t, json.Unmarshal(r.Body, &rep))
 	return rep
 }
 
 // drained waits until no order of sku is queued and returns the audit.
-func (s *sale) drained(sku uint64) order.Report {
+func (s *deployment) drained(sku uint64) sale.Report {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -282,7 +282,7 @@ func (s *sale) drained(sku uint64) order.Report {
 }
 
 // waitStatus polls an order until it has status want.
-func (s *sale) waitStatus(user, orderID, want string) reply {
+func (s *deployment) waitStatus(user, orderID, want string) reply {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -299,7 +299,7 @@ func (s *sale) waitStatus(user, orderID, want string) reply {
 
 // onBackends runs f on a deployment over standalone Redis (o as given) and
 // on one of three instances over the Redis Cluster.
-func onBackends(t *testing.T, o saleOpts, f func(t *testing.T, s *sale)) {
+func onBackends(t *testing.T, o saleOpts, f func(t *testing.T, s *deployment)) {
 	t.Run("standalone", func(t *testing.T) { f(t, startSale(t, o)) })
 	t.Run("cluster-3", func(t *testing.T) {
 		o.cluster, o.instances = true, 3

@@ -25,7 +25,7 @@ type listedSKU struct {
 
 // listAll follows a list's pages from path (which has a query) and returns
 // the items of this test's SKUs (other tests' SKUs share the database).
-func (s *sale) listAll(i int, path string, ours map[uint64]bool) []listedSKU {
+func (s *deployment) listAll(i int, path string, ours map[uint64]bool) []listedSKU {
 	s.t.Helper()
 	var out []listedSKU
 	cursor := ""
@@ -52,7 +52,7 @@ func (s *sale) listAll(i int, path string, ours map[uint64]bool) []listedSKU {
 }
 
 // seedWindow creates a SKU on sale from starts to ends.
-func (s *sale) seedWindow(stock int64, starts, ends time.Time) uint64 {
+func (s *deployment) seedWindow(stock int64, starts, ends time.Time) uint64 {
 	s.t.Helper()
 	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(100)), Stock: &stock, PerUserLimit: 1, StartsAt: starts, EndsAt: ends})
 }

@@ -28,7 +28,7 @@ func TestShopperBudgetHoldsAcrossInstances(t *testing.T) {
 		"SECKILL_RATE_LIMIT_PER_USER":       "5",
 		"SECKILL_RATE_LIMIT_PER_USER_BURST": "10",
 	}
-	onBackends(t, saleOpts{instances: 3, env: env}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{instances: 3, env: env}, func(t *testing.T, s *deployment) {
 		sku := s.seed(1000, 1000)
 		first := s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"})
 		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/drain"
 	"github.com/seckill/seckill/internal/httpapi"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
@@ -28,79 +29,22 @@ type RunOptions struct {
 // requests finish), the buy path, workers (in-flight batches finish or return
 // to the queue); the caller closes Redis and SQL with Close afterwards.
 func (a *App) Run(ctx context.Context, opts RunOptions) error {
-	cfg := a.Cfg
 	// Redis may have lost SKUs (a restart without persistence): rebuild them
 	// from SQL before taking orders.
-	if err := a.Orders.RebuildMissing(ctx); err != nil {
+	if err := a.Sales.RebuildMissing(ctx); err != nil {
 		return fmt.Errorf("rebuild redis state: %w", err)
 	}
-
-	var srv *http.Server
-	var seller *stock.Seller
 	serveErr := make(chan error, 1)
+	stopAPI := func() {}
 	if opts.API {
-		tokens, err := a.shopperTokens(ctx)
-		if err != nil {
+		var err error
+		if stopAPI, err = a.startAPI(ctx, serveErr); err != nil {
 			return err
 		}
-		if tokens != nil {
-			defer tokens.Close()
-		}
-		seller = stock.NewSeller(ctx, a.Redis, a.Stock, a.Locks, stock.SellerOptions{
-			Strategy:    cfg.Stock.Strategy,
-			LockTTL:     cfg.Stock.LockTTL,
-			LockWait:    cfg.Stock.LockWait,
-			BatchMax:    cfg.Stock.BatchMax,
-			BatchWait:   cfg.Stock.BatchWait,
-			OnStateLost: a.Orders.OnStateLost,
-			Log:         a.Log,
-		})
-		orders := a.Orders.WithSeller(seller)
-		deps := httpapi.Deps{
-			Log:            a.Log,
-			HTTP:           cfg.HTTP,
-			Registry:       a.Registry,
-			Ready:          a.Ready,
-			Report:         a.ReadyReport,
-			Mode:           a.mode(),
-			Version:        buildinfo.Version,
-			Shop:           orders,
-			Admin:          orders,
-			AdminToken:     a.AdminToken,
-			TrustedProxies: cfg.RateLimit.TrustedProxies,
-		}
-		if tokens != nil {
-			deps.Tokens = tokens
-		}
-		ln, err := net.Listen("tcp", cfg.HTTP.Addr)
-		if err != nil {
-			seller.Close()
-			return fmt.Errorf("http: listen on %s: %w", cfg.HTTP.Addr, err)
-		}
-		srv = httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
-		a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
-		go func() { serveErr <- srv.Serve(ln) }()
 	}
-
-	workCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorkers()
-	var workers sync.WaitGroup
+	stopWorkers := func() {}
 	if opts.Workers {
-		waker := queue.NewWaker(a.Redis)
-		defer func() { _ = waker.Close() }()
-		d := a.Orders.Drainer(order.DrainOptions{
-			BatchSize:       cfg.Worker.BatchSize,
-			Workers:         cfg.Worker.Concurrency,
-			Lease:           cfg.Worker.Lease,
-			SweepInterval:   cfg.Worker.SweepInterval,
-			SKURefresh:      cfg.Worker.SKURefresh,
-			RetryBackoffMax: cfg.Worker.RetryBackoffMax,
-			Waker:           waker,
-			Watch:           func(q *queue.Queue) { a.QueueMetrics.Watch(q) },
-			Unwatch:         a.QueueMetrics.Unwatch,
-		})
-		workers.Go(func() { _ = d.Run(workCtx) })
-		a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)
+		stopWorkers = a.startWorkers()
 	}
 
 	var err error
@@ -110,22 +54,106 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	case err = <-serveErr:
 		err = fmt.Errorf("http: %w", err)
 	}
+	stopAPI()
+	stopWorkers()
+	return err
+}
 
-	if srv != nil {
+// startAPI serves the HTTP API; a serving error goes to serveErr. The stop
+// function lets in-flight requests finish (up to the shutdown timeout), then
+// stops the buy path.
+func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(), err error) {
+	cfg := a.Cfg
+	tokens, err := a.shopperTokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seller := stock.NewSeller(ctx, a.Redis, a.Stock, a.Locks, stock.SellerOptions{
+		Strategy:    cfg.Stock.Strategy,
+		LockTTL:     cfg.Stock.LockTTL,
+		LockWait:    cfg.Stock.LockWait,
+		BatchMax:    cfg.Stock.BatchMax,
+		BatchWait:   cfg.Stock.BatchWait,
+		OnStateLost: a.Sales.OnStateLost,
+		Log:         a.Log,
+	})
+	orders := order.NewService(a.DB, a.Catalog, a.cache, a.Stock, seller, a.closer, order.Options{
+		PaymentTimeout: cfg.Order.PaymentTimeout,
+		PerAddress:     a.perAddress,
+		Log:            a.Log,
+		Metrics:        a.orderMetrics,
+	})
+	deps := httpapi.Deps{
+		Log:            a.Log,
+		HTTP:           cfg.HTTP,
+		Registry:       a.Registry,
+		Ready:          a.Ready,
+		Report:         a.ReadyReport,
+		Mode:           a.mode(),
+		Version:        buildinfo.Version,
+		Shop:           orders,
+		Sales:          a.Sales,
+		Admin:          a.Sales,
+		AdminToken:     a.AdminToken,
+		TrustedProxies: cfg.RateLimit.TrustedProxies,
+	}
+	if tokens != nil {
+		deps.Tokens = tokens
+	}
+	closeAll := func() {
+		seller.Close()
+		if tokens != nil {
+			tokens.Close()
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("http: listen on %s: %w", cfg.HTTP.Addr, err)
+	}
+	srv := httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
+	a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
+	go func() { serveErr <- srv.Serve(ln) }()
+	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+		defer cancel()
 		if e := srv.Shutdown(sctx); e != nil && !errors.Is(e, http.ErrServerClosed) {
 			a.Log.Warn("http shutdown", "err", e.Error())
 		}
-		cancel()
-		seller.Close()
+		closeAll()
 		a.Log.Info("http stopped")
-	}
-	stopWorkers()
-	workers.Wait()
-	if opts.Workers {
+	}, nil
+}
+
+// startWorkers drains the queues into SQL and runs the payment deadlines.
+// The stop function lets in-flight batches finish or hands them back.
+func (a *App) startWorkers() (stop func()) {
+	cfg := a.Cfg
+	ctx, cancel := context.WithCancel(context.Background())
+	waker := queue.NewWaker(a.Redis)
+	d := drain.New(a.DB, a.Catalog, a.Stock, a.closer, a.Sales, drain.Options{
+		BatchSize:       cfg.Worker.BatchSize,
+		Workers:         cfg.Worker.Concurrency,
+		Lease:           cfg.Worker.Lease,
+		SweepInterval:   cfg.Worker.SweepInterval,
+		SKURefresh:      cfg.Worker.SKURefresh,
+		RetryBackoffMax: cfg.Worker.RetryBackoffMax,
+		Waker:           waker,
+		Watch:           func(q *queue.Queue) { a.QueueMetrics.Watch(q) },
+		Unwatch:         a.QueueMetrics.Unwatch,
+		PaymentTimeout:  cfg.Order.PaymentTimeout,
+		Log:             a.Log,
+		Metrics:         a.drainMetrics,
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = d.Run(ctx) })
+	a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)
+	return func() {
+		cancel()
+		wg.Wait()
+		_ = waker.Close()
 		a.Log.Info("workers stopped")
 	}
-	return err
 }
 
 func (a *App) mode() string {

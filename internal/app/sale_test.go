@@ -19,7 +19,7 @@ import (
 // flashSale runs the classic case: stock units, buyers distinct shoppers at
 // once, spread over the instances. Exactly stock orders are accepted and
 // end up in SQL, each once, and the audit is clean.
-func flashSale(t *testing.T, s *sale, stock int64, buyers int) {
+func flashSale(t *testing.T, s *deployment, stock int64, buyers int) {
 	t.Helper()
 	sku := s.seed(stock, 1)
 	var accepted, soldOut, busy atomic.Int64
@@ -96,7 +96,7 @@ func TestFlashSaleEmbedded(t *testing.T) {
 }
 
 func TestPerUserLimitAndQty(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{}, func(t *testing.T, s *deployment) {
 		sku := s.seed(10, 2)
 		r := s.buy(0, sku, "alice", 3)
 		assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
@@ -113,7 +113,7 @@ func TestPerUserLimitAndQty(t *testing.T) {
 }
 
 func TestSaleWindow(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{}, func(t *testing.T, s *deployment) {
 		now := time.Now().UTC()
 		for _, tc := range []struct {
 			start, end time.Duration
@@ -140,7 +140,7 @@ func TestSaleWindow(t *testing.T) {
 }
 
 func TestIdempotentRequestID(t *testing.T) {
-	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *deployment) {
 		sku := s.seed(10, 5)
 		body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "retry-1"}
 		first := s.do(0, "POST", "/api/v1/orders", "alice", body)
@@ -164,7 +164,7 @@ func TestIdempotentRequestID(t *testing.T) {
 }
 
 func TestOrderLifecycle(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{}, func(t *testing.T, s *deployment) {
 		sku := s.seed(1, 1)
 		placed := s.buy(0, sku, "alice", 1)
 		require.Equal(t, http.StatusAccepted, placed.Status)
@@ -207,7 +207,7 @@ func TestOrderLifecycle(t *testing.T) {
 }
 
 func TestUnpaidOrdersExpireOnce(t *testing.T) {
-	onBackends(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *deployment) {
 		sku := s.seed(3, 1)
 		var ids []string
 		for _, u := range []string{"a", "b", "c"} {
@@ -230,7 +230,7 @@ func TestUnpaidOrdersExpireOnce(t *testing.T) {
 }
 
 func TestPayRacesExpiry(t *testing.T) {
-	onBackends(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}}, func(t *testing.T, s *deployment) {
 		const n = 40
 		sku := s.seed(n, 1)
 		ids := make([]string, n)
@@ -274,7 +274,7 @@ func TestPayRacesExpiry(t *testing.T) {
 }
 
 func TestRedisWipedMidSale(t *testing.T) {
-	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *deployment) {
 		const stock = 200
 		sku := s.seed(stock, 1)
 		var accepted atomic.Int64
@@ -316,7 +316,7 @@ func TestRedisWipedMidSale(t *testing.T) {
 
 // wipe deletes every Redis key of the deployment, as a Redis restarted
 // without persistence would.
-func wipe(t *testing.T, s *sale) {
+func wipe(t *testing.T, s *deployment) {
 	ctx := t.Context()
 	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
 	del := func(c *redis.Client) error {

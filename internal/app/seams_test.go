@@ -18,7 +18,7 @@ import (
 // (their side timed out), gets their order back whatever the SKU's state
 // now, on any instance.
 func TestReplayOfAnAcceptedRequestWhateverTheSKUsState(t *testing.T) {
-	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{instances: 2}, func(t *testing.T, s *deployment) {
 		sku := s.seed(1, 1)
 		body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
 		first := s.do(0, "POST", "/api/v1/orders", "alice", body)
@@ -80,7 +80,7 @@ func TestRequestIDsOfDifferentShoppersNeverCollide(t *testing.T) {
 // A cancelled order cancelled again after Redis lost its data and the SKU
 // was rebuilt from SQL gives nothing back a second time.
 func TestCancelAgainAfterRedisLostItsData(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{}, func(t *testing.T, s *deployment) {
 		sku := s.seed(5, 1)
 		first := s.buy(0, sku, "alice", 1)
 		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
@@ -123,7 +123,7 @@ func TestCancelAgainAfterRedisLostItsData(t *testing.T) {
 // Seeding a SKU again after Redis lost its data rebuilds it from SQL: its
 // past buyers stay at their limit and sold units are not sold again.
 func TestSeedAgainAfterRedisLostItsDataRebuildsFromSQL(t *testing.T) {
-	onBackends(t, saleOpts{}, func(t *testing.T, s *sale) {
+	onBackends(t, saleOpts{}, func(t *testing.T, s *deployment) {
 		now := time.Now().UTC()
 		spec := map[string]any{"name": "Phone", "price_cents": 99900, "stock": 3, "per_user_limit": 1,
 			"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
@@ -229,7 +229,7 @@ func TestRebuildAfterAGuardRefusalIsRetriedUntilItRuns(t *testing.T) {
 
 // queueOrders has n distinct shoppers buy one unit each of sku on an
 // instance without workers, so every order stays queued.
-func queueOrders(t *testing.T, s *sale, sku uint64, n int) {
+func queueOrders(t *testing.T, s *deployment, sku uint64, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)

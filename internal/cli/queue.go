@@ -52,7 +52,7 @@ Dropping a dead order gives its units back to the sale.`,
 				return err
 			}
 			defer a.Close()
-			r, err := a.Orders.Queue(cmd.Context(), uint64(sku), n)
+			r, err := a.Sales.Queue(cmd.Context(), uint64(sku), n)
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ Dropping a dead order gives its units back to the sale.`,
 				return err
 			}
 			defer a.Close()
-			list, err := a.Orders.DeadLetters(cmd.Context(), uint64(sku), offset, n)
+			list, err := a.Sales.DeadLetters(cmd.Context(), uint64(sku), offset, n)
 			if err != nil {
 				return err
 			}
@@ -98,11 +98,11 @@ Dropping a dead order gives its units back to the sale.`,
 	cmd.AddCommand(stats, dead,
 		act("requeue", "Put a dead letter back in work with fresh attempts", "  seckill queue requeue --sku 42 TASK_ID", "requeued",
 			func(a *app.App, cmd *cobra.Command, id string) error {
-				return a.Orders.RequeueDead(cmd.Context(), uint64(sku), id)
+				return a.Sales.RequeueDead(cmd.Context(), uint64(sku), id)
 			}),
 		act("drop", "Delete a dead letter (a dropped order's units go back on sale)", "  seckill queue drop --sku 42 TASK_ID", "dropped",
 			func(a *app.App, cmd *cobra.Command, id string) error {
-				return a.Orders.DeleteDead(cmd.Context(), uint64(sku), id)
+				return a.Sales.DeleteDead(cmd.Context(), uint64(sku), id)
 			}),
 	)
 	return cmd

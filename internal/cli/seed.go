@@ -78,7 +78,7 @@ changes nothing.`,
 			defer a.Close()
 			enc := json.NewEncoder(e.stdout)
 			for _, s := range specs {
-				v, created, err := a.Orders.UpsertSKU(cmd.Context(), s)
+				v, created, err := a.Sales.UpsertSKU(cmd.Context(), s)
 				if err != nil {
 					return fmt.Errorf("seed %q: %w", s.Name, err)
 				}

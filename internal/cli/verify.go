@@ -60,7 +60,7 @@ SKU.`,
 			enc := json.NewEncoder(e.stdout)
 			bad := 0
 			for _, id := range ids {
-				r, err := a.Orders.Audit(cmd.Context(), id)
+				r, err := a.Sales.Audit(cmd.Context(), id)
 				if err != nil {
 					return fmt.Errorf("verify sku %d: %w", id, err)
 				}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
 )
@@ -193,9 +194,9 @@ func (d *deployment) seed(stock int64) uint64 {
 	return uint64(id)
 }
 
-func (d *deployment) audit(sku uint64) (order.Report, error) {
+func (d *deployment) audit(sku uint64) (sale.Report, error) {
 	a := d.call(d.live().URL(), "GET", fmt.Sprintf("/admin/skus/%d/audit", sku), "", nil)
-	var r order.Report
+	var r sale.Report
 	if a.Err != nil {
 		return r, a.Err
 	}
@@ -207,7 +208,7 @@ func (d *deployment) audit(sku uint64) (order.Report, error) {
 
 // drained waits until no order of sku is queued and the audit is clean,
 // and returns the audit.
-func (d *deployment) drained(sku uint64, limit time.Duration) order.Report {
+func (d *deployment) drained(sku uint64, limit time.Duration) sale.Report {
 	d.t.Helper()
 	deadline := time.Now().Add(limit)
 	for {

@@ -9,21 +9,21 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/internal/catalog"
-	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 )
 
 // Admin is what the admin endpoints need.
 type Admin interface {
-	UpsertSKU(ctx context.Context, spec catalog.Spec) (*order.SKUView, bool, error)
-	SetStock(ctx context.Context, id uint64, total int64) (*order.SKUView, error)
-	Audit(ctx context.Context, id uint64) (*order.Report, error)
-	Reconcile(ctx context.Context, id uint64) (*order.Report, error)
-	Queue(ctx context.Context, sku uint64, n int) (*order.QueueReport, error)
-	DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]order.TaskView, error)
+	UpsertSKU(ctx context.Context, spec catalog.Spec) (*sale.SKUView, bool, error)
+	SetStock(ctx context.Context, id uint64, total int64) (*sale.SKUView, error)
+	Audit(ctx context.Context, id uint64) (*sale.Report, error)
+	Reconcile(ctx context.Context, id uint64) (*sale.Report, error)
+	Queue(ctx context.Context, sku uint64, n int) (*sale.QueueReport, error)
+	DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]sale.TaskView, error)
 	RequeueDead(ctx context.Context, sku uint64, id string) error
 	DeleteDead(ctx context.Context, sku uint64, id string) error
-	AdminSKUs(ctx context.Context, after uint64, limit int) ([]order.AdminSKUView, uint64, error)
-	EndSale(ctx context.Context, id uint64) (*order.SKUView, error)
+	AdminSKUs(ctx context.Context, after uint64, limit int) ([]sale.AdminSKUView, uint64, error)
+	EndSale(ctx context.Context, id uint64) (*sale.SKUView, error)
 }
 
 type skuRequest struct {

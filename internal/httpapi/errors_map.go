@@ -8,6 +8,7 @@ import (
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
 )
@@ -30,7 +31,7 @@ var rules = []rule{
 	{is(catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
 	{is(order.ErrNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
-	{is(order.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
+	{is(sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
 	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},

@@ -30,7 +30,8 @@ type Deps struct {
 	Mode    string
 	Version string
 
-	Shop  Shop  // nil: no shopper routes
+	Shop  Shop  // nil: no shopper routes on orders
+	Sales Sales // nil: no shopper routes on SKUs
 	Admin Admin // nil: no admin routes
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 )
 
 // Pages of a list: limit items (1 to maxLimit, defaultLimit when absent)
@@ -106,7 +107,7 @@ func stateQuery(c *gin.Context) ([]string, error) {
 	return states, nil
 }
 
-func handleListSKUs(shop Shop, log *slog.Logger) gin.HandlerFunc {
+func handleListSKUs(sales Sales, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		states, err := stateQuery(c)
 		if err != nil {
@@ -118,12 +119,12 @@ func handleListSKUs(shop Shop, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, err)
 			return
 		}
-		items, next, err := shop.ListSKUs(c.Request.Context(), states, after, limit)
+		items, next, err := sales.ListSKUs(c.Request.Context(), states, after, limit)
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		c.JSON(http.StatusOK, page[order.SKUView]{Items: items, NextCursor: encodeCursor(next)})
+		c.JSON(http.StatusOK, page[sale.SKUView]{Items: items, NextCursor: encodeCursor(next)})
 	}
 }
 
@@ -140,9 +141,9 @@ func handleAdminListSKUs(admin Admin, log *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		if items == nil {
-			items = []order.AdminSKUView{}
+			items = []sale.AdminSKUView{}
 		}
-		c.JSON(http.StatusOK, page[order.AdminSKUView]{Items: items, NextCursor: encodeCursor(next)})
+		c.JSON(http.StatusOK, page[sale.AdminSKUView]{Items: items, NextCursor: encodeCursor(next)})
 	}
 }
 

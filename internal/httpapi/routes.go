@@ -12,10 +12,12 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	r.GET("/openapi.json", handleOpenAPI(d.Log))
 
+	api := r.Group("/api/v1")
+	if d.Sales != nil {
+		api.GET("/skus", handleListSKUs(d.Sales, d.Log))
+		api.GET("/skus/:id", handleGetSKU(d.Sales, d.Log))
+	}
 	if d.Shop != nil {
-		api := r.Group("/api/v1")
-		api.GET("/skus", handleListSKUs(d.Shop, d.Log))
-		api.GET("/skus/:id", handleGetSKU(d.Shop, d.Log))
 		shopper := api.Group("", shopper(d.Tokens, d.Log))
 		shopper.POST("/orders", handlePlaceOrder(d.Shop, m.buys, d.Log))
 		shopper.GET("/orders", handleListOrders(d.Shop, d.Log))

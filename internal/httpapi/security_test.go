@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 )
 
 func errorCode(t *testing.T, w *httptest.ResponseRecorder) string {
@@ -247,12 +248,12 @@ func TestCORS(t *testing.T) {
 // leakyShop fails with an error that carries internals.
 type leakyShop struct{ stubShop }
 
-func (*leakyShop) SKU(_ context.Context, _ uint64) (*order.SKUView, error) {
+func (*leakyShop) SKU(_ context.Context, _ uint64) (*sale.SKUView, error) {
 	return nil, errors.New("Error 1045: Access denied for user 'seckill'@'10.0.0.9' (using password: YES) at u:hunter2@tcp(db:3306)/seckill")
 }
 
 func TestUnknownErrorsRevealNothing(t *testing.T) {
-	h := rawAPI(t, func(d *Deps) { d.Shop = &leakyShop{} })
+	h := rawAPI(t, func(d *Deps) { d.Sales = &leakyShop{} })
 	w := send(h, "GET", "/api/v1/skus/1", nil, nil)
 	assert.Equal(t, http.StatusInternalServerError, w.Code)
 	assert.Equal(t, "internal", errorCode(t, w))

@@ -16,12 +16,17 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 )
 
-// Shop is what the shopper endpoints need.
+// Sales is what the shopper endpoints that show SKUs need.
+type Sales interface {
+	SKU(ctx context.Context, id uint64) (*sale.SKUView, error)
+	ListSKUs(ctx context.Context, states []string, after uint64, limit int) ([]sale.SKUView, uint64, error)
+}
+
+// Shop is what the shopper endpoints on orders need.
 type Shop interface {
-	SKU(ctx context.Context, id uint64) (*order.SKUView, error)
-	ListSKUs(ctx context.Context, states []string, after uint64, limit int) ([]order.SKUView, uint64, error)
 	Place(ctx context.Context, user string, in order.PlaceInput) (order.Placed, error)
 	ListOrders(ctx context.Context, user string, cursor *order.Cursor, limit int) ([]order.View, *order.Cursor, error)
 	Get(ctx context.Context, user, orderID string) (*order.View, error)
@@ -29,14 +34,14 @@ type Shop interface {
 	Cancel(ctx context.Context, user, orderID string) (*order.View, error)
 }
 
-func handleGetSKU(shop Shop, log *slog.Logger) gin.HandlerFunc {
+func handleGetSKU(sales Sales, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := pathID(c, "id")
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		v, err := shop.SKU(c.Request.Context(), id)
+		v, err := sales.SKU(c.Request.Context(), id)
 		if err != nil {
 			writeError(c, log, err)
 			return

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -30,18 +31,18 @@ type stubShop struct {
 }
 
 // stubSKU is a live SKU as the API shows it.
-func stubSKU(id uint64) *order.SKUView {
-	return &order.SKUView{ID: id, Name: "Phone", PriceCents: 99900, StockTotal: 10, StockLeft: 3, PerUserLimit: 1,
+func stubSKU(id uint64) *sale.SKUView {
+	return &sale.SKUView{ID: id, Name: "Phone", PriceCents: 99900, StockTotal: 10, StockLeft: 3, PerUserLimit: 1,
 		StartsAt: time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC), EndsAt: time.Date(2036, 11, 11, 1, 0, 0, 0, time.UTC), State: catalog.Live}
 }
 
-func (s *stubShop) SKU(_ context.Context, id uint64) (*order.SKUView, error) {
+func (s *stubShop) SKU(_ context.Context, id uint64) (*sale.SKUView, error) {
 	return stubSKU(id), nil
 }
 
 // ListSKUs lists SKUs 1 to 5, live, a page at a time.
-func (s *stubShop) ListSKUs(_ context.Context, states []string, after uint64, limit int) ([]order.SKUView, uint64, error) {
-	out := []order.SKUView{}
+func (s *stubShop) ListSKUs(_ context.Context, states []string, after uint64, limit int) ([]sale.SKUView, uint64, error) {
+	out := []sale.SKUView{}
 	if !slices.Contains(states, catalog.Live) {
 		return out, 0, nil
 	}
@@ -107,7 +108,7 @@ func (s *stubShop) Cancel(_ context.Context, user, orderID string) (*order.View,
 // otherwise echoes its input.
 type stubAdmin struct{}
 
-func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*order.SKUView, bool, error) {
+func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SKUView, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -117,41 +118,41 @@ func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*order.SKUView
 	return v, spec.ID == 0, nil
 }
 
-func (stubAdmin) SetStock(_ context.Context, id uint64, total int64) (*order.SKUView, error) {
+func (stubAdmin) SetStock(_ context.Context, id uint64, total int64) (*sale.SKUView, error) {
 	v := stubSKU(id)
 	v.StockTotal, v.StockLeft = total, total
 	return v, nil
 }
 
-func (stubAdmin) Audit(_ context.Context, id uint64) (*order.Report, error) {
-	return &order.Report{SKU: id, Consistent: true}, nil
+func (stubAdmin) Audit(_ context.Context, id uint64) (*sale.Report, error) {
+	return &sale.Report{SKU: id, Consistent: true}, nil
 }
 
-func (stubAdmin) Reconcile(_ context.Context, id uint64) (*order.Report, error) {
-	return &order.Report{SKU: id, Consistent: true}, nil
+func (stubAdmin) Reconcile(_ context.Context, id uint64) (*sale.Report, error) {
+	return &sale.Report{SKU: id, Consistent: true}, nil
 }
 
-func (stubAdmin) Queue(_ context.Context, sku uint64, _ int) (*order.QueueReport, error) {
-	return &order.QueueReport{SKU: sku}, nil
+func (stubAdmin) Queue(_ context.Context, sku uint64, _ int) (*sale.QueueReport, error) {
+	return &sale.QueueReport{SKU: sku}, nil
 }
 
-func (stubAdmin) DeadLetters(context.Context, uint64, int, int) ([]order.TaskView, error) {
+func (stubAdmin) DeadLetters(context.Context, uint64, int, int) ([]sale.TaskView, error) {
 	return nil, nil
 }
 
-func (stubAdmin) AdminSKUs(context.Context, uint64, int) ([]order.AdminSKUView, uint64, error) {
+func (stubAdmin) AdminSKUs(context.Context, uint64, int) ([]sale.AdminSKUView, uint64, error) {
 	return nil, 0, nil
 }
 
-func (stubAdmin) EndSale(_ context.Context, id uint64) (*order.SKUView, error) {
+func (stubAdmin) EndSale(_ context.Context, id uint64) (*sale.SKUView, error) {
 	v := stubSKU(id)
 	v.State = catalog.Ended
 	return v, nil
 }
 
-func (stubAdmin) RequeueDead(context.Context, uint64, string) error { return order.ErrTaskNotFound }
+func (stubAdmin) RequeueDead(context.Context, uint64, string) error { return sale.ErrTaskNotFound }
 
-func (stubAdmin) DeleteDead(context.Context, uint64, string) error { return order.ErrTaskNotFound }
+func (stubAdmin) DeleteDead(context.Context, uint64, string) error { return sale.ErrTaskNotFound }
 
 const testAdminToken = "test-admin-token-0123456789"
 
@@ -180,10 +181,12 @@ func testAPI(t testing.TB, edit func(*Deps)) http.Handler {
 // tests of answers the document does not describe (a 500).
 func rawAPI(t testing.TB, edit func(*Deps)) http.Handler {
 	t.Helper()
+	shop := &stubShop{}
 	d := Deps{
+		Shop:       shop,
+		Sales:      shop,
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		HTTP:       testHTTP(t),
-		Shop:       &stubShop{},
 		Admin:      stubAdmin{},
 		AdminToken: testAdminToken,
 	}

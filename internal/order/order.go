@@ -1,14 +1,13 @@
-// Package order is the sale itself: placing an order (through internal/stock),
-// reading, paying and cancelling it, draining accepted orders from the SKU
-// queues into SQL, expiring unpaid ones, and the admin side — seeding SKUs,
-// adjusting stock, auditing the invariants and rebuilding Redis from SQL.
+// Package order is an order's lifecycle as a shopper sees it: placing it
+// (through internal/stock), reading and listing it, paying, cancelling, and
+// expiring it when its payment deadline passes. It owns the orders table's
+// row, statuses and ids; internal/drain writes accepted orders into it.
 //
-// The guarantees: units sold never exceed a SKU's stock_total — Redis refuses
-// to take more, and the SQL update that counts a sale refuses it too
-// (sold + qty <= stock_total), so even a Redis that lost its data cannot make
-// SQL oversell; and every order accepted with a 202 reaches SQL exactly once —
-// its task is enqueued in the same script that takes the stock, the queue
-// delivers it at least once, and the insert is idempotent on order_id.
+// The guarantees: an order accepted with a 202 is the one a retry with the
+// same request id gets back; an order is paid, cancelled or expired once,
+// and a closed order's units go back on sale once (SQL first, then Redis,
+// and again on every later close, so a process dying in between never keeps
+// them taken).
 package order
 
 import (
@@ -28,12 +27,6 @@ const (
 	StatusCancelled      = "cancelled"
 	StatusExpired        = "expired"
 	StatusFailed         = "failed" // refused by the SQL stock guard; units returned
-)
-
-// Queue task types besides stock.TaskCreate.
-const (
-	TaskExpire = "order.expire"
-	expirePfx  = "exp:"
 )
 
 // Errors. The HTTP layer maps each to a status code.
@@ -89,7 +82,8 @@ type View struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
-func (o *Order) view() *View {
+// View returns what a shopper sees of the order.
+func (o *Order) View() *View {
 	return &View{OrderID: o.OrderID, SKU: o.SKU, User: o.User, Qty: o.Qty, PriceCents: o.PriceCents,
 		Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
 }

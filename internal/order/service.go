@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -20,9 +19,6 @@ type Options struct {
 	// PaymentTimeout is how long an order waits for payment before it
 	// expires and its units return; default 15m.
 	PaymentTimeout time.Duration
-	// StateRetention is how long after a sale's payment window the SKU's
-	// Redis state is kept before it expires; default 24h.
-	StateRetention time.Duration
 	// PerAddress, when set, limits buy requests per client address. It is
 	// consulted only for a request that is about to reach Redis: the answers
 	// that need no store (unknown SKU, outside the window, qty over the
@@ -40,28 +36,29 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
 }
 
-// Service runs the shopper and admin operations on orders and SKUs.
-type Service struct {
-	db      *gorm.DB
-	skus    *catalog.Store
-	cache   *catalog.Cache
-	store   *stock.Store
-	locks   *lock.Client
-	seller  *stock.Seller
-	o       Options
-	metrics *Metrics
-	list    *listing
+// Seller takes stock and enqueues the order in Redis (internal/stock's
+// Seller).
+type Seller interface {
+	SoldOut(sku uint64) bool
+	Buy(ctx context.Context, sku uint64, r stock.Request) (stock.Result, error)
 }
 
-// NewService returns a Service. locks serialises the changes of one SKU's
-// stock and its rebuilds across instances. seller may be nil in processes
-// that only drain (they never place orders).
-func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, locks *lock.Client, seller *stock.Seller, o Options) *Service {
+// Service runs a shopper's operations on their orders.
+type Service struct {
+	db     *gorm.DB
+	skus   *catalog.Store
+	cache  *catalog.Cache
+	store  *stock.Store
+	seller Seller
+	closer *Closer
+	o      Options
+}
+
+// NewService returns a Service placing orders through seller and closing
+// them with closer.
+func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, seller Seller, closer *Closer, o Options) *Service {
 	if o.PaymentTimeout <= 0 {
 		o.PaymentTimeout = 15 * time.Minute
-	}
-	if o.StateRetention <= 0 {
-		o.StateRetention = 24 * time.Hour
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -69,7 +66,7 @@ func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *s
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, seller: seller, o: o, metrics: o.Metrics, list: &listing{}}
+	return &Service{db: db, skus: skus, cache: cache, store: store, seller: seller, closer: closer, o: o}
 }
 
 // PlaceInput is a shopper's buy request.
@@ -228,12 +225,12 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	if !ok {
 		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
-	o, err := s.find(ctx, orderID)
+	o, err := find(ctx, s.db, orderID)
 	if err == nil {
 		if o.User != user {
 			return nil, ErrNotFound
 		}
-		return o.view(), nil
+		return o.View(), nil
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -241,8 +238,8 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	t, err := s.queued(ctx, sku, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
-		if o, err2 := s.find(ctx, orderID); err2 == nil && o.User == user {
-			return o.view(), nil
+		if o, err2 := find(ctx, s.db, orderID); err2 == nil && o.User == user {
+			return o.View(), nil
 		}
 	}
 	if err != nil {
@@ -257,9 +254,9 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 }
 
 // find reads an order row.
-func (s *Service) find(ctx context.Context, orderID string) (*Order, error) {
+func find(ctx context.Context, db *gorm.DB, orderID string) (*Order, error) {
 	var o Order
-	err := s.db.WithContext(ctx).Take(&o, "order_id = ?", orderID).Error
+	err := db.WithContext(ctx).Take(&o, "order_id = ?", orderID).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
@@ -301,7 +298,7 @@ func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) 
 	}
 	if res.RowsAffected == 1 {
 		// The payment deadline finds the order paid and leaves it.
-		s.metrics.paid()
+		s.o.Metrics.paid()
 	}
 	switch v.Status {
 	case StatusPaid:
@@ -329,110 +326,16 @@ func (s *Service) Cancel(ctx context.Context, user, orderID string) (*View, erro
 	case StatusExpired, StatusFailed:
 		return nil, ErrClosed
 	}
-	o, err := s.close(ctx, orderID, StatusCancelled, time.Time{})
+	o, err := s.closer.Close(ctx, orderID, StatusCancelled, time.Time{})
 	if err != nil {
 		return nil, err
 	}
 	switch o.Status {
 	case StatusCancelled:
-		return o.view(), nil
+		return o.View(), nil
 	case StatusPaid:
 		return nil, ErrNotCancellable
 	default:
 		return nil, ErrClosed
 	}
-}
-
-// close moves a pending order to status to (cancelled or expired) and takes
-// its units off skus.sold in one transaction, then gives them back in Redis
-// (once per order). With a non-zero due, only an order whose deadline is at
-// or before due is expired. It returns the order as it ends up; an order
-// already cancelled or expired has its units given back again (a no-op
-// unless an earlier call stopped between SQL and Redis).
-func (s *Service) close(ctx context.Context, orderID, to string, due time.Time) (*Order, error) {
-	now := s.o.Now().UTC()
-	var o Order
-	lost := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Take(&o, "order_id = ?", orderID).Error; err != nil {
-			return err
-		}
-		if o.Status != StatusPendingPayment || (!due.IsZero() && o.ExpiresAt.After(due)) {
-			return nil
-		}
-		res := tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusPendingPayment).
-			Updates(map[string]any{"status": to, "closed_at": now, "updated_at": now})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			// Paid or closed by someone else meanwhile. A read in this
-			// transaction would still see its old snapshot: read after.
-			lost = true
-			return nil
-		}
-		if err := tx.Exec("UPDATE skus SET sold = sold - ?, updated_at = ? WHERE id = ?", o.Qty, now, o.SKU).Error; err != nil {
-			return err
-		}
-		o.Status = to
-		return nil
-	})
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("order: %s %s: %w", to, orderID, err)
-	}
-	if lost {
-		cur, err := s.find(ctx, orderID)
-		if err != nil {
-			return nil, err
-		}
-		o = *cur
-	}
-	if o.Status == StatusCancelled || o.Status == StatusExpired {
-		// Also for an order closed before (by the other status, or by a
-		// call that stopped between SQL and Redis): the payment deadline
-		// runs this for every order, so units never stay taken for good.
-		returned, err := s.giveBack(context.WithoutCancel(ctx), &o)
-		if err != nil {
-			return nil, err
-		}
-		if returned {
-			s.metrics.closed(to)
-			if s.seller != nil {
-				// A shopper of this instance may buy them right away.
-				s.seller.ClearSoldOut(o.SKU)
-			}
-		}
-	}
-	return &o, nil
-}
-
-// giveBack returns a closed order's units in Redis, waiting out a rebuild
-// of the SKU in progress (a few milliseconds) for up to 5 seconds: the
-// rebuild reads SQL, so a return that lands during it would be counted by
-// it or lost.
-func (s *Service) giveBack(ctx context.Context, o *Order) (bool, error) {
-	wait := 20 * time.Millisecond
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		returned, err := s.store.Return(ctx, o.SKU, o.OrderID, o.User, o.Qty)
-		if !errors.Is(err, stock.ErrBusy) || time.Now().After(deadline) {
-			return returned, err
-		}
-		select {
-		case <-ctx.Done():
-			return false, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 500*time.Millisecond)
-	}
-}
-
-// WithSeller returns a copy of s that places orders through seller.
-func (s *Service) WithSeller(seller *stock.Seller) *Service {
-	c := *s
-	c.seller = seller
-	return &c
 }

@@ -275,28 +275,6 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	return left, results, nil
 }
 
-// Return gives the units of a closed (cancelled, expired or refused) order
-// back to sku, once per order id however often it is called, and tells every
-// instance that stock is back. It reports whether this call returned them.
-// ErrBusy while the SKU's state is being rebuilt (nothing changed: call
-// again when it is done).
-func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
-	k := newKeys(s.o.Prefix, sku)
-	raw, err := returnScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.returned, k.paused}, orderID, user, qty).Slice()
-	if err != nil {
-		return false, fmt.Errorf("stock: return order %s: %w", orderID, err)
-	}
-	switch toInt(raw[0]) {
-	case 1:
-	case -4:
-		return false, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
-	default:
-		return false, nil
-	}
-	s.announce(ctx, sku)
-	return true, nil
-}
-
 // ErrBelowTaken means a new total would leave fewer units than are already
 // taken.
 var ErrBelowTaken = errors.New("stock total below units already taken")

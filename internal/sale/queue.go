@@ -1,4 +1,4 @@
-package order
+package sale
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -143,7 +144,7 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 			"order_id", t.OrderID, "sku", t.SKU)
 		return nil
 	}
-	if _, err := s.giveBack(ctx, &Order{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty}); err != nil {
+	if _, err := s.store.ReturnWhenFree(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
 		return err
 	}
 	s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
@@ -153,9 +154,6 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 
 // written reports whether an order is in SQL.
 func (s *Service) written(ctx context.Context, orderID string) (bool, error) {
-	_, err := s.find(ctx, orderID)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	found, err := order.ExistingIDs(s.db.WithContext(ctx), []string{orderID})
+	return found[orderID], err
 }

@@ -1,0 +1,266 @@
+// Package drain moves accepted orders from every SKU's queue into SQL and
+// runs their payment deadlines.
+//
+// The guarantee: every order accepted with a 202 reaches SQL exactly once —
+// its task is enqueued in the same script that takes the stock, the queue
+// delivers it at least once, the insert is idempotent on order_id, and the
+// SQL update that counts a sale refuses to pass stock_total
+// (catalog.AddSold), so even a Redis that lost its data cannot make SQL
+// oversell.
+package drain
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// Options configure a Drainer.
+type Options struct {
+	BatchSize       int           // orders per claim and per transaction; default 500
+	Workers         int           // claiming workers per SKU queue; default 2
+	Lease           time.Duration // lease of a claimed batch; default 30s
+	SweepInterval   time.Duration // longest idle sleep, bounding recovery of expired leases; default 2s
+	SKURefresh      time.Duration // how often to look for new SKUs; default 2s
+	RetryBackoffMax time.Duration // cap of the back-off while SQL is unavailable; default 10s
+	Waker           *queue.Waker  // wakes idle consumers when a task is enqueued; nil polls
+	// Watch, when set, is told of every queue the drainer starts consuming
+	// (for depth metrics), and Unwatch of every queue it stops consuming.
+	Watch, Unwatch func(*queue.Queue)
+
+	// PaymentTimeout is how long an order waits for payment; default 15m.
+	PaymentTimeout time.Duration
+	Now            func() time.Time
+	Log            *slog.Logger
+	Metrics        *Metrics
+}
+
+// Expirer expires an order still unpaid at due (internal/order's Closer).
+type Expirer interface {
+	Expire(ctx context.Context, orderID string, due time.Time) error
+}
+
+// Rebuilder rebuilds a SKU's Redis state from SQL (internal/sale's
+// Service).
+type Rebuilder interface {
+	Rebuild(ctx context.Context, sku uint64) error
+}
+
+// Drainer moves accepted orders from every SKU's queue into SQL and runs
+// the payment deadlines. Any number of drainers may run in any number of
+// processes: each batch is claimed by one of them at a time, and writing an
+// order is idempotent.
+type Drainer struct {
+	db      *gorm.DB
+	skus    *catalog.Store
+	store   *stock.Store
+	expirer Expirer
+	rebuild Rebuilder
+	o       Options
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelFunc
+}
+
+// New returns a drainer of the SKUs in skus, writing to db: payment
+// deadlines go to expirer, and a SKU whose orders SQL's guard refuses is
+// rebuilt by rebuild.
+func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, rebuild Rebuilder, o Options) *Drainer {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = 2 * time.Second
+	}
+	if o.SKURefresh <= 0 {
+		o.SKURefresh = 2 * time.Second
+	}
+	if o.RetryBackoffMax <= 0 {
+		o.RetryBackoffMax = 10 * time.Second
+	}
+	if o.PaymentTimeout <= 0 {
+		o.PaymentTimeout = 15 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Drainer{db: db, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
+		running: map[uint64]context.CancelFunc{}}
+}
+
+// Run drains until ctx is cancelled, then lets running batches finish (or
+// hands them back to their queues) and returns. It runs a consumer for every
+// SKU whose sale, plus its payment window, has not long ended, looks for new
+// SKUs every SKURefresh, and stops the consumer of a SKU that dropped out of
+// that list once its queue has nothing left to run (dead letters stay for
+// an operator).
+func (d *Drainer) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(d.o.SKURefresh)
+	defer t.Stop()
+	for {
+		since := d.o.Now().Add(-d.o.PaymentTimeout - time.Hour)
+		skus, err := d.skus.List(ctx, since)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("drain: list skus", "err", err.Error())
+		}
+		if err == nil {
+			listed := make(map[uint64]bool, len(skus))
+			for _, sku := range skus {
+				listed[sku.ID] = true
+				d.start(ctx, &wg, sku.ID)
+			}
+			d.stopFinished(ctx, listed)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running[sku] != nil {
+		return
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	d.running[sku] = cancel
+	q := d.store.Queue(sku)
+	if d.o.Watch != nil {
+		d.o.Watch(q)
+	}
+	c := queue.NewConsumer(q, d.handle, queue.ConsumerOptions{
+		Workers:   d.o.Workers,
+		BatchSize: d.o.BatchSize,
+		Lease:     d.o.Lease,
+		MaxIdle:   d.o.SweepInterval,
+		Waker:     d.o.Waker,
+	})
+	wg.Go(func() {
+		if err := c.Run(cctx); err != nil {
+			d.log.Error("drain: consumer stopped", "sku", sku, "err", err.Error())
+		}
+	})
+}
+
+// stopFinished stops the consumers of SKUs not listed any more whose queue
+// has no task pending or in flight.
+func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
+	d.mu.Lock()
+	var gone []uint64
+	for sku := range d.running {
+		if !listed[sku] {
+			gone = append(gone, sku)
+		}
+	}
+	d.mu.Unlock()
+	for _, sku := range gone {
+		q := d.store.Queue(sku)
+		st, err := q.Stats(ctx)
+		if err != nil || st.Due+st.Delayed+st.InFlight > 0 {
+			continue
+		}
+		d.mu.Lock()
+		cancel := d.running[sku]
+		delete(d.running, sku)
+		d.mu.Unlock()
+		cancel()
+		if d.o.Unwatch != nil {
+			d.o.Unwatch(q)
+		}
+		d.store.Forget(sku)
+		d.log.Info("drain: sale over and drained; consumer stopped", "sku", sku)
+	}
+}
+
+// handle is the queue handler: order.create tasks are written in one
+// transaction, the orders of order.expire tasks one by one.
+func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
+	errs := make([]error, len(tasks))
+	var creates []stock.OrderTask
+	var createIdx []int
+	for i, t := range tasks {
+		switch t.Type {
+		case stock.TaskCreate:
+			ot, err := stock.DecodeTask(t.Payload)
+			if err != nil {
+				errs[i] = err // malformed: retried, then dead-lettered for an operator
+				continue
+			}
+			creates = append(creates, ot)
+			createIdx = append(createIdx, i)
+		case order.TaskExpire:
+		default:
+			errs[i] = fmt.Errorf("drain: unknown task type %q", t.Type)
+		}
+	}
+	if len(creates) > 0 {
+		err := d.retrySQL(ctx, func() error { return d.persist(ctx, creates) })
+		for _, i := range createIdx {
+			errs[i] = err
+		}
+	}
+	for i, t := range tasks {
+		if t.Type != order.TaskExpire {
+			continue
+		}
+		// The order ids whose payment deadline this is, comma-separated.
+		for _, orderID := range strings.Split(string(t.Payload), ",") {
+			errs[i] = d.retrySQL(ctx, func() error { return d.expirer.Expire(ctx, orderID, d.o.Now()) })
+			if errs[i] != nil {
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// retrySQL runs f until it succeeds, backing off while it fails: a store
+// that is briefly down delays the drain but never dead-letters an order. When
+// ctx ends it gives the tasks back to the queue without counting an attempt.
+func (d *Drainer) retrySQL(ctx context.Context, f func() error) error {
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", queue.ErrRelease, err)
+		}
+		d.o.Metrics.retried()
+		if attempt == 1 || attempt%10 == 0 {
+			d.log.Warn("drain: store unavailable, backing off", "attempt", attempt, "retry_in", delay.String(), "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", queue.ErrRelease, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, d.o.RetryBackoffMax)
+	}
+}

@@ -1,0 +1,104 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// Closer closes orders: a shopper's cancel and a payment deadline's expiry.
+// It needs no seller, so a process that only drains can run the deadlines.
+type Closer struct {
+	db      *gorm.DB
+	store   *stock.Store
+	metrics *Metrics
+	now     func() time.Time
+}
+
+// NewCloser returns a Closer writing to db and giving units back in store.
+// now may be nil (time.Now); metrics may be nil.
+func NewCloser(db *gorm.DB, store *stock.Store, metrics *Metrics, now func() time.Time) *Closer {
+	if now == nil {
+		now = time.Now
+	}
+	return &Closer{db: db, store: store, metrics: metrics, now: now}
+}
+
+// Expire expires the order if it is still unpaid at due; an order that is
+// gone, paid or closed is left as it is.
+func (c *Closer) Expire(ctx context.Context, orderID string, due time.Time) error {
+	_, err := c.Close(ctx, orderID, StatusExpired, due)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Close moves a pending order to status to (cancelled or expired) and takes
+// its units off skus.sold in one transaction, then gives them back in Redis
+// (once per order). With a non-zero due, only an order whose deadline is at
+// or before due is expired. It returns the order as it ends up; an order
+// already cancelled or expired has its units given back again (a no-op
+// unless an earlier call stopped between SQL and Redis).
+func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (*Order, error) {
+	now := c.now().UTC()
+	var o Order
+	lost := false
+	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&o, "order_id = ?", orderID).Error; err != nil {
+			return err
+		}
+		if o.Status != StatusPendingPayment || (!due.IsZero() && o.ExpiresAt.After(due)) {
+			return nil
+		}
+		res := tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusPendingPayment).
+			Updates(map[string]any{"status": to, "closed_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			// Paid or closed by someone else meanwhile. A read in this
+			// transaction would still see its old snapshot: read after.
+			lost = true
+			return nil
+		}
+		if err := catalog.SubtractSold(tx, o.SKU, int64(o.Qty), now); err != nil {
+			return err
+		}
+		o.Status = to
+		return nil
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("order: %s %s: %w", to, orderID, err)
+	}
+	if lost {
+		cur, err := find(ctx, c.db, orderID)
+		if err != nil {
+			return nil, err
+		}
+		o = *cur
+	}
+	if o.Status == StatusCancelled || o.Status == StatusExpired {
+		// Also for an order closed before (by the other status, or by a
+		// call that stopped between SQL and Redis): the payment deadline
+		// runs this for every order, so units never stay taken for good.
+		// Returning them announces it to every instance's seller.
+		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), o.SKU, o.OrderID, o.User, o.Qty)
+		if err != nil {
+			return nil, err
+		}
+		if returned {
+			c.metrics.closed(to)
+		}
+	}
+	return &o, nil
+}

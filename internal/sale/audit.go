@@ -1,0 +1,164 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/stock"
+	"gorm.io/gorm"
+)
+
+// Report is the invariant check of one SKU.
+type Report struct {
+	SKU            uint64   `json:"sku_id"`
+	StockTotal     int64    `json:"stock_total"`
+	Sold           int64    `json:"sold"`
+	RedisLeft      *int64   `json:"redis_left"` // null when Redis has no state for the SKU
+	Queued         int64    `json:"queued"`     // units accepted, not yet in SQL
+	QueuedOrders   int64    `json:"queued_orders"`
+	Orders         int64    `json:"orders"` // rows in SQL
+	PendingPayment int64    `json:"pending_payment"`
+	Paid           int64    `json:"paid"`
+	Cancelled      int64    `json:"cancelled"`
+	Expired        int64    `json:"expired"`
+	Failed         int64    `json:"failed"`
+	ActiveUnits    int64    `json:"active_units"` // units of pending_payment and paid orders
+	DeadLetters    int64    `json:"dead_letters"`
+	Duplicates     int64    `json:"duplicates"`
+	OverLimitUsers int64    `json:"over_limit_users"`
+	Consistent     bool     `json:"consistent"`
+	Violations     []string `json:"violations"`
+}
+
+// Audit checks one SKU's invariants: sold <= stock_total, sold equals the
+// units of active orders, no order twice, no shopper over the limit, no
+// accepted order dead-lettered, and redis_left + queued + active ==
+// stock_total. The figures are read from Redis and SQL one after the other,
+// so they are exact when the SKU is at rest; while orders move, a
+// disagreement is read again a few times before it is reported.
+func (s *Service) Audit(ctx context.Context, id uint64) (*Report, error) {
+	var r *Report
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if r, err = s.audit(ctx, id); err != nil || r.Consistent {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return r, nil
+}
+
+func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
+	if _, err := s.skus.Get(ctx, id); err != nil {
+		return nil, err // catalog.ErrNotFound before any Redis read
+	}
+	r := &Report{SKU: id, Violations: []string{}}
+	st, ok, err := s.store.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		r.RedisLeft = &st.Left
+	}
+	queued, dead, err := s.store.QueuedOrders(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.DeadLetters = dead
+	// Read SQL after the queue: an order drained in between shows in SQL
+	// and is dropped from the queued ones below, never counted twice.
+	sku, err := s.skus.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.StockTotal, r.Sold = sku.StockTotal, sku.Sold
+	db := s.db.WithContext(ctx)
+	var rows []struct {
+		Status string
+		N      int64
+		Units  int64
+	}
+	if err := db.Model(&order.Order{}).Select("status, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS units").
+		Where("sku_id = ?", id).Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("sale: audit: %w", err)
+	}
+	for _, row := range rows {
+		r.Orders += row.N
+		switch row.Status {
+		case order.StatusPendingPayment:
+			r.PendingPayment, r.ActiveUnits = row.N, r.ActiveUnits+row.Units
+		case order.StatusPaid:
+			r.Paid, r.ActiveUnits = row.N, r.ActiveUnits+row.Units
+		case order.StatusCancelled:
+			r.Cancelled = row.N
+		case order.StatusExpired:
+			r.Expired = row.N
+		case order.StatusFailed:
+			r.Failed = row.N
+		}
+	}
+	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT order_id FROM orders WHERE sku_id = ? GROUP BY order_id HAVING COUNT(*) > 1) d`, id).
+		Scan(&r.Duplicates).Error; err != nil {
+		return nil, fmt.Errorf("sale: audit: %w", err)
+	}
+	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE sku_id = ? AND status IN (?, ?) GROUP BY user_id HAVING SUM(qty) > ?) u`,
+		id, order.StatusPendingPayment, order.StatusPaid, sku.PerUserLimit).Scan(&r.OverLimitUsers).Error; err != nil {
+		return nil, fmt.Errorf("sale: audit: %w", err)
+	}
+	if len(queued) > 0 {
+		inSQL, err := existing(s.db.WithContext(ctx), queued)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range queued {
+			if !inSQL[t.OrderID] {
+				r.Queued += int64(t.Qty)
+				r.QueuedOrders++
+			}
+		}
+	}
+
+	fail := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
+	if r.Sold > r.StockTotal {
+		fail("oversold: sold %d > stock_total %d", r.Sold, r.StockTotal)
+	}
+	if r.Sold != r.ActiveUnits {
+		fail("sold %d != units of pending_payment and paid orders %d", r.Sold, r.ActiveUnits)
+	}
+	if r.Duplicates > 0 {
+		fail("%d order ids written more than once", r.Duplicates)
+	}
+	if r.OverLimitUsers > 0 {
+		fail("%d shoppers over the per-user limit of %d", r.OverLimitUsers, sku.PerUserLimit)
+	}
+	if r.DeadLetters > 0 {
+		fail("%d accepted orders dead-lettered: inspect and requeue them", r.DeadLetters)
+	}
+	// A finished sale's Redis state expires after StateRetention.
+	expired := r.RedisLeft == nil && r.QueuedOrders == 0 && !s.o.Now().Before(s.stateExpiry(sku))
+	switch {
+	case r.RedisLeft == nil && !expired:
+		fail("redis has no state for the sku: reconcile it")
+	case r.RedisLeft != nil:
+		if got := *r.RedisLeft + r.Queued + r.ActiveUnits; got != r.StockTotal {
+			fail("redis_left %d + queued %d + active %d = %d != stock_total %d", *r.RedisLeft, r.Queued, r.ActiveUnits, got, r.StockTotal)
+		}
+	}
+	r.Consistent = len(r.Violations) == 0
+	return r, nil
+}
+
+// existing returns which of the tasks' orders are in SQL.
+func existing(db *gorm.DB, tasks []stock.OrderTask) (map[string]bool, error) {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.OrderID
+	}
+	return order.ExistingIDs(db, ids)
+}

@@ -1,0 +1,280 @@
+// Package sale runs the operations on a sale: seeding a SKU, changing its
+// stock, ending it early, showing it to shoppers and admins, auditing its
+// invariants across both stores, rebuilding its Redis state from SQL, and
+// inspecting its queue's dead letters.
+//
+// Every change of one SKU's stock in both stores runs under that SKU's admin
+// lock, across instances, and writes the two stores in the order that lets a
+// failure between them only undersell (a cut lowers Redis first, a top-up
+// raises SQL first). A rebuild reads the queue and then one SQL snapshot, so
+// an order the drain commits meanwhile is counted once.
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// Options configure a Service.
+type Options struct {
+	// PaymentTimeout is how long an order waits for payment; default 15m.
+	PaymentTimeout time.Duration
+	// StateRetention is how long after a sale's payment window the SKU's
+	// Redis state is kept before it expires; default 24h.
+	StateRetention time.Duration
+	Now            func() time.Time
+	Log            *slog.Logger
+}
+
+// Service runs the operations on sales.
+type Service struct {
+	db    *gorm.DB
+	skus  *catalog.Store
+	cache *catalog.Cache
+	store *stock.Store
+	locks *lock.Client
+	o     Options
+	list  *listing
+}
+
+// NewService returns a Service. locks serialises the changes of one SKU's
+// stock and its rebuilds across instances.
+func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, locks *lock.Client, o Options) *Service {
+	if o.PaymentTimeout <= 0 {
+		o.PaymentTimeout = 15 * time.Minute
+	}
+	if o.StateRetention <= 0 {
+		o.StateRetention = 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, o: o, list: &listing{}}
+}
+
+// SKUView is what shoppers and admins see of a SKU.
+type SKUView struct {
+	ID           uint64    `json:"id"`
+	Name         string    `json:"name"`
+	PriceCents   int64     `json:"price_cents"`
+	StockTotal   int64     `json:"stock_total"`
+	StockLeft    int64     `json:"stock_left"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+	State        string    `json:"state"`
+}
+
+// SKU returns the SKU as a shopper sees it, with the units left in Redis.
+// Errors: catalog.ErrNotFound.
+func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
+	sku, err := s.cache.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st, ok, err := s.store.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	left := st.Left
+	if !ok {
+		// Redis lost the SKU; SQL knows at least what is persisted.
+		left = max(0, sku.StockTotal-sku.Sold)
+	}
+	return s.skuView(sku, left), nil
+}
+
+func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
+	return &SKUView{
+		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, StockTotal: sku.StockTotal,
+		StockLeft: left, PerUserLimit: sku.PerUserLimit, StartsAt: sku.StartsAt.UTC(), EndsAt: sku.EndsAt.UTC(),
+		State: sku.State(s.o.Now(), left),
+	}
+}
+
+// UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and in
+// Redis. Re-running the same spec changes nothing. A stock below what is
+// sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
+// and changes nothing. An existing SKU Redis has lost is rebuilt from SQL,
+// never created afresh. Errors also: catalog.ErrInvalid, stock.ErrBusy.
+func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, false, err
+	}
+	if spec.ID == 0 {
+		return s.createSKU(ctx, spec)
+	}
+	var view *SKUView
+	created := false
+	err := s.exclusive(ctx, spec.ID, func(ctx context.Context) error {
+		cur, err := s.skus.Get(ctx, spec.ID)
+		if errors.Is(err, catalog.ErrNotFound) {
+			view, created, err = s.createSKU(ctx, spec)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		next := *cur
+		next.StockTotal, next.PerUserLimit, next.EndsAt = spec.Stock, spec.PerUserLimit, spec.EndsAt
+		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
+			sku, _, _, err := s.skus.Upsert(ctx, spec)
+			return sku, err
+		})
+		if err == nil {
+			view = s.skuView(sku, left)
+		}
+		return err
+	})
+	return view, created, err
+}
+
+// createSKU creates a SKU in SQL, then its state in Redis.
+func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+	sku, created, _, err := s.skus.Upsert(ctx, spec)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.cache.Forget(sku.ID)
+	// A SKU that is new in SQL has no units taken anywhere; if Redis fails
+	// here, the first buyer's ErrStateLost rebuilds it from SQL.
+	left, err := s.store.Configure(ctx, sku.ID, s.config(sku), created)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.skuView(sku, left), created, nil
+}
+
+// SetStock sets a SKU's stock_total (a top-up or a cut, never below what is
+// sold or taken: catalog.ErrBelowSold). Errors also: catalog.ErrNotFound,
+// catalog.ErrInvalid, stock.ErrBusy.
+func (s *Service) SetStock(ctx context.Context, id uint64, total int64) (*SKUView, error) {
+	if total < 0 || total > catalog.MaxStock {
+		return nil, fmt.Errorf("%w: stock_total must be from 0 to %d", catalog.ErrInvalid, catalog.MaxStock)
+	}
+	var view *SKUView
+	err := s.exclusive(ctx, id, func(ctx context.Context) error {
+		cur, err := s.skus.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		next := *cur
+		next.StockTotal = total
+		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
+			if _, err := s.skus.SetStockTotal(ctx, id, total); err != nil {
+				return nil, err
+			}
+			return s.skus.Get(ctx, id)
+		})
+		if err == nil {
+			view = s.skuView(sku, left)
+		}
+		return err
+	})
+	return view, err
+}
+
+// change writes a change of an existing SKU to both stores (write does the
+// SQL side), in the order that lets a failure between the two only
+// undersell, never fail an order Redis accepted: a cut lowers Redis first
+// — Redis refuses it below the units taken, and then nothing is written —
+// and SQL after; a top-up raises SQL first and Redis after. A SKU Redis has
+// lost is rebuilt from SQL after the SQL write. Run it under exclusive.
+func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Config, write func(context.Context) (*catalog.SKU, error)) (*catalog.SKU, int64, error) {
+	defer s.cache.Forget(cur.ID)
+	cut := next.Total < cur.StockTotal
+	lost := false
+	var left int64
+	if cut {
+		var err error
+		left, err = s.store.Configure(ctx, cur.ID, next, false)
+		switch {
+		case errors.Is(err, stock.ErrBelowTaken):
+			return nil, 0, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
+		case errors.Is(err, stock.ErrStateLost):
+			lost = true
+		case err != nil:
+			return nil, 0, err
+		}
+	}
+	sku, err := write(ctx)
+	if err != nil {
+		if cut && !lost && (errors.Is(err, catalog.ErrBelowSold) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound)) {
+			// SQL refused and kept the old total: Redis may have it back.
+			// After any other error SQL may hold the cut, so Redis keeps it
+			// too (it can only undersell until the change is retried).
+			if _, rerr := s.store.Configure(context.WithoutCancel(ctx), cur.ID, s.config(cur), false); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return nil, 0, err
+	}
+	if !cut {
+		left, err = s.store.Configure(ctx, cur.ID, s.config(sku), false)
+		switch {
+		case errors.Is(err, stock.ErrStateLost):
+			lost = true
+		case err != nil:
+			return nil, 0, err
+		}
+	}
+	if lost {
+		if _, err := s.reconcile(ctx, cur.ID); err != nil {
+			return nil, 0, err
+		}
+		st, _, err := s.store.State(ctx, cur.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		left = st.Left
+	}
+	return sku, left, nil
+}
+
+// exclusive runs f while holding sku's admin lock: stock changes and
+// rebuilds of one SKU run one at a time across every instance, so no two
+// of them interleave their SQL and Redis writes. It waits up to 5 seconds
+// for the lock (stock.ErrBusy after).
+func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Context) error) error {
+	m, err := s.locks.Lock(ctx, "sku-admin:"+strconv.FormatUint(sku, 10), 10*time.Second,
+		lock.WithWaitTimeout(5*time.Second), lock.WithWatchdog(0))
+	if errors.Is(err, lock.ErrNotObtained) {
+		return fmt.Errorf("%w: another change of sku %d is running", stock.ErrBusy, sku)
+	}
+	if err != nil {
+		return fmt.Errorf("sale: lock sku %d: %w", sku, err)
+	}
+	defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
+	// The work stops if the lock is lost (Redis unreachable past its TTL).
+	lctx, cancel := m.Context(ctx)
+	defer cancel()
+	return f(lctx)
+}
+
+// config is what Redis needs of sku.
+func (s *Service) config(sku *catalog.SKU) stock.Config {
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Expires: s.stateExpiry(sku), Ends: sku.EndsAt}
+}
+
+// stateExpiry is when sku's Redis state may expire: StateRetention after
+// its sale and payment window closed (a sale ended early counts from now).
+func (s *Service) stateExpiry(sku *catalog.SKU) time.Time {
+	end := sku.EndsAt
+	if now := s.o.Now(); now.After(end) {
+		end = now
+	}
+	return end.Add(s.o.PaymentTimeout + s.o.StateRetention)
+}

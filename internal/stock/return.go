@@ -1,0 +1,51 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Return gives the units of a closed (cancelled, expired or refused) order
+// back to sku, once per order id however often it is called, and tells every
+// instance that stock is back. It reports whether this call returned them.
+// ErrBusy while the SKU's state is being rebuilt (nothing changed: call
+// again when it is done).
+func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
+	k := newKeys(s.o.Prefix, sku)
+	raw, err := returnScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.returned, k.paused}, orderID, user, qty).Slice()
+	if err != nil {
+		return false, fmt.Errorf("stock: return order %s: %w", orderID, err)
+	}
+	switch toInt(raw[0]) {
+	case 1:
+	case -4:
+		return false, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+	default:
+		return false, nil
+	}
+	s.announce(ctx, sku)
+	return true, nil
+}
+
+// ReturnWhenFree is Return that waits out a rebuild of the SKU in progress
+// (a few milliseconds) for up to 5 seconds, retrying with a growing pause:
+// the rebuild reads SQL, so a return that lands during it would be counted
+// by it or lost. After 5 seconds it returns ErrBusy.
+func (s *Store) ReturnWhenFree(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
+	wait := 20 * time.Millisecond
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		returned, err := s.Return(ctx, sku, orderID, user, qty)
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return returned, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
