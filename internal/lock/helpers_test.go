@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
@@ -37,33 +38,34 @@ func newTestClient(t testing.TB, cluster bool, opts Options) (*Client, redis.Uni
 	return c, rdb
 }
 
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// locker is what a Client and a Redlock have in common.
+type locker interface {
+	Lock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error)
 }
 
-// eventually waits for cond without asserting how long it takes, only that
-// it happens before a generous limit.
-func eventually(t *testing.T, what string, cond func() bool) {
+// contend runs n goroutines that take the lock name in turn through a
+// and b (standing for two processes), each incrementing a counter the
+// lock alone guards, and asserts that no increment was lost.
+func contend(ctx context.Context, t *testing.T, name string, n int, a, b locker) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
+	counter := 0
+	var wg sync.WaitGroup
+	for i := range n {
+		l := a
+		if i%2 == 1 {
+			l = b
 		}
-		time.Sleep(5 * time.Millisecond)
+		wg.Go(func() {
+			m, err := l.Lock(ctx, name, 10*time.Second, WithWaitTimeout(20*time.Second))
+			if !assert.NoError(t, err) {
+				return
+			}
+			counter++
+			assert.NoError(t, m.Unlock(ctx))
+		})
 	}
-}
-
-func closedWithin(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("never happened: %s", what)
-	}
+	wg.Wait()
+	assert.Equal(t, n, counter)
 }
 
 // cmdCounter is a go-redis hook that records every command sent.

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // counterValue gathers m and returns the value of the series, summing
@@ -45,7 +47,7 @@ func counterValue(t *testing.T, m *Metrics, name string, labels map[string]strin
 func TestMetrics(t *testing.T) {
 	m := NewMetrics("seckill")
 	c, _ := newTestClient(t, false, Options{Metrics: m})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	mu, err := c.TryLock(ctx, "m", time.Minute)
 	require.NoError(t, err)
 	_, err = c.TryLock(ctx, "m", time.Minute)

@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/rkey"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestMutexBasic(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		m, err := c.TryLock(ctx, "order", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, c.Key("order"), m.Key())
@@ -50,7 +51,7 @@ func TestMutexBasic(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx))
 		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val())
 		assert.ErrorIs(t, m.Err(), ErrReleased)
-		closedWithin(t, m.Done(), "Done after Unlock")
+		testutil.ClosedWithin(t, 10*time.Second, m.Done(), "Done after Unlock")
 		held, err = m.Held(ctx)
 		require.NoError(t, err)
 		assert.False(t, held)
@@ -63,7 +64,7 @@ func TestMutexBasic(t *testing.T) {
 
 func TestMutexBadInput(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		_, err := c.TryLock(ctx, "", time.Second)
 		assert.ErrorIs(t, err, ErrInvalidName)
 		_, err = c.Lock(ctx, "", time.Second)
@@ -76,7 +77,7 @@ func TestMutexBadInput(t *testing.T) {
 		m, err := c.TryLock(ctx, "x", 20*time.Millisecond)
 		require.NoError(t, err)
 		assert.ErrorIs(t, m.Extend(ctx, 0), ErrInvalidTTL)
-		eventually(t, "lock expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+		testutil.Eventually(t, 10*time.Second, "lock expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
 		assert.ErrorIs(t, m.Extend(ctx, time.Second), ErrNotHeld, "extend after expiry")
 		assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld, "unlock after expiry")
 		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "extend after expiry must not recreate the key")
@@ -129,7 +130,7 @@ func redisSlot(key string) uint16 {
 // synchronisation both calls pass through after those commands.
 func TestMutexContendedCounter(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		const workers = 100
 		counter := 0
 		var wg sync.WaitGroup
@@ -156,7 +157,7 @@ func TestMutexContendedCounter(t *testing.T) {
 
 func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		// The holder "crashes": it never unlocks.
 		old, err := c.TryLock(ctx, "job", 100*time.Millisecond)
 		require.NoError(t, err)
@@ -180,7 +181,7 @@ func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
 // key and its expiry together, and no lock is ever seen without a TTL.
 func TestMutexAcquireIsOneCommand(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		// Warm the script cache: the very first run of a script on a node
 		// is EVALSHA, NOSCRIPT, EVAL.
 		w, err := c.TryLock(ctx, "one", time.Minute, WithFencing())
@@ -218,7 +219,7 @@ func TestMutexAcquireIsOneCommand(t *testing.T) {
 
 func TestMutexFencing(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		var last int64
 		for range 5 {
 			m, err := c.TryLock(ctx, "{sku:7}", time.Minute, WithFencing())
@@ -248,7 +249,7 @@ func TestMutexFencing(t *testing.T) {
 
 func TestMutexWaitErrors(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		m, err := c.TryLock(ctx, "busy", time.Minute)
 		require.NoError(t, err)
 		defer m.Unlock(ctx)
@@ -284,7 +285,7 @@ func TestMutexWaitErrors(t *testing.T) {
 // budget, so only the release message can let it in.
 func TestMutexPubSubWakeup(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		m, err := c.TryLock(ctx, "wake", time.Minute)
 		require.NoError(t, err)
 
@@ -304,7 +305,7 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		}
 		// One subscriber for all local waiters: the Client shares one
 		// pub/sub connection.
-		eventually(t, "waiters subscribed", func() bool {
+		testutil.Eventually(t, 10*time.Second, "waiters subscribed", func() bool {
 			return c.notify.Count(m.keys.mutex()) == waiters &&
 				numSub(ctx, rdb, m.keys.mutex()) == 1
 		})
@@ -317,7 +318,7 @@ func TestMutexPubSubWakeup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "channel unsubscribed", func() bool {
+		testutil.Eventually(t, 10*time.Second, "channel unsubscribed", func() bool {
 			return numSub(ctx, rdb, m.keys.mutex()) == 0
 		})
 	})
@@ -341,7 +342,7 @@ func numSub(ctx context.Context, rdb redis.UniversalClient, channel string) int6
 
 func TestMutexBackoffFallback(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		m, err := c.TryLock(ctx, "poll", time.Minute)
 		require.NoError(t, err)
 		done := make(chan error, 1)
@@ -362,7 +363,7 @@ func TestMutexBackoffFallback(t *testing.T) {
 
 func TestMutexClosedClient(t *testing.T) {
 	c, _ := newTestClient(t, false, Options{})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "c", time.Minute, WithWatchdog(0))
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
@@ -388,27 +389,10 @@ func TestErrorsAreDistinct(t *testing.T) {
 // stand for two processes contending for one lock.
 func TestMutexTwoClients(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		c2 := New(rdb, Options{Prefix: c.prefix})
 		t.Cleanup(func() { _ = c2.Close() })
-		counter := 0
-		var wg sync.WaitGroup
-		for g := range 40 {
-			cl := c
-			if g%2 == 1 {
-				cl = c2
-			}
-			wg.Go(func() {
-				m, err := cl.Lock(ctx, "shared", 10*time.Second, WithWaitTimeout(20*time.Second))
-				if !assert.NoError(t, err) {
-					return
-				}
-				counter++
-				assert.NoError(t, m.Unlock(ctx))
-			})
-		}
-		wg.Wait()
-		assert.Equal(t, 40, counter)
+		contend(ctx, t, "shared", 40, c, c2)
 	})
 }
 
@@ -416,7 +400,7 @@ func TestMutexTwoClients(t *testing.T) {
 // goroutine has stopped, and a waiting Lock returns ErrClosed.
 func TestCloseStopsWaitersAndPubSub(t *testing.T) {
 	c, rdb := newTestClient(t, false, Options{})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "held", time.Minute)
 	require.NoError(t, err)
 	got := make(chan error, 1)
@@ -424,9 +408,9 @@ func TestCloseStopsWaitersAndPubSub(t *testing.T) {
 		_, err := c.Lock(ctx, "held", time.Minute, WithBackoff(Backoff{Min: time.Hour, Max: time.Hour}))
 		got <- err
 	}()
-	eventually(t, "waiter subscribed", func() bool { return numSub(ctx, rdb, m.Key()) == 1 })
+	testutil.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return numSub(ctx, rdb, m.Key()) == 1 })
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-got, ErrClosed)
-	eventually(t, "pub/sub connection gone", func() bool { return numSub(ctx, rdb, m.Key()) == 0 })
+	testutil.Eventually(t, 10*time.Second, "pub/sub connection gone", func() bool { return numSub(ctx, rdb, m.Key()) == 0 })
 	require.NoError(t, m.Unlock(ctx))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func universal(cs []*redis.Client) []redis.UniversalClient {
@@ -43,7 +44,7 @@ func TestRedlockFiveServers(t *testing.T) {
 	cs, prefix := testsvc.RedlockClients(t)
 	nodes := universal(cs)
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	assert.Equal(t, 3, r.Quorum())
 
 	m, err := r.TryLock(ctx, "pay", time.Minute)
@@ -74,24 +75,7 @@ func TestRedlockFiveServers(t *testing.T) {
 
 	// Contention across "processes": two Redlocks on the same nodes.
 	r2 := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	counter := 0
-	var wg sync.WaitGroup
-	for i := range 10 {
-		rl := r
-		if i%2 == 1 {
-			rl = r2
-		}
-		wg.Go(func() {
-			m, err := rl.Lock(ctx, "count", 10*time.Second, WithWaitTimeout(20*time.Second))
-			if !assert.NoError(t, err) {
-				return
-			}
-			counter++
-			assert.NoError(t, m.Unlock(ctx))
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, 10, counter)
+	contend(ctx, t, "count", 10, r, r2)
 }
 
 // TestRedlockNodesDown kills private servers: with 2 of 5 down a quorum of 3
@@ -112,7 +96,7 @@ func TestRedlockNodesDown(t *testing.T) {
 	// not turn a live node into a missing vote.
 	prefix := testsvc.Prefix(t)
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 
 	srvs[0].Kill()
 	srvs[1].Kill()
@@ -136,7 +120,7 @@ func TestRedlockNodesDown(t *testing.T) {
 	srvs[2].Start()
 	// go-redis keeps answering with the last dial error for a moment after
 	// a node comes back.
-	eventually(t, "node back", func() bool { return nodes[2].Ping(ctx).Err() == nil })
+	testutil.Eventually(t, 10*time.Second, "node back", func() bool { return nodes[2].Ping(ctx).Err() == nil })
 	m, err = r.TryLock(ctx, "held", time.Minute)
 	require.NoError(t, err)
 	srvs[3].Kill()
@@ -156,7 +140,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 		c.AddHook(slowNode{5 * time.Millisecond})
 	}
 	nodes := universal(cs)
-	clock := newFakeClock()
+	clock := testutil.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
 	var step time.Duration
 	var readings []time.Time
 	var mu sync.Mutex
@@ -169,7 +153,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 	}
 	setStep := func(d time.Duration) { mu.Lock(); step = d; readings = nil; mu.Unlock() }
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, Now: now, DriftFactor: 0.01, NodeTimeout: time.Second})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 
 	const ttl = 10 * time.Second
 	drift := ttl/100 + 2*time.Millisecond
@@ -233,7 +217,7 @@ func TestRedlockWatchdog(t *testing.T) {
 	cs, prefix := testsvc.RedlockClients(t)
 	nodes := universal(cs)
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	const ttl = 300 * time.Millisecond
 	m, err := r.TryLock(ctx, "wd", ttl, WithWatchdog(0))
 	require.NoError(t, err)

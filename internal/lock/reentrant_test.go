@@ -8,11 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestReentrantDepthThree(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		alice, bob := c.NewOwner("alice"), c.NewOwner("")
 		assert.Equal(t, "alice", alice.ID())
 		assert.NotEmpty(t, bob.ID())
@@ -60,7 +62,7 @@ func TestReentrantDepthThree(t *testing.T) {
 
 func TestReentrantEntryRearmsTTLAndExpires(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		o := c.NewOwner("")
 		h1, err := o.TryLockReentrant(ctx, "r", 100*time.Millisecond)
 		require.NoError(t, err)
@@ -83,7 +85,7 @@ func TestReentrantEntryRearmsTTLAndExpires(t *testing.T) {
 
 func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		a, b := c.NewOwner(""), c.NewOwner("")
 		h1, err := a.TryLockReentrant(ctx, "w", time.Minute)
 		require.NoError(t, err)
@@ -98,7 +100,7 @@ func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 			}
 			done <- err
 		}()
-		eventually(t, "waiter subscribed", func() bool { return c.notify.Count(h1.keys.reentrant()) == 1 })
+		testutil.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return c.notify.Count(h1.keys.reentrant()) == 1 })
 		_, err = h2.Unlock(ctx)
 		require.NoError(t, err)
 		_, err = h1.Unlock(ctx)
@@ -109,7 +111,7 @@ func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 
 func TestOwnerUnlockAll(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		o := c.NewOwner("")
 		var keys []string
 		for _, name := range []string{"a", "b", "c"} {

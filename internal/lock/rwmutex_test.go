@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestRWManyReadersOneWriter(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		rw := c.RWMutex("{sku:9}")
 		var readers []*RWHold
 		for range 10 {
@@ -55,7 +57,7 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 
 func TestRWWaitersWokenByRelease(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		rw := c.RWMutex("doc")
 		w, err := rw.TryLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -71,7 +73,7 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 				got <- err
 			}()
 		}
-		eventually(t, "readers wait", func() bool { return c.notify.Count(c.RWMutex("doc").keys.rw()) == readers })
+		testutil.Eventually(t, 10*time.Second, "readers wait", func() bool { return c.notify.Count(c.RWMutex("doc").keys.rw()) == readers })
 		require.NoError(t, w.Unlock(ctx))
 		for range readers {
 			require.NoError(t, <-got, "one write release wakes every reader")
@@ -84,35 +86,25 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 // readers away until the current ones leave.
 func TestRWWriterNotStarved(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		rw := c.RWMutex("hot")
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
 		var reads atomic.Int64
 		var writing atomic.Bool
 		var overlap atomic.Bool
-		for range 4 {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					r, err := rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
-					if err != nil {
-						return
-					}
-					if writing.Load() {
-						overlap.Store(true)
-					}
-					reads.Add(1)
-					time.Sleep(5 * time.Millisecond)
-					_ = r.Unlock(ctx)
-				}
-			})
-		}
-		eventually(t, "readers running", func() bool { return reads.Load() > 20 })
+		stop := testutil.Repeat(t, 4, func() bool {
+			r, err := rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+			if err != nil {
+				return false
+			}
+			if writing.Load() {
+				overlap.Store(true)
+			}
+			reads.Add(1)
+			time.Sleep(5 * time.Millisecond)
+			_ = r.Unlock(ctx)
+			return true
+		})
+		testutil.Eventually(t, 10*time.Second, "readers running", func() bool { return reads.Load() > 20 })
 
 		w, err := rw.Lock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
 		require.NoError(t, err, "the writer is not starved")
@@ -122,15 +114,14 @@ func TestRWWriterNotStarved(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		writing.Store(false)
 		require.NoError(t, w.Unlock(ctx))
-		close(stop)
-		wg.Wait()
+		stop()
 		assert.False(t, overlap.Load(), "no reader held the lock with the writer")
 	})
 }
 
 func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		rw := c.RWMutex("m")
 		r, err := rw.TryRLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -140,7 +131,7 @@ func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
 			_, err := rw.Lock(wctx, time.Minute)
 			done <- err
 		}()
-		eventually(t, "writer marker blocks new readers", func() bool {
+		testutil.Eventually(t, 10*time.Second, "writer marker blocks new readers", func() bool {
 			_, err := rw.TryRLock(ctx, time.Minute)
 			return err != nil
 		})
@@ -157,7 +148,7 @@ func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
 
 func TestRWDeadHoldersExpire(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		rw := c.RWMutex("dead")
 		long, err := rw.TryRLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -169,7 +160,7 @@ func TestRWDeadHoldersExpire(t *testing.T) {
 		require.NoError(t, err)
 		assert.ErrorIs(t, short.Unlock(ctx), ErrNotHeld, "an expired reader cannot release anything")
 		// The writer dies too; its expiry frees the key entirely.
-		eventually(t, "key expires", func() bool { return rdb.Exists(ctx, rw.Key()).Val() == 0 })
+		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, rw.Key()).Val() == 0 })
 		assert.ErrorIs(t, w.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, w.Extend(ctx, time.Minute), ErrNotHeld)
 	})
@@ -177,7 +168,7 @@ func TestRWDeadHoldersExpire(t *testing.T) {
 
 func TestRWBadInput(t *testing.T) {
 	c, _ := newTestClient(t, false, Options{})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	_, err := c.RWMutex("").TryRLock(ctx, time.Second)
 	assert.ErrorIs(t, err, ErrInvalidName)
 	_, err = c.RWMutex("x").Lock(ctx, 0)
@@ -188,7 +179,7 @@ func TestRWBadInput(t *testing.T) {
 // write at random; at no moment is there a writer together with anyone else.
 func TestRWInvariant(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		c2 := New(rdb, Options{Prefix: c.prefix})
 		t.Cleanup(func() { _ = c2.Close() })
 		var readers, writers atomic.Int32

@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestWatchdogKeepsLockAlive(t *testing.T) {
 	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 30*time.Second)
 		const ttl = 300 * time.Millisecond
 		m, err := c.TryLock(ctx, "long", ttl, WithWatchdog(0))
 		require.NoError(t, err)
@@ -40,7 +41,7 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 			t.Parallel()
 			metrics := NewMetrics("t")
 			c, rdb := newTestClient(t, cluster, Options{Metrics: metrics})
-			ctx := ctxT(t)
+			ctx := testutil.Context(t, 30*time.Second)
 			const ttl = 300 * time.Millisecond
 			hook := &cmdCounter{}
 			rdb.AddHook(hook)
@@ -50,9 +51,9 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 			// the handle reports the loss. The local estimate runs from
 			// before each command was sent, so the handle gives up no
 			// later than Redis expires the key.
-			closedWithin(t, m.Done(), "capped lock expires")
+			testutil.ClosedWithin(t, 10*time.Second, m.Done(), "capped lock expires")
 			assert.ErrorIs(t, m.Err(), ErrLockLost)
-			eventually(t, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+			testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
 			ok := counterValue(t, metrics, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "ok"})
 			assert.LessOrEqual(t, ok, 2.0, "at most the capped number of renewals")
 			renewals := func() int {
@@ -84,14 +85,14 @@ func TestLostSignal(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				ctx := ctxT(t)
+				ctx := testutil.Context(t, 30*time.Second)
 				m, err := c.TryLock(ctx, "lost:"+tc.name, 150*time.Millisecond, WithWatchdog(0))
 				require.NoError(t, err)
 				work, cancel := m.Context(ctx)
 				defer cancel()
 				require.NoError(t, tc.behind(ctx, m.Key()))
 
-				closedWithin(t, m.Done(), "lost signal")
+				testutil.ClosedWithin(t, 10*time.Second, m.Done(), "lost signal")
 				<-work.Done()
 				assert.ErrorIs(t, context.Cause(work), ErrLockLost)
 				assert.ErrorIs(t, m.Err(), ErrLockLost)
@@ -107,10 +108,10 @@ func TestLostSignal(t *testing.T) {
 
 func TestLostSignalWithoutWatchdogAtExpiry(t *testing.T) {
 	c, _ := newTestClient(t, false, Options{})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "short", 50*time.Millisecond)
 	require.NoError(t, err)
-	closedWithin(t, m.Done(), "expiry")
+	testutil.ClosedWithin(t, 10*time.Second, m.Done(), "expiry")
 	assert.ErrorIs(t, m.Err(), ErrLockLost)
 }
 
@@ -124,11 +125,11 @@ func TestLostSignalWhenRenewalsKeepFailing(t *testing.T) {
 	m := NewMetrics("t")
 	c := New(rdb, Options{Metrics: m})
 	t.Cleanup(func() { _ = c.Close() })
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	mu, err := c.TryLock(ctx, "fragile", 200*time.Millisecond, WithWatchdog(0))
 	require.NoError(t, err)
 	srv.Kill()
-	closedWithin(t, mu.Done(), "lost after failed renewals")
+	testutil.ClosedWithin(t, 10*time.Second, mu.Done(), "lost after failed renewals")
 	assert.ErrorIs(t, mu.Err(), ErrLockLost)
 	assert.Equal(t, 1.0, counterValue(t, m, "t_lock_lost_total", map[string]string{"kind": "mutex"}))
 	assert.Positive(t, counterValue(t, m, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "failed"}))
@@ -137,9 +138,9 @@ func TestLostSignalWhenRenewalsKeepFailing(t *testing.T) {
 // TestValidityUsesInjectedClock shows the local expiry estimate follows the
 // injected clock, which a real clock could only show by sleeping.
 func TestValidityUsesInjectedClock(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
 	c, _ := newTestClient(t, false, Options{Now: clock.Now})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "clock", time.Hour)
 	require.NoError(t, err)
 	assert.Equal(t, time.Hour, m.Validity())
@@ -156,11 +157,11 @@ func TestValidityUsesInjectedClock(t *testing.T) {
 // fires when the lock expires instead of never.
 func TestDoneAfterCloseFallsBackToExpiry(t *testing.T) {
 	c, _ := newTestClient(t, false, Options{})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "closing", 200*time.Millisecond, WithWatchdog(0))
 	require.NoError(t, err)
 	done := m.Done()
 	require.NoError(t, c.Close())
-	closedWithin(t, done, "expiry after Close")
+	testutil.ClosedWithin(t, 10*time.Second, done, "expiry after Close")
 	assert.ErrorIs(t, m.Err(), ErrLockLost)
 }

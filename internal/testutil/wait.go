@@ -42,10 +42,11 @@ func Context(t testing.TB, limit time.Duration) context.Context {
 	return ctx
 }
 
-// Repeat runs body over and over in n goroutines until the returned stop
-// is called; stop waits for the goroutines to return and may be called more
-// than once. It is also called when the test ends.
-func Repeat(t testing.TB, n int, body func()) (stop func()) {
+// Repeat runs body over and over in n goroutines, as background load for
+// a test, until the returned stop is called; a goroutine whose body returns
+// false stops early. stop waits for the goroutines to return and may be
+// called more than once; it is also called when the test ends.
+func Repeat(t testing.TB, n int, body func() bool) (stop func()) {
 	t.Helper()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -57,7 +58,9 @@ func Repeat(t testing.TB, n int, body func()) (stop func()) {
 					return
 				default:
 				}
-				body()
+				if !body() {
+					return
+				}
 			}
 		})
 	}
