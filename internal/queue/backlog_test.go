@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // callTimer records the round-trip time and argument count of every command.
@@ -59,7 +60,7 @@ func TestBacklogDrainsInBoundedCalls(t *testing.T) {
 	require.NoError(t, err)
 	timer := &callTimer{}
 	c.AddHook(timer)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 60*time.Second)
 	// Log every command, scripts and the commands inside them, slower than 500µs.
 	require.NoError(t, c.ConfigSet(ctx, "slowlog-max-len", "100000").Err())
 	require.NoError(t, c.ConfigSet(ctx, "slowlog-log-slower-than", "500").Err())

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestConcurrentEnqueueCoalesces hammers Enqueue from many goroutines with
@@ -62,7 +63,7 @@ func TestConcurrentEnqueueCoalesces(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 60*time.Second)
 		for id, n := range addedBy {
 			assert.Equal(t, 1, n, "id %s added by %d calls", id, n)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // runConsumer runs c until the test ends or stop is called; stop waits for Run.
@@ -31,18 +32,6 @@ func runConsumer(t *testing.T, c *queue.Consumer) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// eventually waits (generously, never asserting a duration) for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestConcurrentConsumers(t *testing.T) {
@@ -95,7 +84,7 @@ func TestConcurrentConsumers(t *testing.T) {
 		}
 
 		// Enqueue from 4 producers while the consumers run.
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 60*time.Second)
 		var prod sync.WaitGroup
 		for p := range 4 {
 			prod.Go(func() {
@@ -111,7 +100,7 @@ func TestConcurrentConsumers(t *testing.T) {
 		}
 		prod.Wait()
 
-		eventually(t, "all tasks acked", func() bool {
+		testutil.Eventually(t, 60*time.Second, "all tasks acked", func() bool {
 			st, err := q.Stats(ctx)
 			require.NoError(t, err)
 			return st == queue.Stats{}
@@ -135,7 +124,7 @@ func TestConsumerSettlesByHandlerResult(t *testing.T) {
 		q, _ := newQueue(t, cluster, "results", queue.Options{
 			Backoff: func(int) time.Duration { return time.Hour },
 		})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 60*time.Second)
 		_, err := q.EnqueueBatch(ctx, []queue.Task{task("ok"), task("fail"), task("release"), task("z-missing")})
 		require.NoError(t, err)
 		seen := make(chan struct{})
@@ -157,7 +146,7 @@ func TestConsumerSettlesByHandlerResult(t *testing.T) {
 		}
 		stop := runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{BatchSize: 10}))
 		<-seen
-		eventually(t, "settled", func() bool {
+		testutil.Eventually(t, 60*time.Second, "settled", func() bool {
 			in, err := q.Inspect(ctx, "z-missing")
 			return err == nil && in.State == queue.StatePending
 		})
@@ -183,12 +172,12 @@ func TestConsumerSettlesByHandlerResult(t *testing.T) {
 
 func TestConsumerHandlerPanicNacks(t *testing.T) {
 	q, _ := newQueue(t, false, "panic", queue.Options{Backoff: func(int) time.Duration { return time.Hour }})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 60*time.Second)
 	_, err := q.Enqueue(ctx, task("p"))
 	require.NoError(t, err)
 	h := func(context.Context, []*queue.Claimed) []error { panic("boom") }
 	stop := runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{}))
-	eventually(t, "nacked", func() bool {
+	testutil.Eventually(t, 60*time.Second, "nacked", func() bool {
 		in, err := q.Inspect(ctx, "p")
 		return err == nil && in.State == queue.StatePending && in.Attempts == 1
 	})
@@ -214,7 +203,7 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q, _ := newQueue(t, false, "shutdown", queue.Options{})
-			ctx := ctxT(t)
+			ctx := testutil.Context(t, 60*time.Second)
 			_, err := q.EnqueueBatch(ctx, []queue.Task{task("a"), task("b")})
 			require.NoError(t, err)
 			started := make(chan struct{})
@@ -249,7 +238,7 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 
 // numSub counts subscribers of channel on every node.
 func numSub(t *testing.T, c redis.UniversalClient, channel string) int64 {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t, 60*time.Second)
 	var n atomic.Int64
 	count := func(ctx context.Context, c *redis.Client) error {
 		v, err := c.PubSubNumSub(ctx, channel).Result()
@@ -285,23 +274,21 @@ func TestWakerWakesManyIdleQueues(t *testing.T) {
 			}))
 		}
 		for _, q := range qs {
-			eventually(t, "subscribed", func() bool { return numSub(t, c, q.EnqueueKeys()[3]) == 1 })
+			testutil.Eventually(t, 60*time.Second, "subscribed", func() bool { return numSub(t, c, q.EnqueueKeys()[3]) == 1 })
 		}
 		time.Sleep(50 * time.Millisecond) // let the consumers finish their first claim and sleep
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 60*time.Second)
 		for i, q := range qs {
 			_, err := q.Enqueue(ctx, task(fmt.Sprintf("w%d", i)))
 			require.NoError(t, err)
 		}
-		eventually(t, "every queue's task handled", func() bool { return handled.Load() == queues })
+		testutil.Eventually(t, 60*time.Second, "every queue's task handled", func() bool { return handled.Load() == queues })
 	})
 }
 
 func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, c := newQueue(t, cluster, "wakepub", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, c, clk, ctx := clockedQueue(t, cluster, "wakepub", queue.Options{})
 		ps := c.Subscribe(ctx, q.EnqueueKeys()[3])
 		defer ps.Close()
 		_, err := ps.Receive(ctx) // subscription confirmed
@@ -353,15 +340,13 @@ func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
 func TestConsumerPicksUpCrashedClaims(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
 		q, _ := newQueue(t, cluster, "crashc", queue.Options{})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t, 60*time.Second)
 		const n = 50
 		for i := range n {
 			_, err := q.Enqueue(ctx, task(fmt.Sprint("c", i)))
 			require.NoError(t, err)
 		}
-		crashed, err := q.Claim(ctx, n, 300*time.Millisecond)
-		require.NoError(t, err)
-		require.Len(t, crashed, n)
+		crashed := claim(ctx, t, q, n, 300*time.Millisecond, n)
 
 		var mu sync.Mutex
 		attempts := map[string]int{}
@@ -372,7 +357,7 @@ func TestConsumerPicksUpCrashedClaims(t *testing.T) {
 			return nil
 		})
 		stop := runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{MaxIdle: 100 * time.Millisecond}))
-		eventually(t, "crashed tasks handled", func() bool {
+		testutil.Eventually(t, 60*time.Second, "crashed tasks handled", func() bool {
 			st, err := q.Stats(ctx)
 			require.NoError(t, err)
 			return st == queue.Stats{}

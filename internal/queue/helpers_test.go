@@ -1,10 +1,7 @@
 package queue_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,27 +10,8 @@ import (
 
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
-
-// clock is a settable clock for Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.UnixMilli(1_800_000_000_000)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // onBoth runs f against standalone Redis and against the Cluster.
 func onBoth(t *testing.T, f func(t *testing.T, cluster bool)) {
@@ -57,35 +35,6 @@ func newQueue(t *testing.T, cluster bool, name string, o queue.Options) (*queue.
 	return q, c
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func bufLogger() (*slog.Logger, *syncBuffer) {
-	b := &syncBuffer{}
-	return slog.New(slog.NewTextHandler(b, nil)), b
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func task(id string) queue.Task {
 	return queue.Task{ID: id, Type: "order", Payload: []byte("p-" + id)}
 }
@@ -93,4 +42,24 @@ func task(id string) queue.Task {
 func newClient(t *testing.T, cluster bool) (redis.UniversalClient, string) {
 	t.Helper()
 	return testsvc.Universal(t, cluster)
+}
+
+// clockedQueue is newQueue on a settable clock that starts at a fixed
+// time, with a context bound to the test.
+func clockedQueue(t *testing.T, cluster bool, name string, o queue.Options) (*queue.Queue, redis.UniversalClient, *testutil.Clock, context.Context) {
+	t.Helper()
+	clk := testutil.NewClock(time.UnixMilli(1_800_000_000_000))
+	o.Now = clk.Now
+	q, c := newQueue(t, cluster, name, o)
+	return q, c, clk, testutil.Context(t, 60*time.Second)
+}
+
+// claim claims up to n tasks of q leased for lease, and requires that it
+// got want of them.
+func claim(ctx context.Context, t *testing.T, q *queue.Queue, n int, lease time.Duration, want int) []*queue.Claimed {
+	t.Helper()
+	got, err := q.Claim(ctx, n, lease)
+	require.NoError(t, err)
+	require.Len(t, got, want)
+	return got
 }

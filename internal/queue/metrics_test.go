@@ -44,18 +44,14 @@ func counterValue(t *testing.T, m *queue.Metrics, name, q string) float64 {
 
 func TestMetrics(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
 		m := queue.NewMetrics("seckill")
-		q, _ := newQueue(t, cluster, "metrics", queue.Options{Now: clk.Now, Metrics: m})
+		q, _, clk, ctx := clockedQueue(t, cluster, "metrics", queue.Options{Metrics: m})
 		m.Watch(q)
-		ctx := ctxT(t)
 		_, err := q.EnqueueBatch(ctx, []queue.Task{task("a"), task("b"), task("c"), task("a"),
 			{ID: "later", Type: "x", Due: clk.Now().Add(time.Hour)}})
 		require.NoError(t, err)
-		clk.Add(3 * time.Second)
-		got, err := q.Claim(ctx, 2, time.Second)
-		require.NoError(t, err)
-		require.Len(t, got, 2)
+		clk.Advance(3 * time.Second)
+		got := claim(ctx, t, q, 2, time.Second, 2)
 		require.NoError(t, q.Ack(ctx, got[0]))
 		_, err = q.Nack(ctx, got[1], errors.New("x"))
 		require.NoError(t, err)

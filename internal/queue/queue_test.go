@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestNewRejectsEmptyName(t *testing.T) {
@@ -22,9 +22,7 @@ func TestNewRejectsEmptyName(t *testing.T) {
 
 func TestDelayPrecision(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "delay", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "delay", queue.Options{})
 		start := clk.Now()
 		added, err := q.Enqueue(ctx, queue.Task{ID: "a", Type: "cancel", Due: start.Add(50 * time.Millisecond)})
 		require.NoError(t, err)
@@ -34,15 +32,13 @@ func TestDelayPrecision(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, start.Add(50*time.Millisecond), due)
 
-		clk.Add(40 * time.Millisecond)
+		clk.Advance(40 * time.Millisecond)
 		got, err := q.Claim(ctx, 10, time.Second)
 		require.NoError(t, err)
 		assert.Empty(t, got, "claimable 10 ms early")
 
-		clk.Add(20 * time.Millisecond)
-		got, err = q.Claim(ctx, 10, time.Second)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		clk.Advance(20 * time.Millisecond)
+		got = claim(ctx, t, q, 10, time.Second, 1)
 		assert.Equal(t, "a", got[0].ID)
 		assert.Equal(t, "cancel", got[0].Type)
 		assert.Equal(t, 1, got[0].Attempt)
@@ -53,9 +49,7 @@ func TestDelayPrecision(t *testing.T) {
 
 func TestEnqueueValidation(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "valid", queue.Options{Now: clk.Now, MaxPayload: 8, MaxDelay: time.Hour})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "valid", queue.Options{MaxPayload: 8, MaxDelay: time.Hour})
 		now := clk.Now()
 		tests := []struct {
 			name    string
@@ -102,9 +96,7 @@ func TestEnqueueValidation(t *testing.T) {
 
 func TestIdempotentEnqueue(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "idem", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "idem", queue.Options{})
 		added, err := q.Enqueue(ctx, queue.Task{ID: "o1", Type: "order", Payload: []byte("first")})
 		require.NoError(t, err)
 		require.True(t, added)
@@ -118,9 +110,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 		assert.Equal(t, clk.Now(), in.Due)
 
 		// Duplicates of in-flight tasks are no-ops too; inside a batch as well.
-		got, err := q.Claim(ctx, 10, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		got := claim(ctx, t, q, 10, time.Minute, 1)
 		res, err := q.EnqueueBatch(ctx, []queue.Task{task("o1"), task("o2"), task("o2")})
 		require.NoError(t, err)
 		assert.Equal(t, []bool{false, true, false}, res)
@@ -135,9 +125,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 
 func TestBatchEnqueueLarge(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "batch", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "batch", queue.Options{})
 		ts := make([]queue.Task, 1000) // several scripts in one pipeline
 		for i := range ts {
 			ts[i] = queue.Task{ID: fmt.Sprintf("t%04d", i), Type: "x", Due: clk.Now().Add(time.Duration(i) * time.Millisecond)}
@@ -148,7 +136,7 @@ func TestBatchEnqueueLarge(t *testing.T) {
 		for _, r := range res {
 			require.True(t, r)
 		}
-		clk.Add(time.Second)
+		clk.Advance(time.Second)
 		got, err := q.Claim(ctx, 5000, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, got, queue.MaxClaim)
@@ -160,25 +148,19 @@ func TestBatchEnqueueLarge(t *testing.T) {
 
 func TestStaleAckAfterRecovery(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "stale", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "stale", queue.Options{})
 		_, err := q.Enqueue(ctx, task("a"))
 		require.NoError(t, err)
-		first, err := q.Claim(ctx, 1, time.Second)
-		require.NoError(t, err)
-		require.Len(t, first, 1)
+		first := claim(ctx, t, q, 1, time.Second, 1)
 
 		// Not expired yet: nobody else gets it.
-		clk.Add(999 * time.Millisecond)
+		clk.Advance(999 * time.Millisecond)
 		none, err := q.Claim(ctx, 1, time.Second)
 		require.NoError(t, err)
 		assert.Empty(t, none)
 
-		clk.Add(2 * time.Millisecond)
-		second, err := q.Claim(ctx, 1, time.Second)
-		require.NoError(t, err)
-		require.Len(t, second, 1)
+		clk.Advance(2 * time.Millisecond)
+		second := claim(ctx, t, q, 1, time.Second, 1)
 		assert.Equal(t, 2, second[0].Attempt, "attempt count kept across recovery")
 		assert.NotEqual(t, first[0].Token, second[0].Token)
 
@@ -206,20 +188,16 @@ func TestStaleAckAfterRecovery(t *testing.T) {
 
 func TestExtendLease(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "extend", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "extend", queue.Options{})
 		_, err := q.Enqueue(ctx, task("a"))
 		require.NoError(t, err)
-		got, err := q.Claim(ctx, 1, time.Second)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
-		clk.Add(800 * time.Millisecond)
+		got := claim(ctx, t, q, 1, time.Second, 1)
+		clk.Advance(800 * time.Millisecond)
 		stale, err := q.Extend(ctx, time.Second, got[0])
 		require.NoError(t, err)
 		assert.Empty(t, stale)
 		assert.Equal(t, clk.Now().Add(time.Second), got[0].LeaseUntil)
-		clk.Add(500 * time.Millisecond) // past the first deadline, inside the new one
+		clk.Advance(500 * time.Millisecond) // past the first deadline, inside the new one
 		rec, dead, err := q.Recover(ctx)
 		require.NoError(t, err)
 		assert.Zero(t, rec+dead)
@@ -229,17 +207,13 @@ func TestExtendLease(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "cancel", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "cancel", queue.Options{})
 		_, err := q.EnqueueBatch(ctx, []queue.Task{
 			{ID: "later", Type: "cancel-unpaid", Due: clk.Now().Add(15 * time.Minute)},
 			task("now"),
 		})
 		require.NoError(t, err)
-		got, err := q.Claim(ctx, 10, 2*time.Hour)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		claim(ctx, t, q, 10, 2*time.Hour, 1)
 
 		tests := []struct {
 			id  string
@@ -260,7 +234,7 @@ func TestCancel(t *testing.T) {
 		}
 		_, err = q.Inspect(ctx, "later")
 		assert.ErrorIs(t, err, queue.ErrNotFound, "cancelled task fully removed")
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		none, err := q.Claim(ctx, 10, time.Minute)
 		require.NoError(t, err)
 		assert.Empty(t, none)
@@ -269,16 +243,12 @@ func TestCancel(t *testing.T) {
 
 func TestNackRetryAndDeadLetters(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
 		backoff := func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond }
-		q, _ := newQueue(t, cluster, "dead", queue.Options{Now: clk.Now, Backoff: backoff})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "dead", queue.Options{Backoff: backoff})
 		_, err := q.Enqueue(ctx, queue.Task{ID: "a", Type: "order", Payload: []byte("pay"), MaxAttempts: 2})
 		require.NoError(t, err)
 
-		got, err := q.Claim(ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		got := claim(ctx, t, q, 1, time.Minute, 1)
 		dead, err := q.Nack(ctx, got[0], errors.New("mysql down"))
 		require.NoError(t, err)
 		assert.False(t, dead)
@@ -286,14 +256,12 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, clk.Now().Add(100*time.Millisecond), due, "backoff applied")
 
-		clk.Add(99 * time.Millisecond)
+		clk.Advance(99 * time.Millisecond)
 		none, err := q.Claim(ctx, 1, time.Minute)
 		require.NoError(t, err)
 		assert.Empty(t, none)
-		clk.Add(time.Millisecond)
-		got, err = q.Claim(ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		clk.Advance(time.Millisecond)
+		got = claim(ctx, t, q, 1, time.Minute, 1)
 		assert.Equal(t, 2, got[0].Attempt)
 		dead, err = q.Nack(ctx, got[0], errors.New("still down"))
 		require.NoError(t, err)
@@ -318,9 +286,7 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 		// Requeue: attempts start again.
 		require.NoError(t, q.RequeueDead(ctx, "a"))
 		assert.ErrorIs(t, q.RequeueDead(ctx, "a"), queue.ErrNotFound)
-		got, err = q.Claim(ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		got = claim(ctx, t, q, 1, time.Minute, 1)
 		assert.Equal(t, 1, got[0].Attempt)
 		assert.Equal(t, "pay", string(got[0].Payload))
 
@@ -331,10 +297,8 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 		due, err = q.Score(ctx, "a")
 		require.NoError(t, err)
 		assert.Equal(t, clk.Now().Add(5*time.Second), due, "explicit delay")
-		clk.Add(5 * time.Second)
-		got, err = q.Claim(ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
+		clk.Advance(5 * time.Second)
+		got = claim(ctx, t, q, 1, time.Minute, 1)
 		dead, err = q.Nack(ctx, got[0], nil)
 		require.NoError(t, err)
 		require.True(t, dead)
@@ -351,21 +315,17 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 
 func TestDeadCapReportsTrims(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		log, buf := bufLogger()
+		log, buf := testutil.BufferLogger()
 		m := queue.NewMetrics("t")
-		q, _ := newQueue(t, cluster, "cap", queue.Options{Now: clk.Now, DeadCap: 2, MaxAttempts: 1, Logger: log, Metrics: m})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "cap", queue.Options{DeadCap: 2, MaxAttempts: 1, Logger: log, Metrics: m})
 		for i := range 5 {
 			_, err := q.Enqueue(ctx, task(fmt.Sprintf("d%d", i)))
 			require.NoError(t, err)
-			got, err := q.Claim(ctx, 1, time.Minute)
-			require.NoError(t, err)
-			require.Len(t, got, 1)
+			got := claim(ctx, t, q, 1, time.Minute, 1)
 			dead, err := q.Nack(ctx, got[0], errors.New("boom"))
 			require.NoError(t, err)
 			require.True(t, dead)
-			clk.Add(time.Millisecond) // distinct times of death
+			clk.Advance(time.Millisecond) // distinct times of death
 		}
 		list, err := q.ListDead(ctx, 0, 10)
 		require.NoError(t, err)
@@ -386,20 +346,16 @@ func TestDeadCapReportsTrims(t *testing.T) {
 
 func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "crash", queue.Options{Now: clk.Now, MaxAttempts: 3, RecoverBatch: 7})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "crash", queue.Options{MaxAttempts: 3, RecoverBatch: 7})
 		const n = 20
 		for i := range n {
 			_, err := q.Enqueue(ctx, task(fmt.Sprintf("c%02d", i)))
 			require.NoError(t, err)
 		}
 		// A consumer claims everything and dies: no ack, no release.
-		crashed, err := q.Claim(ctx, n, time.Second)
-		require.NoError(t, err)
-		require.Len(t, crashed, n)
+		crashed := claim(ctx, t, q, n, time.Second, n)
 
-		clk.Add(time.Second + time.Millisecond)
+		clk.Advance(time.Second + time.Millisecond)
 		// Recovery is bounded: RecoverBatch per call.
 		rec, dead, err := q.Recover(ctx)
 		require.NoError(t, err)
@@ -434,7 +390,7 @@ func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, got, 1, "attempt %d", attempt)
 			assert.Equal(t, attempt, got[0].Attempt)
-			clk.Add(2 * time.Second)
+			clk.Advance(2 * time.Second)
 		}
 		got, err := q.Claim(ctx, 1, time.Second)
 		require.NoError(t, err)
@@ -448,9 +404,7 @@ func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 
 func TestPeekAndStats(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "peek", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "peek", queue.Options{})
 		now := clk.Now()
 		_, err := q.EnqueueBatch(ctx, []queue.Task{
 			{ID: "c", Type: "x", Due: now.Add(3 * time.Second)},
@@ -458,7 +412,7 @@ func TestPeekAndStats(t *testing.T) {
 			{ID: "b", Type: "x", Due: now.Add(time.Second)},
 		})
 		require.NoError(t, err)
-		clk.Add(500 * time.Millisecond)
+		clk.Advance(500 * time.Millisecond)
 		p, err := q.Peek(ctx, 2)
 		require.NoError(t, err)
 		require.Len(t, p, 2)
@@ -490,9 +444,7 @@ end
 return redis.call('INCRBY', KEYS[5], -1)
 `
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, c := newQueue(t, cluster, "{sku:42}", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, c, _, ctx := clockedQueue(t, cluster, "{sku:42}", queue.Options{})
 		// The sale path's stock key shares the queue's hash tag.
 		stockKey := strings.TrimSuffix(q.EnqueueKeys()[0], ":q:ready") + ":stock"
 		require.Contains(t, stockKey, "{sku:42}:stock")
@@ -535,9 +487,7 @@ return redis.call('INCRBY', KEYS[5], -1)
 
 func TestListByState(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, _ := newQueue(t, cluster, "list", queue.Options{Now: clk.Now, MaxAttempts: 1})
-		ctx := ctxT(t)
+		q, _, clk, ctx := clockedQueue(t, cluster, "list", queue.Options{MaxAttempts: 1})
 		_, err := q.EnqueueBatch(ctx, []queue.Task{task("a"), task("b"), task("c"), {ID: "d", Type: "x", Due: clk.Now().Add(time.Minute)}})
 		require.NoError(t, err)
 		got, err := q.Claim(ctx, 2, time.Second) // a, b in flight
@@ -571,9 +521,7 @@ func TestListByState(t *testing.T) {
 // script calls for each order of a multi-order script.
 func TestEnqueueNowakeContract(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
-		clk := newClock()
-		q, c := newQueue(t, cluster, "{sku:9}", queue.Options{Now: clk.Now})
-		ctx := ctxT(t)
+		q, c, clk, ctx := clockedQueue(t, cluster, "{sku:9}", queue.Options{})
 		s := redis.NewScript(queue.EnqueueLua + `
 return queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`)
 		now := clk.Now()
@@ -622,24 +570,12 @@ func TestSnapshotSeesEveryTaskOnceWhileWorkersMoveThem(t *testing.T) {
 		// Workers claim and hand back tasks while the snapshots run: a task
 		// is always somewhere (pending or in flight), so every snapshot must
 		// see each exactly once.
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					cs, err := q.Claim(ctx, 50, time.Minute)
-					if err != nil || len(cs) == 0 {
-						continue
-					}
-					_, _ = q.Release(ctx, cs...)
-				}
-			})
-		}
+		stop := testutil.Repeat(t, 4, func() bool {
+			if cs, err := q.Claim(ctx, 50, time.Minute); err == nil && len(cs) > 0 {
+				_, _ = q.Release(ctx, cs...)
+			}
+			return true
+		})
 		for range 20 {
 			snap, err := q.Snapshot(ctx, "order")
 			require.NoError(t, err)
@@ -651,16 +587,13 @@ func TestSnapshotSeesEveryTaskOnceWhileWorkersMoveThem(t *testing.T) {
 			}
 			assert.Len(t, seen, n)
 		}
-		close(stop)
-		wg.Wait()
+		stop()
 
 		// A dead letter is in the snapshot, marked dead.
 		d, _ := newQueue(t, cluster, "snapdead", queue.Options{})
 		_, err = d.Enqueue(ctx, queue.Task{ID: "x", Type: "order", Payload: []byte("x"), MaxAttempts: 1})
 		require.NoError(t, err)
-		cs, err := d.Claim(ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, cs, 1)
+		cs := claim(ctx, t, d, 1, time.Minute, 1)
 		dead, err := d.Nack(ctx, cs[0], errors.New("bad"))
 		require.NoError(t, err)
 		require.True(t, dead)
