@@ -60,8 +60,9 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 	}
 }
 
-// countScripts counts the lock acquisitions (fenced acquire scripts) and the
-// buy scripts sent to Redis.
+// countScripts counts the lock acquisitions (fenced acquire scripts that
+// got the lock; a waiter's failed tries are not acquisitions) and the buy
+// scripts sent to Redis.
 type countScripts struct{ acquires, buys atomic.Int64 }
 
 func (c *countScripts) count(cmd redis.Cmder) {
@@ -69,7 +70,9 @@ func (c *countScripts) count(cmd redis.Cmder) {
 		s, _ := a.(string)
 		switch {
 		case strings.HasSuffix(s, ":fence"):
-			c.acquires.Add(1)
+			if r, ok := cmd.(*redis.Cmd); ok && r.Err() == nil && r.Val() != int64(0) {
+				c.acquires.Add(1)
+			}
 			return
 		case strings.HasSuffix(s, ":stock"):
 			c.buys.Add(1)
@@ -80,7 +83,11 @@ func (c *countScripts) count(cmd redis.Cmder) {
 
 func (c *countScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *countScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.count(cmd); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c.count(cmd)
+		return err
+	}
 }
 func (c *countScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
