@@ -232,14 +232,20 @@ func (s *deployment) buy(i int, sku uint64, user string, qty int) reply {
 }
 
 // buyRetrying buys as a real client does: with a request id, and after a
-// 503 (busy or unavailable) again with the same id after a short pause, at
-// most 50 times. It returns the last answer and how many 503s came first.
+// 503 (busy or unavailable) or no answer at all again with the same id
+// after a short pause, at most 50 times. It returns the last answer and how many 503s came first.
 func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (reply, int) {
 	s.t.Helper()
 	id := fmt.Sprintf("%s-%d-%d", user, sku, qty)
 	for try := 0; ; try++ {
 		r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
 			client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty, RequestId: &id}, s.as(user))
+		if err != nil && try < 50 {
+			// No answer (the connection dropped): the buy may have gone
+			// through, and the same request id finds out.
+			time.Sleep(time.Duration(20+i%30) * time.Millisecond)
+			continue
+		}
 		require.NoError(s.t, err)
 		rep := toReply(r.HTTPResponse, r.Body)
 		if rep.Status != http.StatusServiceUnavailable || rep.Header.Get("Retry-After") == "" || try == 50 {
