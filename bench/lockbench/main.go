@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.waiters + cfg.workers + 8})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	counter := &cmdCounter{}
 	rdb.AddHook(counter)
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer cleanup(rdb, prefix)
 
 	ours := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer ours.Close()
+	defer func() { _ = ours.Close() }()
 	bsm := redislock.New(rdb)
 	rs := redsync.New(goredis.NewPool(rdb))
 
@@ -314,8 +314,14 @@ func cmp(a, b error) error {
 	return b
 }
 
+// busyWait keeps the CPU for d, as a holder doing work would: sleeping
+// would hand the CPU to the waiters.
 func busyWait(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	end := time.Now().Add(d)
+	for {
+		if !time.Now().Before(end) {
+			return
+		}
 	}
 }
 

@@ -76,9 +76,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		cfg.addr = addr
 	}
 	rc := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: 64})
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	ac := redis.NewClient(&redis.Options{Addr: cfg.addr, DB: cfg.asynqDB, PoolSize: 64})
-	defer ac.Close()
+	defer func() { _ = ac.Close() }()
 	prefix := fmt.Sprintf("queuebench:%d:", time.Now().UnixNano())
 	defer deleteKeys(rc, prefix+"*")
 	defer deleteKeys(ac, "asynq:*")
@@ -345,6 +345,7 @@ func startRedis() (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	//nolint:gosec // redis-server from PATH, with arguments built here
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
@@ -357,7 +358,7 @@ func startRedis() (addr string, stop func(), err error) {
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	err = waitFor(10*time.Second, func() (bool, error) {
 		return c.Ping(context.Background()).Err() == nil, nil
 	})
@@ -388,7 +389,7 @@ func cpuModel() string {
 	if err != nil {
 		return "unknown CPU"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
