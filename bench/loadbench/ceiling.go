@@ -4,6 +4,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -19,5 +20,15 @@ func runCeiling(addr, detail string) {
 		c.JSON(http.StatusConflict, gin.H{"error": "sold_out", "detail": detail})
 	})
 	log.SetOutput(os.Stderr)
-	log.Fatal(http.ListenAndServe(addr, r))
+	// The timeouts of seckill's http defaults (configs/config.yaml), so that
+	// both servers treat slow clients alike.
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           r,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	log.Fatal(srv.ListenAndServe())
 }

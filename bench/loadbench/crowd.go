@@ -23,7 +23,7 @@ type crowdResult struct {
 // crowd opens one keep-alive connection per buyer (each proved by a GET
 // /healthz), then releases every buyer at the same instant to buy one unit of
 // sku as a distinct user.
-func crowd(url string, sku uint64, n int, tag string) (crowdResult, error) {
+func crowd(url string, sku int64, n int, tag string) (crowdResult, error) {
 	clients := make([]*http.Client, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -40,7 +40,7 @@ func crowd(url string, sku uint64, n int, tag string) (crowdResult, error) {
 					return
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			})
 		}
 		wg.Wait()
@@ -70,7 +70,7 @@ func crowd(url string, sku uint64, n int, tag string) (crowdResult, error) {
 			resp, err := clients[i].Do(req)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				status[i] = resp.StatusCode
 			}
 			lat[i] = time.Since(t)

@@ -110,7 +110,7 @@ type bench struct {
 	env    []string
 	db     *sql.DB
 	rows   []row
-	skus   []uint64
+	skus   []int64
 	peak   int64
 	checks []check
 	// Processes whose CPU use is shown for each run (0: unknown).
@@ -190,7 +190,7 @@ func run(cfg config, out io.Writer) error {
 
 	fmt.Fprintln(out, "building seckill ...")
 	b.bin = filepath.Join(dir, "seckill")
-	build := exec.Command("go", "build", "-trimpath", "-o", b.bin, "./cmd/seckill")
+	build := exec.Command("go", "build", "-trimpath", "-o", b.bin, "./cmd/seckill") //nolint:gosec // the go command building this repository into our work directory
 	build.Dir = cfg.root
 	if o, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w: %s", err, o)
@@ -220,7 +220,7 @@ func run(cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer b.db.Close()
+	defer func() { _ = b.db.Close() }()
 
 	b.env = []string{
 		"SECKILL_REDIS_ADDRS=" + redisAddr,
@@ -285,7 +285,7 @@ func run(cfg config, out io.Writer) error {
 	}
 	b.conns = cfg.conns
 	if cfg.defaults {
-		return b.finish(out, machine)
+		return b.finish(out)
 	}
 	for _, v := range []variant{
 		// What the rate limits cost: none, since they are checked in the
@@ -305,15 +305,15 @@ func run(cfg config, out io.Writer) error {
 	if err := b.drainRun(out); err != nil {
 		return err
 	}
-	return b.finish(out, machine)
+	return b.finish(out)
 }
 
 // finish verifies every SKU of the run and prints the tables.
-func (b *bench) finish(out io.Writer, machine string) error {
+func (b *bench) finish(out io.Writer) error {
 	verified := b.verify()
 
 	fmt.Fprintf(out, "\nload at end: %s\n\n", loadavg())
-	b.print(out, machine)
+	b.print(out)
 	b.checks = append(b.checks, check{"seckill verify: every SKU consistent", verified, strings.HasPrefix(verified, "ok")})
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| target | measured | met |")
@@ -383,7 +383,7 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 	}
 	b.skus = append(b.skus, id)
 	// Sell the unit, then learn the sold-out answer's detail.
-	if _, err := b.wrk(p.url, []uint64{id}, time.Second); err != nil {
+	if _, err := b.wrk(p.url, []int64{id}, time.Second); err != nil {
 		return err
 	}
 	detail, err := soldOutDetail(p.url, id)
@@ -392,7 +392,7 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 	}
 	before, _ := a.outcomes()
 	c0 := b.cpuNow(p)
-	r, err := b.wrk(p.url, []uint64{id}, b.cfg.duration)
+	r, err := b.wrk(p.url, []int64{id}, b.cfg.duration)
 	if err != nil {
 		return err
 	}
@@ -416,7 +416,7 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 		return err
 	}
 	cc0 := b.cpuNow(c)
-	cr, err := b.wrk(url, []uint64{id}, b.cfg.duration)
+	cr, err := b.wrk(url, []int64{id}, b.cfg.duration)
 	cc1 := b.cpuNow(c)
 	if err != nil {
 		c.stop()
@@ -440,7 +440,7 @@ func (b *bench) soldOutAndCeiling(out io.Writer) error {
 	return nil
 }
 
-func soldOutDetail(url string, sku uint64) (string, error) {
+func soldOutDetail(url string, sku int64) (string, error) {
 	req, err := http.NewRequest("POST", url+"/api/v1/orders", strings.NewReader(fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku)))
 	if err != nil {
 		return "", err
@@ -451,7 +451,7 @@ func soldOutDetail(url string, sku uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var body struct {
 		Error  string `json:"error"`
 		Detail string `json:"detail"`
@@ -492,7 +492,7 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 		return err
 	}
 	defer b.stopServer(p)
-	var ids []uint64
+	var ids []int64
 	for i := range nskus {
 		id, err := a.seed(fmt.Sprintf("in stock %s %d", name, i), b.cfg.stock)
 		if err != nil {
@@ -563,29 +563,37 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 }
 
 // lag is the accepted-to-persisted time of every order of skus, from SQL.
-func (b *bench) lag(skus []uint64) (p50, p99 time.Duration, n int, err error) {
-	ids := make([]string, len(skus))
-	for i, id := range skus {
-		ids[i] = strconv.FormatUint(id, 10)
-	}
-	rows, err := b.db.Query("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, persisted_at) FROM orders WHERE sku_id IN (" + strings.Join(ids, ",") + ")")
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer rows.Close()
+func (b *bench) lag(skus []int64) (p50, p99 time.Duration, n int, err error) {
 	var lags []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
+	for _, id := range skus {
+		var err error
+		if lags, err = b.skuLags(lags, id); err != nil {
 			return 0, 0, 0, err
 		}
-		lags = append(lags, v)
 	}
-	if err := rows.Err(); err != nil || len(lags) == 0 {
-		return 0, 0, 0, err
+	if len(lags) == 0 {
+		return 0, 0, 0, nil
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	return us(lags[len(lags)/2]), us(lags[min(len(lags)-1, len(lags)*99/100)]), len(lags), nil
+}
+
+// skuLags appends the accepted-to-persisted time, in µs, of every order of
+// sku to lags.
+func (b *bench) skuLags(lags []int64, sku int64) ([]int64, error) {
+	rows, err := b.db.Query("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, persisted_at) FROM orders WHERE sku_id = ?", sku)
+	if err != nil {
+		return lags, err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return lags, err
+		}
+		lags = append(lags, v)
+	}
+	return lags, rows.Err()
 }
 
 // flashCrowd releases cfg.crowd buyers at once on a SKU with cfg.crowdStock
@@ -672,7 +680,7 @@ func (b *bench) drainRun(out io.Writer) error {
 		if left == 0 {
 			break
 		}
-		if _, err := b.wrk(p.url, []uint64{id}, 5*time.Second); err != nil {
+		if _, err := b.wrk(p.url, []int64{id}, 5*time.Second); err != nil {
 			b.stopServer(p)
 			return err
 		}
@@ -734,9 +742,9 @@ func (b *bench) drainRun(out io.Writer) error {
 func (b *bench) verify() string {
 	args := []string{"verify"}
 	for _, id := range b.skus {
-		args = append(args, "--sku", strconv.FormatUint(id, 10))
+		args = append(args, "--sku", strconv.FormatInt(id, 10))
 	}
-	cmd := exec.Command(b.bin, args...)
+	cmd := exec.Command(b.bin, args...) //nolint:gosec // the seckill binary this program built
 	cmd.Env = append(os.Environ(), b.env...)
 	o, err := cmd.CombinedOutput()
 	last := strings.TrimSpace(tail2(string(o)))
@@ -751,7 +759,7 @@ func tail2(s string) string {
 	return lines[len(lines)-1]
 }
 
-func (b *bench) print(out io.Writer, machine string) {
+func (b *bench) print(out io.Writer) {
 	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | Redis / MariaDB CPU per order | peak RSS | CPUs busy during the run |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---|---|---|---:|---|")
 	for _, r := range b.rows {
@@ -895,7 +903,7 @@ func createDB(base, name string) (string, func(), error) {
 		return "", nil, err
 	}
 	if _, err := admin.Exec("CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		admin.Close()
+		_ = admin.Close()
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	mc.DBName = name
@@ -903,14 +911,16 @@ func createDB(base, name string) (string, func(), error) {
 	_ = admin.QueryRow("SELECT VERSION()").Scan(&version)
 	fmt.Printf("database %s on %s (%s)\n", name, mc.Addr, version)
 	return mc.FormatDSN(), func() {
-		_, _ = admin.Exec("DROP DATABASE IF EXISTS `" + name + "`")
-		admin.Close()
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
+			fmt.Fprintf(os.Stderr, "loadbench: database %s left behind: %v\n", name, err)
+		}
+		_ = admin.Close()
 	}, nil
 }
 
 func cleanRedis(addr, prefix string) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	ctx := context.Background()
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string

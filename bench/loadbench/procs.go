@@ -36,8 +36,11 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
 }
 
 // startProc runs bin with args and env (added to this process's environment
@@ -49,7 +52,7 @@ func startProc(dir, name, bin string, args, env []string, url, ready string) (*p
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...) //nolint:gosec // bin is the seckill binary this program built, or this program itself
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SECKILL_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -58,10 +61,10 @@ func startProc(dir, name, bin string, args, env []string, url, ready string) (*p
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
-		lf.Close()
+		_ = lf.Close()
 		return nil, err
 	}
-	go func() { _ = cmd.Wait(); lf.Close() }()
+	go func() { _ = cmd.Wait(); _ = lf.Close() }()
 	p := &proc{name: name, cmd: cmd, url: url, log: logPath}
 	if ready == "" {
 		return p, nil
@@ -70,7 +73,7 @@ func startProc(dir, name, bin string, args, env []string, url, ready string) (*p
 	for {
 		resp, err := http.Get(url + ready)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
 			}
@@ -171,6 +174,7 @@ func startRedis(dir string) (addr string, pid int, stop func(), err error) {
 	if err != nil {
 		return "", 0, nil, err
 	}
+	//nolint:gosec // redis-server from PATH, with arguments built here
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
@@ -182,7 +186,7 @@ func startRedis(dir string) (addr string, pid int, stop func(), err error) {
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c.Ping(context.Background()).Err() == nil {
 			return addr, cmd.Process.Pid, stop, nil
@@ -217,7 +221,7 @@ func newAPI(url string) *api {
 }
 
 // seed creates a SKU on sale for the next hours and returns its id.
-func (a *api) seed(name string, stock int64) (uint64, error) {
+func (a *api) seed(name string, stock int64) (int64, error) {
 	now := time.Now().UTC()
 	price, limit := int64(99900), 1
 	r, err := a.c.UpsertSKUWithResponse(context.Background(), client.SKUSpec{
@@ -230,13 +234,13 @@ func (a *api) seed(name string, stock int64) (uint64, error) {
 	if r.JSON201 == nil {
 		return 0, fmt.Errorf("seed %q: %d %s", name, r.StatusCode(), r.Body)
 	}
-	return uint64(r.JSON201.Id), nil
+	return r.JSON201.Id, nil
 }
 
 type report = client.Report
 
-func (a *api) audit(id uint64) (report, error) {
-	r, err := a.c.AuditSKUWithResponse(context.Background(), int64(id))
+func (a *api) audit(id int64) (report, error) {
+	r, err := a.c.AuditSKUWithResponse(context.Background(), id)
 	if err != nil {
 		return report{}, err
 	}
@@ -247,7 +251,7 @@ func (a *api) audit(id uint64) (report, error) {
 }
 
 // drained waits until nothing of sku is queued and the audit is consistent.
-func (a *api) drained(id uint64, timeout time.Duration) (report, error) {
+func (a *api) drained(id int64, timeout time.Duration) (report, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		r, err := a.audit(id)
@@ -264,8 +268,8 @@ func (a *api) drained(id uint64, timeout time.Duration) (report, error) {
 	}
 }
 
-func (a *api) stockLeft(id uint64) (int64, error) {
-	r, err := a.c.GetSKUWithResponse(context.Background(), int64(id))
+func (a *api) stockLeft(id int64) (int64, error) {
+	r, err := a.c.GetSKUWithResponse(context.Background(), id)
 	if err != nil {
 		return 0, err
 	}
@@ -281,7 +285,7 @@ func (a *api) outcomes() (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 
@@ -17,20 +18,16 @@ import (
 // flag starts the servers this way).
 func runSeckill(args []string) {
 	if path := os.Getenv("LOADBENCH_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil && pprof.StartCPUProfile(f) == nil {
+		stop, err := startProfiles(filepath.Clean(path))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench: profile:", err)
+		} else {
 			defer func() {
-				pprof.StopCPUProfile()
-				f.Close()
+				if err := stop(); err != nil {
+					fmt.Fprintln(os.Stderr, "loadbench: profile:", err)
+				}
 			}()
 		}
-		// And what was allocated where, written at exit.
-		defer func() {
-			if f, err := os.Create(path + ".allocs"); err == nil {
-				_ = pprof.Lookup("allocs").WriteTo(f, 0)
-				f.Close()
-			}
-		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, args, os.Environ(), os.Stdout, os.Stderr)
@@ -38,4 +35,32 @@ func runSeckill(args []string) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckill:", err)
 	}
+}
+
+// startProfiles starts the CPU profile into path; the function it returns
+// stops it and writes the allocation profile to path plus ".allocs".
+func startProfiles(path string) (stop func() error, err error) {
+	f, err := os.Create(path) //nolint:gosec // the operator's -profile directory, which loadbench passes to its own child
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("cpu profile %s: %w", path, err)
+		}
+		a, err := os.Create(path + ".allocs") //nolint:gosec // as above
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(a, 0); err != nil {
+			_ = a.Close()
+			return fmt.Errorf("allocation profile %s.allocs: %w", path, err)
+		}
+		return a.Close()
+	}, nil
 }

@@ -44,16 +44,17 @@ func (r wrkResult) socketErrors() int64 {
 
 // wrk runs the load client against url for d: every request a buy by a new
 // user, round-robin over skus.
-func (b *bench) wrk(url string, skus []uint64, d time.Duration) (wrkResult, error) {
+func (b *bench) wrk(url string, skus []int64, d time.Duration) (wrkResult, error) {
 	script := filepath.Join(b.dir, "users.lua")
-	if err := os.WriteFile(script, usersLua, 0o644); err != nil {
+	if err := os.WriteFile(script, usersLua, 0o600); err != nil {
 		return wrkResult{}, err
 	}
 	ids := make([]string, len(skus))
 	for i, id := range skus {
-		ids[i] = strconv.FormatUint(id, 10)
+		ids[i] = strconv.FormatInt(id, 10)
 	}
 	b.runs++
+	//nolint:gosec // wrk from PATH, with arguments built here
 	cmd := exec.Command("wrk", "-t", strconv.Itoa(b.cfg.threads), "-c", strconv.Itoa(b.conns),
 		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--timeout", "10s", "-s", script, url)
 	cmd.Env = append(os.Environ(), "LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
