@@ -64,6 +64,11 @@ type Redis struct {
 	WriteTimeout   time.Duration `mapstructure:"write_timeout"`
 	KeyPrefix      string        `mapstructure:"key_prefix"`
 	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// WaitReplicas is how many replicas must acknowledge a buy's write (and
+	// the drain's claim of it) before the shopper is answered 202 or the
+	// order goes to SQL; 0 answers on the primary's word alone.
+	WaitReplicas int           `mapstructure:"wait_replicas"`
+	WaitTimeout  time.Duration `mapstructure:"wait_timeout"`
 }
 
 // MySQL configures the SQL store. No DSN means the embedded SQLite database.
