@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 const (
@@ -73,9 +74,7 @@ func loadSettings(t *testing.T) settings {
 // seed; the timing of the processes does not, so a seed reproduces the
 // same kind of run, not the same interleaving.
 func TestChaos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("TestChaos starts seckill and redis-server processes; it does not run with -short")
-	}
+	testutil.SkipShort(t, "TestChaos starts seckill and redis-server processes; it does not run with -short")
 	s := loadSettings(t)
 	runSeed = s.seed
 	repro := fmt.Sprintf("SECKILL_CHAOS_SEED=%d SECKILL_CHAOS_DURATION=%s", s.seed, s.duration)

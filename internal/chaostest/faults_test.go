@@ -136,31 +136,35 @@ func (c *cluster) victim(rng *rand.Rand) *proc {
 // killProc kills a seckill process with SIGKILL (its API requests and its
 // claimed batches die with it) and starts it again 0.2 to 1.5s later.
 func (c *cluster) killProc(rng *rand.Rand, stop <-chan struct{}) fault {
-	p := c.victim(rng)
-	if p == nil {
-		return fault{}
-	}
-	f := fault{kind: faultProcKill, target: p.Name, from: time.Now()}
-	p.kill()
-	sleep(time.Duration(200+rng.Intn(1300))*time.Millisecond, stop)
-	if err := p.Start(60 * time.Second); err != nil {
-		c.viol.add("restart", "%s did not come back after kill -9: %v", p.Name, err)
-	}
-	f.to = time.Now()
-	return f
+	return c.procFault(rng, faultProcKill, func(p *proc) {
+		p.kill()
+		sleep(time.Duration(200+rng.Intn(1300))*time.Millisecond, stop)
+		if err := p.Start(60 * time.Second); err != nil {
+			c.viol.add("restart", "%s did not come back after kill -9: %v", p.Name, err)
+		}
+	})
 }
 
 // stopProc freezes a seckill process for 0.3 to 2s: its requests wait, its
 // leases run out, its sold-out flags go stale.
 func (c *cluster) stopProc(rng *rand.Rand, stop <-chan struct{}) fault {
+	return c.procFault(rng, faultProcStop, func(p *proc) {
+		p.stop()
+		sleep(time.Duration(300+rng.Intn(1700))*time.Millisecond, stop)
+		p.cont()
+	})
+}
+
+// procFault applies do to a random victim process and returns it as a
+// fault of kind, from just before do to its end; no fault when no process
+// may be the victim.
+func (c *cluster) procFault(rng *rand.Rand, kind string, do func(p *proc)) fault {
 	p := c.victim(rng)
 	if p == nil {
 		return fault{}
 	}
-	f := fault{kind: faultProcStop, target: p.Name, from: time.Now()}
-	p.stop()
-	sleep(time.Duration(300+rng.Intn(1700))*time.Millisecond, stop)
-	p.cont()
+	f := fault{kind: kind, target: p.Name, from: time.Now()}
+	do(p)
 	f.to = time.Now()
 	return f
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestStalledLockHolderIsFenced runs in-process on the lock and the stock
@@ -20,9 +21,7 @@ import (
 // re-acquired by another holder meanwhile and when its token still names
 // the lock but a newer fencing number has already been used.
 func TestStalledLockHolderIsFenced(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Redis")
-	}
+	testutil.SkipShort(t, "needs Redis")
 	rdb, prefix := testsvc.Redis(t)
 	ctx := context.Background()
 	locks := lock.New(rdb, lock.Options{Prefix: prefix})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestMySQLDownDuringDrain takes the deployment's own mariadbd away for 10
@@ -23,9 +24,7 @@ import (
 // nothing is dead-lettered, and the drain resumes by itself when MySQL is
 // back.
 func TestMySQLDownDuringDrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts seckill and mariadbd processes")
-	}
+	testutil.SkipShort(t, "starts seckill and mariadbd processes")
 	for _, tc := range []struct {
 		name       string
 		stop, cont func(m *mariaDB)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestRedisRestartedWithoutData kills the deployment's own redis-server (no
@@ -31,9 +32,7 @@ import (
 // stock again, where the stock guard refuses as many as would oversell
 // (status failed). MySQL is never oversold.
 func TestRedisRestartedWithoutData(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts seckill and redis-server processes")
-	}
+	testutil.SkipShort(t, "starts seckill and redis-server processes")
 	rs := testsvc.StartRedisServer(t)
 	d := newDeployment(t, rs.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), nil)
 	d.serve("full-1", "serve")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestWorkerStalledPastLease stops a worker-only process (SIGSTOP) while its
@@ -21,9 +22,7 @@ import (
 // second worker's insert finds the orders written: each order is in MySQL
 // once and counted once in sold.
 func TestWorkerStalledPastLease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts seckill processes")
-	}
+	testutil.SkipShort(t, "starts seckill processes")
 	d := sharedDeployment(t, nil)
 	d.serve("api", "serve", "--api-only")
 	const total, buyers = 100, 60
