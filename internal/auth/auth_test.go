@@ -34,6 +34,22 @@ const testSecret = "test-jwt-secret-0123456789abcdef0123"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// rsaKey returns a new 2048-bit RSA key.
+func rsaKey(t testing.TB) *rsa.PrivateKey {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	return k
+}
+
+// ecKey returns a new P-256 ECDSA key.
+func ecKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	return k
+}
+
 func baseConfig() config.Auth {
 	return config.Auth{Mode: config.AuthJWT, JWTLeeway: 30 * time.Second, JWTUserClaim: "sub", JWTJWKSRefresh: 5 * time.Minute}
 }
@@ -102,8 +118,7 @@ func TestHS256(t *testing.T) {
 		assert.NoError(t, err, name)
 	}
 
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
+	rsaKey := rsaKey(t)
 	unsignedNone, err := jwt.NewWithClaims(jwt.SigningMethodNone, good).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	require.NoError(t, err)
 	parts := strings.Split(hs(good), ".")
@@ -214,10 +229,8 @@ func jwksConfig(url string) config.Auth {
 }
 
 func TestJWKSRotationByKid(t *testing.T) {
-	k1, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	k2, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	k1 := rsaKey(t)
+	k2 := ecKey(t)
 	srv := newJWKSServer(t)
 	srv.publish(t, map[string]any{"k1": &k1.PublicKey}, map[string]string{"k1": "RS256"})
 	v := newVerifier(t, jwksConfig(srv.URL))
@@ -252,10 +265,8 @@ func TestJWKSRotationByKid(t *testing.T) {
 }
 
 func TestJWKSRefusesConfusion(t *testing.T) {
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	rk := rsaKey(t)
+	ek := ecKey(t)
 	srv := newJWKSServer(t)
 	srv.publish(t, map[string]any{"rsa": &rk.PublicKey, "ec": &ek.PublicKey, "oct": []byte(testSecret)}, map[string]string{"rsa": "RS256"})
 	v := newVerifier(t, jwksConfig(srv.URL))
@@ -289,8 +300,7 @@ func TestJWKSRefusesConfusion(t *testing.T) {
 // signed by a key held are verified; one with an unknown kid gives up after
 // KeyWait.
 func TestKnownKeysNeverWaitForAFetch(t *testing.T) {
-	k1, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
+	k1 := rsaKey(t)
 	srv := newJWKSServer(t)
 	srv.publish(t, map[string]any{"k1": &k1.PublicKey}, nil)
 	v := newVerifier(t, jwksConfig(srv.URL))
@@ -318,15 +328,13 @@ func TestJWKSUnreachableAtStart(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	v := newVerifier(t, jwksConfig(url))
-	k1, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	_, err = v.Verify(t.Context(), sign(t, jwt.SigningMethodRS256, k1, "k1", live("alice")))
+	k1 := rsaKey(t)
+	_, err := v.Verify(t.Context(), sign(t, jwt.SigningMethodRS256, k1, "k1", live("alice")))
 	assert.Equal(t, ErrUnknownKey, err, "refused, not an error of another kind")
 }
 
 func TestJWKSFile(t *testing.T) {
-	k1, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	k1 := ecKey(t)
 	jwk, err := jwkset.NewJWKFromKey(&k1.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: "f1"}})
 	require.NoError(t, err)
 	data, err := json.Marshal(jwkset.JWKSMarshal{Keys: []jwkset.JWKMarshal{jwk.Marshal()}})
@@ -425,16 +433,14 @@ func TestRememberedTokensKeepEveryCheck(t *testing.T) {
 	_, err = v.Verify(t.Context(), long)
 	assert.Equal(t, ErrSignature, err, "verified again after cacheAge")
 
-	k1, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
+	k1 := rsaKey(t)
 	srv := newJWKSServer(t)
 	srv.publish(t, map[string]any{"k1": &k1.PublicKey}, nil)
 	kv := newVerifier(t, jwksConfig(srv.URL))
 	rs := sign(t, jwt.SigningMethodRS256, k1, "k1", live("carol"))
 	_, err = kv.Verify(t.Context(), rs)
 	require.NoError(t, err)
-	k2, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
+	k2 := rsaKey(t)
 	srv.publish(t, map[string]any{"k2": &k2.PublicKey}, nil)
 	<-kv.keys.refetch(true)
 	_, err = kv.Verify(t.Context(), rs)
@@ -444,10 +450,8 @@ func TestRememberedTokensKeepEveryCheck(t *testing.T) {
 // BenchmarkVerify is the cost of a token seen for the first time (the cache
 // emptied before each) and of one seen again, per algorithm.
 func BenchmarkVerify(b *testing.B) {
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(b, err)
-	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(b, err)
+	rk := rsaKey(b)
+	ek := ecKey(b)
 	var set jwkset.JWKSMarshal
 	for kid, pub := range map[string]any{"rs": &rk.PublicKey, "es": &ek.PublicKey} {
 		jwk, err := jwkset.NewJWKFromKey(pub, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid}})

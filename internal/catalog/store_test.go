@@ -68,14 +68,28 @@ func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
 	assert.NotZero(t, auto.ID)
 }
 
-func TestCacheRemembersHitsAndMisses(t *testing.T) {
-	ctx := context.Background()
+// newCache returns a store on a fresh database and a cache in front of it
+// that keeps what it read for ttl.
+func newCache(t *testing.T, ttl time.Duration) (*gorm.DB, *catalog.Store, *catalog.Cache) {
+	t.Helper()
 	db := openDB(t)
 	st := catalog.NewStore(db, nil)
-	c := catalog.NewCache(st, time.Hour)
+	return db, st, catalog.NewCache(st, ttl)
+}
+
+// upsertSKU writes a SKU with the given id and name, one unit of stock,
+// on sale for the hour from now.
+func upsertSKU(ctx context.Context, t *testing.T, st *catalog.Store, id uint64, name string) {
+	t.Helper()
 	start := time.Now().UTC()
-	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: 3, Name: "A", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: id, Name: name, PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
 	require.NoError(t, err)
+}
+
+func TestCacheRemembersHitsAndMisses(t *testing.T) {
+	ctx := context.Background()
+	db, st, c := newCache(t, time.Hour)
+	upsertSKU(ctx, t, st, 3, "A")
 
 	got, err := c.Get(ctx, 3)
 	require.NoError(t, err)
@@ -85,8 +99,7 @@ func TestCacheRemembersHitsAndMisses(t *testing.T) {
 
 	// Served from memory: the database changes are not seen until Forget.
 	require.NoError(t, db.Exec("UPDATE skus SET name = 'B' WHERE id = 3").Error)
-	_, _, _, err = st.Upsert(ctx, catalog.Spec{ID: 4, Name: "New", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
-	require.NoError(t, err)
+	upsertSKU(ctx, t, st, 4, "New")
 	got, _ = c.Get(ctx, 3)
 	assert.Equal(t, "A", got.Name)
 	_, err = c.Get(ctx, 4)
@@ -103,13 +116,9 @@ func TestCacheRemembersHitsAndMisses(t *testing.T) {
 
 func TestCacheServesAKnownSKUWhileTheStoreIsDown(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
-	st := catalog.NewStore(db, nil)
-	c := catalog.NewCache(st, time.Millisecond)
-	start := time.Now().UTC()
-	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: 5, Name: "A", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
-	require.NoError(t, err)
-	_, err = c.Get(ctx, 5)
+	db, st, c := newCache(t, time.Millisecond)
+	upsertSKU(ctx, t, st, 5, "A")
+	_, err := c.Get(ctx, 5)
 	require.NoError(t, err)
 
 	sqlDB, err := db.DB()

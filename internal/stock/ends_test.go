@@ -26,14 +26,8 @@ func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
 	cfg := Config{Total: 10, Limit: 5, Expires: now.Add(time.Hour), Ends: now.Add(time.Minute)}
 	_, err := store.Configure(ctx, sku, cfg, true)
 	require.NoError(t, err)
-	n := 0
-	buy := func(user, rid string) Result {
-		t.Helper()
-		n++
-		_, res, err := store.Buy(ctx, sku, []Request{{User: user, Qty: 1, RequestID: rid, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}}, Guard{})
-		require.NoError(t, err)
-		return res[0]
-	}
+	b := &buyer{ctx: ctx, t: t, store: store, now: clock}
+	buy := func(user, rid string) Result { t.Helper(); return b.buy(sku, user, rid) }
 	first := buy("alice", "r-1")
 	require.NoError(t, first.Err)
 

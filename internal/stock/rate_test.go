@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // TestShopperRateInTheBuyScript runs the per-shopper budget (2/s, burst 3)
@@ -21,24 +21,17 @@ import (
 func TestShopperRateInTheBuyScript(t *testing.T) {
 	rdb, prefix := testsvc.Redis(t)
 	ctx := context.Background()
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clk := testutil.NewClock(time.Now())
+	clock, advance := clk.Now, clk.Advance
+	now := clock()
 	store := NewStore(rdb, StoreOptions{Prefix: prefix, Now: clock, PerUser: Rate{PerSecond: 2, Burst: 3}})
 	const sku, other, scarce = 21, 22, 23
 	for id, total := range map[uint64]int64{sku: 100, other: 100, scarce: 1} {
 		_, err := store.Configure(ctx, id, Config{Total: total, Limit: 100, Expires: now.Add(time.Hour)}, true)
 		require.NoError(t, err)
 	}
-	n := 0
-	buy := func(sku uint64, user, rid string) Result {
-		t.Helper()
-		n++
-		_, res, err := store.Buy(ctx, sku, []Request{{User: user, Qty: 1, RequestID: rid, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}}, Guard{})
-		require.NoError(t, err)
-		return res[0]
-	}
+	b := &buyer{ctx: ctx, t: t, store: store, now: clock}
+	buy := b.buy
 
 	first := buy(sku, "alice", "r-1")
 	require.NoError(t, first.Err)
@@ -67,7 +60,7 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 		require.ErrorIs(t, buy(scarce, "carol", "").Err, ErrSoldOut, "sold out is answered, not charged")
 	}
 	advance(time.Second)
-	_, err := store.Return(ctx, scarce, fmt.Sprintf("%d-%d", scarce, n-10), "carol", 1)
+	_, err := store.Return(ctx, scarce, fmt.Sprintf("%d-%d", scarce, b.n-10), "carol", 1)
 	require.NoError(t, err)
 	require.NoError(t, buy(scarce, "carol", "").Err, "carol's budget was not spent on sold-out answers")
 
@@ -75,8 +68,8 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 	advance(time.Hour)
 	reqs := make([]Request, 5)
 	for i := range reqs {
-		n++
-		reqs[i] = Request{User: "dave", Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, n), Created: clock()}
+		b.n++
+		reqs[i] = Request{User: "dave", Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, b.n), Created: clock()}
 	}
 	_, res, err := store.Buy(ctx, sku, reqs, Guard{})
 	require.NoError(t, err)
