@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/ratelimit"
+	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/migrations"
@@ -130,6 +131,7 @@ func (a *App) build() {
 		MaxAttempts: cfg.Order.MaxAttempts,
 		Queue:       queue.Options{Metrics: a.QueueMetrics, Logger: a.Log},
 		PerUser:     perUser,
+		Replicas:    replica.New(a.Redis, cfg.Redis.WaitReplicas, cfg.Redis.WaitTimeout),
 	})
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })

@@ -54,7 +54,13 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 	if created {
 		create = 1
 	}
-	raw, err := configureScript.Run(ctx, s.rdb, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli(), c.endsMs()).Slice()
+	// A change an admin is told of is on the replicas first: a failover
+	// must not bring back an ended sale or a total that was cut.
+	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli(), c.endsMs())
+	if err != nil {
+		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
+	}
+	raw, err := cmd.Slice()
 	if err != nil {
 		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}

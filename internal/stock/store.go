@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/rkey"
 )
 
@@ -48,6 +49,10 @@ type StoreOptions struct {
 	// PerUser limits each shopper's buy requests of one SKU that reach the
 	// buy script; the zero value is no limit.
 	PerUser Rate
+	// Replicas, when it waits for replicas, holds a buy's answer and a
+	// change of a sale until enough replicas have the write
+	// (storeerr.ErrNotReplicated otherwise); nil waits for none.
+	Replicas *replica.Waiter
 }
 
 // Rate is a request budget: PerSecond sustained, and Burst requests at once
@@ -95,6 +100,9 @@ func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
 	}
 	if o.Queue.Now == nil {
 		o.Queue.Now = o.Now
+	}
+	if o.Replicas == nil {
+		o.Replicas = replica.New(rdb, 0, 0)
 	}
 	return &Store{rdb: rdb, o: o}
 }
@@ -151,6 +159,9 @@ func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID st
 		return "", false, false, fmt.Errorf("stock: request id of sku %d: %w", sku, err)
 	}
 	if id, err := get.Result(); err == nil {
+		if err := s.confirmRequest(ctx, sku, user, requestID); err != nil {
+			return "", false, false, err
+		}
 		return id, true, false, nil
 	}
 	return "", false, exists.Val() == 0, nil
@@ -226,7 +237,14 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 		}.appendJSON(buf)
 		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, rateIndex, buf[start:len(buf):len(buf)])
 	}
-	raw, err := buyScript.Run(ctx, s.rdb, keys, args...).Slice()
+	cmd, err := s.o.Replicas.Run(ctx, buyScript, keys, args...)
+	if err != nil {
+		// Also when the script ran but too few replicas have it: the
+		// batch's orders exist on the primary, and a retry with the same
+		// request id returns each once it is safe.
+		return 0, nil, fmt.Errorf("stock: buy sku %d: %w", sku, err)
+	}
+	raw, err := cmd.Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("stock: buy sku %d: %w", sku, err)
 	}
@@ -270,7 +288,48 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}
 	}
+	s.confirmReplays(ctx, sku, reqs, results)
 	return left, results, nil
+}
+
+// confirmReplays holds the answers that return an earlier request's order
+// until enough replicas have that order, when the store waits for
+// replicas: the script's own WAIT covers only what it wrote, and a batch
+// that only replays wrote nothing.
+func (s *Store) confirmReplays(ctx context.Context, sku uint64, reqs []Request, results []Result) {
+	if s.o.Replicas.Replicas() == 0 {
+		return
+	}
+	first := -1
+	for i, r := range results {
+		if r.Err == nil && !r.Replayed {
+			return // a new order: the WAIT after the script covered the replays too
+		}
+		if r.Replayed && first < 0 {
+			first = i
+		}
+	}
+	if first < 0 {
+		return
+	}
+	err := s.confirmRequest(ctx, sku, reqs[first].User, reqs[first].RequestID)
+	if err == nil {
+		return
+	}
+	for i := range results {
+		if results[i].Replayed {
+			results[i] = Result{Err: err}
+		}
+	}
+}
+
+// confirmRequest waits until enough replicas hold the order user's request
+// id got (see replica.Waiter.Confirm).
+func (s *Store) confirmRequest(ctx context.Context, sku uint64, user, requestID string) error {
+	if err := s.o.Replicas.Confirm(ctx, newKeys(s.o.Prefix, sku).requestID(user, requestID), s.o.RequestIDTTL); err != nil {
+		return fmt.Errorf("stock: request id of sku %d: %w", sku, err)
+	}
+	return nil
 }
 
 // announce tells every instance that sku may have units again.
