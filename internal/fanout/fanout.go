@@ -42,7 +42,8 @@ type Options struct {
 	// the channel, so a message published before the subscription took
 	// effect is not slept through.
 	WakeOnSubscribe bool
-	// Timeout bounds each SUBSCRIBE and UNSUBSCRIBE; default 1s.
+	// Timeout bounds each SUBSCRIBE and UNSUBSCRIBE; 0 leaves them to the
+	// client's own write timeout.
 	Timeout time.Duration
 }
 
@@ -70,9 +71,6 @@ type Waiter struct {
 // New returns a Hub on rdb. It opens no connection until the first
 // registration.
 func New(rdb redis.UniversalClient, o Options) *Hub {
-	if o.Timeout <= 0 {
-		o.Timeout = time.Second
-	}
 	return &Hub{rdb: rdb, o: o, chans: make(map[string][]*Waiter)}
 }
 
@@ -116,9 +114,16 @@ func (h *Hub) add(ctx context.Context, w *Waiter) (*Waiter, error) {
 		return w, nil
 	}
 	// The subscription outlives the caller that happened to open it.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.Timeout)
+	sctx, cancel := h.opCtx(context.WithoutCancel(ctx))
 	defer cancel()
 	return w, h.ps.Subscribe(sctx, w.channel)
+}
+
+func (h *Hub) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.o.Timeout > 0 {
+		return context.WithTimeout(ctx, h.o.Timeout)
+	}
+	return ctx, func() {}
 }
 
 // Remove unregisters w and unsubscribes its channel if w was the last one
@@ -146,7 +151,7 @@ func (w *Waiter) Remove() {
 	}
 	delete(h.chans, w.channel)
 	if !h.closed {
-		ctx, cancel := context.WithTimeout(context.Background(), h.o.Timeout)
+		ctx, cancel := h.opCtx(context.Background())
 		_ = h.ps.Unsubscribe(ctx, w.channel)
 		cancel()
 	}

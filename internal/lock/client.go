@@ -119,6 +119,7 @@ func newNotifier(rdb redis.UniversalClient) *fanout.Hub {
 	return fanout.New(rdb, fanout.Options{
 		WakeOne:         func(payload string) bool { return payload != "a" },
 		WakeOnSubscribe: true,
+		Timeout:         time.Second,
 	})
 }
 
