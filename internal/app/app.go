@@ -126,12 +126,15 @@ func (a *App) build() {
 			a.perAddress = ratelimit.New(a.Redis, cfg.Redis.KeyPrefix+"rl:", rl.PerIP, rl.PerIPBurst)
 		}
 	}
+	// With redis.wait_replicas, a buy's 202 and a drained order's insert
+	// wait until the write is on enough replicas to survive a failover.
+	replicas := replica.New(a.Redis, cfg.Redis.WaitReplicas, cfg.Redis.WaitTimeout)
 	a.Stock = stock.NewStore(a.Redis, stock.StoreOptions{
 		Prefix:      cfg.Redis.KeyPrefix,
 		MaxAttempts: cfg.Order.MaxAttempts,
-		Queue:       queue.Options{Metrics: a.QueueMetrics, Logger: a.Log},
+		Queue:       queue.Options{Metrics: a.QueueMetrics, Logger: a.Log, Replicas: replicas},
 		PerUser:     perUser,
-		Replicas:    replica.New(a.Redis, cfg.Redis.WaitReplicas, cfg.Redis.WaitTimeout),
+		Replicas:    replicas,
 	})
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })

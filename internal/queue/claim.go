@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/replica"
 )
 
 // Working tasks: Claim under a lease, Ack, Nack and RetryAfter, Release,
@@ -40,10 +42,15 @@ func (q *Queue) claim(ctx context.Context, n int, lease time.Duration) ([]*Claim
 	}
 	now := q.o.Now()
 	token := newToken()
-	v, err := claimScript.Run(ctx, q.c, q.k.all(), ms(now), n, lease.Milliseconds(), token,
-		q.o.RecoverBatch, q.o.DeadCap).Slice()
-	if err != nil {
+	cmd, err := q.o.Replicas.Run(ctx, claimScript, q.k.all(), ms(now), n, lease.Milliseconds(), token,
+		q.o.RecoverBatch, q.o.DeadCap)
+	unsafe := errors.Is(err, replica.ErrNotReplicated)
+	if err != nil && !unsafe {
 		return nil, time.Time{}, fmt.Errorf("queue %s: claim: %w", q.name, err)
+	}
+	v, verr := cmd.Slice()
+	if verr != nil {
+		return nil, time.Time{}, fmt.Errorf("queue %s: claim: %w", q.name, verr)
 	}
 	q.recovered(v[0].(int64), v[1].(int64), v[2].([]any))
 	var next time.Time
@@ -64,6 +71,14 @@ func (q *Queue) claim(ctx context.Context, n int, lease time.Duration) ([]*Claim
 		c.Type, c.Attempt, c.MaxAttempts, c.EnqueuedAt = m.typ, m.attempts, m.max, m.enqueued
 		c.Payload = []byte(items[i+3].(string))
 		cs = append(cs, c)
+	}
+	if unsafe {
+		// Claimed on the primary only: hand them back at once rather than
+		// at the lease's end, and let the caller retry.
+		if len(cs) > 0 {
+			_, _ = q.Release(context.WithoutCancel(ctx), cs...)
+		}
+		return nil, time.Time{}, fmt.Errorf("queue %s: claim: %w", q.name, err)
 	}
 	q.o.Metrics.add(cClaimed, q.name, len(cs))
 	return cs, next, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/replica"
 )
 
 // Errors returned by the queue. Validation errors come back before anything
@@ -88,6 +89,11 @@ type Options struct {
 	Metrics *Metrics
 	// Logger for trimmed dead letters and consumer errors; default slog.Default().
 	Logger *slog.Logger
+	// Replicas, when it waits for replicas, makes Claim hand out tasks only
+	// once its claim — and so every write before it, the enqueue among
+	// them — is on enough replicas: a consumer never acts on a task a
+	// failover could make the queue forget. Default: no wait.
+	Replicas *replica.Waiter
 }
 
 // Queue is one named reliable queue in Redis. It is safe for concurrent use.
@@ -129,6 +135,9 @@ func New(c redis.UniversalClient, name string, opts Options) (*Queue, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Replicas == nil {
+		opts.Replicas = replica.New(c, 0, 0)
 	}
 	return &Queue{c: c, name: name, k: newKeys(opts.Prefix, name), o: opts}, nil
 }

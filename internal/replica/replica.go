@@ -13,13 +13,17 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/storeerr"
 )
+
+// ErrNotReplicated means a write ran on the Redis primary but was not
+// acknowledged by the replicas it must reach in time: it may be lost if the
+// primary fails now, so nothing that depends on it is promised yet.
+var ErrNotReplicated = errors.New("redis: write not acknowledged by enough replicas in time")
 
 // Waiter runs writes that must reach N replicas. The zero N runs them
 // plainly, with no WAIT.
@@ -45,7 +49,7 @@ func (w *Waiter) Replicas() int {
 
 // Run runs script with keys and args and, when the Waiter waits for
 // replicas, WAIT right after it on the same connection. It returns the
-// script's reply, and storeerr.ErrNotReplicated (wrapped) with that reply
+// script's reply, and ErrNotReplicated (wrapped) with that reply
 // when fewer replicas acknowledged it in time: the script ran on the
 // primary, but a failover may still undo it.
 func (w *Waiter) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
@@ -65,7 +69,7 @@ func (w *Waiter) Run(ctx context.Context, script *redis.Script, keys []string, a
 		return cmd, err
 	}
 	if acked < int64(w.n) {
-		return cmd, fmt.Errorf("%w: %d of %d replicas in %s", storeerr.ErrNotReplicated, acked, w.n, w.timeout)
+		return cmd, fmt.Errorf("%w: %d of %d replicas in %s", ErrNotReplicated, acked, w.n, w.timeout)
 	}
 	return cmd, nil
 }
@@ -96,7 +100,7 @@ func (w *Waiter) Confirm(ctx context.Context, key string, ttl time.Duration) err
 		return err
 	}
 	if acked < int64(w.n) {
-		return fmt.Errorf("%w: %d of %d replicas in %s", storeerr.ErrNotReplicated, acked, w.n, w.timeout)
+		return fmt.Errorf("%w: %d of %d replicas in %s", ErrNotReplicated, acked, w.n, w.timeout)
 	}
 	return nil
 }

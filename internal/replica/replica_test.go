@@ -57,14 +57,14 @@ func TestRunReportsAWriteTheReplicasLack(t *testing.T) {
 	ctx := context.Background()
 	w := replica.New(primary.Client(), 2, 50*time.Millisecond)
 	cmd, err := w.Run(ctx, incr, []string{"n"})
-	require.ErrorIs(t, err, storeerr.ErrNotReplicated)
+	require.ErrorIs(t, err, replica.ErrNotReplicated)
 	assert.True(t, storeerr.Unavailable(err), "a client retries it")
 	assert.Equal(t, int64(1), cmd.Val(), "the write ran on the primary")
 
 	// The replica's link cut: the primary keeps answering, the wait fails.
 	require.NoError(t, rep.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err())
 	_, err = replica.New(primary.Client(), 1, 50*time.Millisecond).Run(ctx, incr, []string{"n"})
-	require.ErrorIs(t, err, storeerr.ErrNotReplicated)
+	require.ErrorIs(t, err, replica.ErrNotReplicated)
 }
 
 // Confirm covers writes made on other connections: it writes, then waits.

@@ -51,7 +51,7 @@ type StoreOptions struct {
 	PerUser Rate
 	// Replicas, when it waits for replicas, holds a buy's answer and a
 	// change of a sale until enough replicas have the write
-	// (storeerr.ErrNotReplicated otherwise); nil waits for none.
+	// (replica.ErrNotReplicated otherwise); nil waits for none.
 	Replicas *replica.Waiter
 }
 

@@ -14,15 +14,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/replica"
 )
 
-// ErrNotReplicated means a write ran on the Redis primary but was not
-// acknowledged by the replicas it must reach in time: it may be lost if the
-// primary fails now, so nothing that depends on it is promised yet.
-var ErrNotReplicated = errors.New("redis: write not acknowledged by enough replicas in time")
-
 // Unavailable reports whether err is such a failure: a write not yet on
-// enough replicas (ErrNotReplicated), a network error or
+// enough replicas (replica.ErrNotReplicated), a network error or
 // timeout, a connection refused, reset or closed, a pool exhausted, or a
 // Redis that is loading, read-only (a replica, or a failover under way),
 // without a reachable master or cluster, over its client limit or out of
@@ -30,7 +26,7 @@ var ErrNotReplicated = errors.New("redis: write not acknowledged by enough repli
 func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
-	case errors.Is(err, ErrNotReplicated), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
+	case errors.Is(err, replica.ErrNotReplicated), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
