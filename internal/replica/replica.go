@@ -66,6 +66,7 @@ func (w *Waiter) Run(ctx context.Context, script *redis.Script, keys []string, a
 		cmd, acked, err = w.evalAndWait(ctx, node, script.Eval, keys, args)
 	}
 	if err != nil {
+		w.failed(ctx)
 		return cmd, err
 	}
 	if acked < int64(w.n) {
@@ -93,6 +94,7 @@ func (w *Waiter) Confirm(ctx context.Context, key string, ttl time.Duration) err
 		return nil
 	})
 	if err != nil {
+		w.failed(ctx)
 		return err
 	}
 	acked, err := wait.Int64()
@@ -103,6 +105,16 @@ func (w *Waiter) Confirm(ctx context.Context, key string, ttl time.Duration) err
 		return fmt.Errorf("%w: %d of %d replicas in %s", ErrNotReplicated, acked, w.n, w.timeout)
 	}
 	return nil
+}
+
+// failed makes a Cluster client read the slots again after a write sent
+// straight to a node failed: the node may have died or lost its slots in a
+// failover, which the client would otherwise learn only on its own
+// commands' errors.
+func (w *Waiter) failed(ctx context.Context) {
+	if c, ok := w.rdb.(*redis.ClusterClient); ok {
+		c.ReloadState(ctx)
+	}
 }
 
 // node is the client whose connections reach the primary that owns keys.

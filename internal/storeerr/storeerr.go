@@ -21,6 +21,7 @@ import (
 // enough replicas (replica.ErrNotReplicated), a network error or
 // timeout, a connection refused, reset or closed, a pool exhausted, or a
 // Redis that is loading, read-only (a replica, or a failover under way),
+// answering with another node for a slot (MOVED, ASK: a Cluster failover),
 // without a reachable master or cluster, over its client limit or out of
 // memory under noeviction.
 func Unavailable(err error) bool {
@@ -31,6 +32,12 @@ func Unavailable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, redis.ErrClosed):
+		return true
+	}
+	if _, moved := redis.IsMovedError(err); moved {
+		return true // a slot moved in a failover; the next try follows it
+	}
+	if _, ask := redis.IsAskError(err); ask {
 		return true
 	}
 	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
