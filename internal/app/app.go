@@ -164,10 +164,11 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether Redis and SQL answer and the schema is current.
+// Ready reports whether Redis (every primary) and SQL answer and the schema
+// is current.
 func (a *App) Ready(ctx context.Context) error {
 	var errs []error
-	if err := a.Redis.Ping(ctx).Err(); err != nil {
+	if err := pingPrimaries(ctx, a.Redis); err != nil {
 		errs = append(errs, fmt.Errorf("redis: %w", err))
 	}
 	sqlDB, err := a.DB.DB()

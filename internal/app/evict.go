@@ -107,5 +107,6 @@ func (a *App) ReadyReport(ctx context.Context) httpapi.ReadyReport {
 	if policy != noEviction && policy != policyUnknown {
 		r.Warnings = append(r.Warnings, evictionWarning(policy))
 	}
+	r.Warnings = append(r.Warnings, fewReplicas(ctx, a.Redis, a.Cfg.Redis.WaitReplicas)...)
 	return r
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,4 +197,55 @@ func openMiniredis(log *slog.Logger) (redis.UniversalClient, func(), error) {
 		_ = rdb.Close()
 		m.Close()
 	}, nil
+}
+
+// pingPrimaries pings every primary — the standalone server, the master a
+// Sentinel client follows, or each Cluster master — so that readiness fails
+// while a slot has no reachable primary (a failover under way).
+func pingPrimaries(ctx context.Context, rdb redis.UniversalClient) error {
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Ping(ctx).Err()
+	}
+	return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		if err := m.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("primary %s: %w", m.Options().Addr, err)
+		}
+		return nil
+	})
+}
+
+// fewReplicas names the primaries with fewer connected replicas than a buy
+// waits for (redis.wait_replicas): their buys answer 503 until one is back.
+func fewReplicas(ctx context.Context, rdb redis.UniversalClient, want int) []string {
+	if want <= 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	var out []string
+	check := func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "replication").Result()
+		if err != nil {
+			return nil // Ready reports an unreachable primary
+		}
+		n := 0
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		if n < want {
+			mu.Lock()
+			out = append(out, fmt.Sprintf("redis primary %s has %d connected replica(s), fewer than redis.wait_replicas %d: its buys answer 503 until one is back", m.Options().Addr, n, want))
+			mu.Unlock()
+		}
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, check)
+	case *redis.Client:
+		_ = check(ctx, c)
+	}
+	return out
 }
