@@ -16,8 +16,11 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 	for name, userEnv := range map[string][]string{
 		"defaults": nil,
 		"jwt mode": {"SECKILL_AUTH_MODE=jwt", "SECKILL_AUTH_JWT_SECRET=compose-test-jwt-secret-0123456789abcdef"},
+		"failover": {"SECKILL_REDIS_ADDRS=sentinel-1:26379,sentinel-2:26379,sentinel-3:26379",
+			"SECKILL_REDIS_MASTER_NAME=seckill", "SECKILL_REDIS_WAIT_REPLICAS=1"},
 	} {
-		opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"}, cli.WithName("seckill"), cli.WithEnv(userEnv))
+		opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"}, cli.WithName("seckill"),
+			cli.WithEnv(userEnv), cli.WithProfiles([]string{"failover"}))
 		require.NoError(t, err, name)
 		project, err := opts.LoadProject(t.Context())
 		require.NoError(t, err, name)
@@ -33,6 +36,15 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 		c, err := Load("", func(k string) string { return env[k] })
 		require.NoError(t, err, name)
 		assert.True(t, c.External(), name)
+		if name == "failover" {
+			assert.Equal(t, "seckill", c.Redis.MasterName)
+			assert.Len(t, c.Redis.Addrs, 3)
+			assert.Equal(t, 1, c.Redis.WaitReplicas)
+			for _, s := range []string{"redis-replica", "sentinel-1", "sentinel-2", "sentinel-3"} {
+				_, err := project.GetService(s)
+				assert.NoError(t, err, "the failover profile has %s", s)
+			}
+		}
 		_, err = c.ShopperAuth()
 		assert.NoError(t, err, name)
 	}
