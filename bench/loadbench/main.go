@@ -120,6 +120,11 @@ type bench struct {
 	// ceiling the ceiling's rate measured with it.
 	conns   int
 	ceiling map[int]float64
+	// redisAddr is the Redis of the runs; replicaStop stops the replica the
+	// wait_replicas runs started (nil: none yet).
+	redisAddr   string
+	ownRedis    bool
+	replicaStop func()
 }
 
 // cpuUse samples the CPU time of the server, Redis and MySQL around a run.
@@ -205,7 +210,14 @@ func run(cfg config, out io.Writer) error {
 		defer stop()
 		redisAddr = addr
 		b.redisPID = pid
+		b.ownRedis = true
 	}
+	b.redisAddr = redisAddr
+	defer func() {
+		if b.replicaStop != nil {
+			b.replicaStop()
+		}
+	}()
 	prefix := "loadbench:" + b.tag + ":"
 	defer cleanRedis(redisAddr, prefix)
 
@@ -254,10 +266,15 @@ func run(cfg config, out io.Writer) error {
 			}
 			var strategy string
 			var batch, skus int
-			if _, err := fmt.Sscanf(strings.ReplaceAll(v, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
-				return fmt.Errorf("-only %s: want strategy-bN-sN: %w", v, err)
+			name, wait := strings.CutSuffix(v, "-w1")
+			if _, err := fmt.Sscanf(strings.ReplaceAll(name, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
+				return fmt.Errorf("-only %s: want strategy-bN-sN or strategy-bN-sN-w1: %w", v, err)
 			}
-			if err := b.inStock(out, variant{strategy: strategy, batch: batch, skus: skus}); err != nil {
+			vr := variant{strategy: strategy, batch: batch, skus: skus}
+			if wait {
+				vr.env, vr.replica = waitOneReplica, true
+			}
+			if err := b.inStock(out, vr); err != nil {
 				return err
 			}
 		}
@@ -297,6 +314,10 @@ func run(cfg config, out io.Writer) error {
 		// the Redis pool and MySQL: the same run with a larger pool and one
 		// drain worker per SKU.
 		{strategy: "atomic", batch: 64, skus: cfg.skus, env: manySKUTuning},
+		// What surviving a failover costs: a replica, and every buy batch
+		// and drain claim waiting for it (last: the replica stays up).
+		{strategy: "lock", batch: 64, skus: 1, env: waitOneReplica, replica: true},
+		{strategy: "atomic", batch: 64, skus: 1, env: waitOneReplica, replica: true},
 	} {
 		if err := b.inStock(out, v); err != nil {
 			return err
@@ -470,6 +491,9 @@ func soldOutDetail(url string, sku int64) (string, error) {
 // manySKUTuning is the configuration of the tuned many-SKU run.
 var manySKUTuning = []string{"SECKILL_REDIS_POOL_SIZE=200", "SECKILL_WORKER_CONCURRENCY=1"}
 
+// waitOneReplica is the configuration of the runs that wait for a replica.
+var waitOneReplica = []string{"SECKILL_REDIS_WAIT_REPLICAS=1"}
+
 // variant is an in-stock run: the stock strategy, batch_max, how many SKUs
 // share the load, and settings beyond the defaults.
 type variant struct {
@@ -478,6 +502,7 @@ type variant struct {
 	skus     int
 	env      []string
 	defaults bool // the shipped configuration (lock or atomic strategy alone)
+	replica  bool // the private Redis gets a replica first
 }
 
 func (b *bench) inStock(out io.Writer, v variant) error {
@@ -485,6 +510,17 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	name := fmt.Sprintf("%s-b%d-s%d-c%d", strategy, batch, nskus, b.conns)
 	if len(env) > 0 {
 		name += "-tuned"
+	}
+	if v.replica && b.replicaStop == nil {
+		if !b.ownRedis {
+			fmt.Fprintf(out, "skipped %s: a replica is started only for the private Redis (no -redis)\n", name)
+			return nil
+		}
+		stop, err := startReplica(filepath.Join(b.dir, "replica"), b.redisAddr)
+		if err != nil {
+			return err
+		}
+		b.replicaStop = stop
 	}
 	p, a, err := b.server(name, []string{"serve"},
 		append([]string{"SECKILL_STOCK_STRATEGY=" + strategy, "SECKILL_STOCK_BATCH_MAX=" + strconv.Itoa(batch)}, env...)...)

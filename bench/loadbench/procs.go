@@ -164,8 +164,9 @@ func findProc(comm string) int {
 	return 0
 }
 
-// startRedis runs a private redis-server without persistence on a free port.
-func startRedis(dir string) (addr string, pid int, stop func(), err error) {
+// startRedis runs a private redis-server without persistence on a free port,
+// with the extra arguments given (e.g. --replicaof host port).
+func startRedis(dir string, extra ...string) (addr string, pid int, stop func(), err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("no redis-server for a private server (or pass -redis): %w", err)
@@ -175,8 +176,8 @@ func startRedis(dir string) (addr string, pid int, stop func(), err error) {
 		return "", 0, nil, err
 	}
 	//nolint:gosec // redis-server from PATH, with arguments built here
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		return "", 0, nil, err
 	}
@@ -313,4 +314,30 @@ func diff(after, before map[string]float64) map[string]float64 {
 		}
 	}
 	return d
+}
+
+// startReplica runs a private replica of the redis-server at primary and
+// waits until the primary counts it online.
+func startReplica(dir, primary string) (stop func(), err error) {
+	host, port, _ := strings.Cut(primary, ":")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	_, _, stop, err = startRedis(dir, "--replicaof", host, port)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: primary})
+	defer func() { _ = c.Close() }()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		info, _ := c.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online") {
+			return stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, errors.New("the replica did not come online")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
