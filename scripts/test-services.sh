@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Starts the real services the test suite talks to, unless they already run:
 #   Redis standalone      127.0.0.1:6379
-#   Redis Cluster         127.0.0.1:7000-7002 (3 masters)
+#   Redis Cluster         127.0.0.1:7000-7002 (3 masters), 7003-7005 (one replica each)
 #   Redlock nodes         127.0.0.1:6381-6385 (5 independent servers)
+#   Redis Sentinel set    127.0.0.1:6390 (primary), 6391 (its replica), and three
+#                         Sentinels on 26390-26392 watching master "seckill-test"
 #   MariaDB               127.0.0.1:3306 (root, empty password)
-# Installs redis-server and mariadb-server with apt-get when they are missing.
+# Cluster nodes and Sentinels use short timeouts, so that a failover a test
+# provokes completes within a few seconds. After one, the roles may be swapped
+# (6391 the primary, 7003 a master): that is healthy, and left as it is.
+# Installs redis-server and mariadb-server with apt-get when they are missing;
+# the Sentinels run as `redis-server <conf> --sentinel`.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
 set -euo pipefail
@@ -12,7 +18,13 @@ set -euo pipefail
 STATE_DIR=${SECKILL_SERVICES_DIR:-/tmp/seckill-test-services}
 REDIS_PORT=6379
 CLUSTER_PORTS=(7000 7001 7002)
+CLUSTER_REPLICA_PORTS=(7003 7004 7005) # 7003 replicates 7000, 7004 7001, 7005 7002
+CLUSTER_NODE_TIMEOUT=2000
 REDLOCK_PORTS=(6381 6382 6383 6384 6385)
+SENTINEL_MASTER=seckill-test
+SENTINEL_DATA_PORTS=(6390 6391) # the first starts as the primary
+SENTINEL_PORTS=(26390 26391 26392)
+SENTINEL_QUORUM=2
 MYSQL_PORT=3306
 
 quiet=0
@@ -37,6 +49,16 @@ need_redis() {
 }
 
 redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
+
+poll() { # poll <tries> <command...>: like wait_for, silently
+	local tries=$1 i
+	shift
+	for ((i = 0; i < tries; i++)); do
+		if "$@"; then return 0; fi
+		sleep 0.2
+	done
+	return 1
+}
 
 wait_for() { # wait_for <what> <tries> <command...>
 	local what=$1 tries=$2
@@ -66,28 +88,234 @@ start_redis() { # start_redis <port> [extra args...]
 
 cluster_ok() { redis-cli -p "${CLUSTER_PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
 
+# info_field <port> <section> <field>: one field of INFO, empty when the server does not answer.
+info_field() {
+	local info
+	info=$(redis-cli -p "$1" info "$2" 2>/dev/null | tr -d '\r') || true
+	sed -n "s/^$3://p" <<<"$info"
+}
+
+cluster_nodes() { redis-cli -p "${CLUSTER_PORTS[0]}" cluster nodes 2>/dev/null | tr -d '\r'; }
+
+# Prints the id of every master that serves slots and has no replica in working order.
+masters_without_replica() {
+	cluster_nodes | awk '
+		$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { masters[$1] = 1 }
+		$3 ~ /slave/ && $3 !~ /fail/ { replicated[$4] = 1 }
+		END { for (m in masters) if (!(m in replicated)) print m }'
+}
+
+cluster_replicas_ok() {
+	local port
+	if [[ -n "$(masters_without_replica)" ]]; then return 1; fi
+	for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
+		if [[ "$(info_field "$port" replication role)" == slave &&
+			"$(info_field "$port" replication master_link_status)" != up ]]; then
+			return 1
+		fi
+	done
+}
+
 start_cluster() {
-	for port in "${CLUSTER_PORTS[@]}"; do
-		start_redis "$port" --cluster-enabled yes --cluster-config-file "nodes-$port.conf" --cluster-node-timeout 5000
+	local port
+	for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
+		start_redis "$port" --cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
+			--cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" --cluster-replica-validity-factor 0
+	done
+	# Nodes started before the replicas existed waited 5s before declaring a node failed.
+	for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
+		if [[ "$(redis-cli -p "$port" config get cluster-node-timeout | tr -d '\r' | sed -n 2p)" != "$CLUSTER_NODE_TIMEOUT" ]]; then
+			log "redis :$port cluster-node-timeout $CLUSTER_NODE_TIMEOUT"
+			redis-cli -p "$port" config set cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" >/dev/null
+			redis-cli -p "$port" config set cluster-replica-validity-factor 0 >/dev/null
+		fi
 	done
 	if cluster_ok; then
 		log "redis cluster already formed"
+	else
+		local known
+		known=$(redis-cli -p "${CLUSTER_PORTS[0]}" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')
+		if [[ "$known" != "1" ]] && poll 50 cluster_ok; then
+			# A failover under way (a test stopped a master): the cluster recovers on its own.
+			known=ok
+		fi
+		if [[ "$known" != "1" && "$known" != ok ]]; then
+			# Half-formed cluster from an earlier run: reset every node and create it again.
+			for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
+				redis-cli -p "$port" flushall >/dev/null 2>&1 || true
+				redis-cli -p "$port" cluster reset hard >/dev/null
+			done
+		fi
+		if [[ "$known" != ok ]]; then
+			log "creating redis cluster on ${CLUSTER_PORTS[*]}"
+			local nodes=()
+			for port in "${CLUSTER_PORTS[@]}"; do nodes+=("127.0.0.1:$port"); done
+			redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >&2
+			wait_for "redis cluster" 150 cluster_ok
+		fi
+	fi
+	add_cluster_replicas
+}
+
+# add_cluster_replicas gives every master of the cluster a replica from
+# CLUSTER_REPLICA_PORTS, preferring the pairing 7000-7003, 7001-7004, 7002-7005.
+add_cluster_replicas() {
+	if cluster_replicas_ok; then
+		log "redis cluster replicas already attached"
 		return
 	fi
-	local known
-	known=$(redis-cli -p "${CLUSTER_PORTS[0]}" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')
-	if [[ "$known" != "1" ]]; then
-		# Half-formed cluster from an earlier run: reset every node and create it again.
-		for port in "${CLUSTER_PORTS[@]}"; do
+	local i port id line master wanted lacking
+	for i in "${!CLUSTER_REPLICA_PORTS[@]}"; do
+		port=${CLUSTER_REPLICA_PORTS[$i]}
+		id=$(redis-cli -p "$port" cluster myid | tr -d '\r')
+		line=$(cluster_nodes | awk -v id="$id" '$1 == id')
+		if [[ -n "$line" ]] && ! awk '$3 ~ /master/ && NF < 9 { bad = 1 } END { exit !bad }' <<<"$line"; then
+			continue # a member already: a replica, or a master after a failover
+		fi
+		lacking=$(masters_without_replica)
+		if [[ -z "$lacking" ]]; then
+			continue
+		fi
+		wanted=$(cluster_nodes | awk -v addr="127.0.0.1:${CLUSTER_PORTS[$i]}@" 'index($2, addr) == 1 { print $1 }')
+		master=$(head -n1 <<<"$lacking")
+		if grep -qx "$wanted" <<<"$lacking"; then master=$wanted; fi
+		if [[ -n "$line" ]]; then
+			# Met the cluster but never became a replica (an interrupted add-node).
+			log "redis :$port replicates $master"
+			redis-cli -p "$port" cluster replicate "$master" >/dev/null
+			continue
+		fi
+		if [[ "$(redis-cli -p "$port" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')" != "1" ]]; then
+			# Knows a cluster that no longer exists: forget it.
 			redis-cli -p "$port" flushall >/dev/null 2>&1 || true
 			redis-cli -p "$port" cluster reset hard >/dev/null
-		done
+		fi
+		log "adding redis :$port as a replica of $master"
+		redis-cli --cluster add-node "127.0.0.1:$port" "127.0.0.1:${CLUSTER_PORTS[0]}" \
+			--cluster-slave --cluster-master-id "$master" >&2
+		# The next replica must see this one, or it would pick the same master.
+		wait_for "redis :$port in the cluster" 150 node_is_replica "$id"
+	done
+	wait_for "redis cluster replicas" 150 cluster_replicas_ok
+}
+
+node_is_replica() { cluster_nodes | awk -v id="$1" '$1 == id && $3 ~ /slave/ { ok = 1 } END { exit !ok }'; }
+
+sentinel_field() { # sentinel_field <sentinel port> <field of SENTINEL MASTER>
+	local out
+	out=$(redis-cli -p "$1" sentinel master "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
+	awk -v f="$2" 'prev == f { print; exit } { prev = $0 }' <<<"$out"
+}
+
+sentinel_master_port() { # the primary's port as the Sentinel on <port> knows it, or nothing
+	local out
+	out=$(redis-cli -p "$1" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
+	if [[ "$(sed -n 1p <<<"$out")" == 127.0.0.1 ]]; then sed -n 2p <<<"$out"; fi
+}
+
+# sentinel_set_ok: every Sentinel answers, they agree on the primary, each sees
+# the two others and the master as up, and the primary has an online replica.
+sentinel_set_ok() {
+	local port primary="" p
+	for port in "${SENTINEL_PORTS[@]}"; do
+		p=$(sentinel_master_port "$port")
+		if [[ -z "$p" || (-n "$primary" && "$p" != "$primary") ]]; then return 1; fi
+		primary=$p
+		if [[ "$(sentinel_field "$port" num-other-sentinels)" != $((${#SENTINEL_PORTS[@]} - 1)) ]]; then return 1; fi
+		if [[ "$(sentinel_field "$port" flags)" != master ]]; then return 1; fi
+	done
+	[[ "$(info_field "$primary" replication role)" == master ]] || return 1
+	redis-cli -p "$primary" info replication 2>/dev/null | grep -q 'state=online'
+}
+
+# current_primary prints the port of the primary: the one the Sentinels name,
+# else a data node that is a master with a replica, else a master, else the first.
+current_primary() {
+	local port p
+	for port in "${SENTINEL_PORTS[@]}"; do
+		p=$(sentinel_master_port "$port")
+		if [[ -n "$p" ]]; then
+			echo "$p"
+			return
+		fi
+	done
+	for port in "${SENTINEL_DATA_PORTS[@]}"; do
+		if [[ "$(info_field "$port" replication role)" == master &&
+			"$(info_field "$port" replication connected_slaves)" -gt 0 ]]; then
+			echo "$port"
+			return
+		fi
+	done
+	for port in "${SENTINEL_DATA_PORTS[@]}"; do
+		if [[ "$(info_field "$port" replication role)" == master ]]; then
+			echo "$port"
+			return
+		fi
+	done
+	echo "${SENTINEL_DATA_PORTS[0]}"
+}
+
+start_sentinel() { # start_sentinel <port> <primary port>
+	local port=$1 primary=$2
+	if redis_up "$port"; then
+		if [[ -z "$(sentinel_master_port "$port")" ]]; then
+			log "sentinel :$port monitors $SENTINEL_MASTER at :$primary"
+			redis-cli -p "$port" sentinel monitor "$SENTINEL_MASTER" 127.0.0.1 "$primary" "$SENTINEL_QUORUM" >/dev/null
+			redis-cli -p "$port" sentinel set "$SENTINEL_MASTER" down-after-milliseconds 1000 \
+				failover-timeout 5000 parallel-syncs 1 >/dev/null
+		else
+			log "sentinel :$port already running"
+		fi
+		return
 	fi
-	log "creating redis cluster on ${CLUSTER_PORTS[*]}"
-	local nodes=()
-	for port in "${CLUSTER_PORTS[@]}"; do nodes+=("127.0.0.1:$port"); done
-	redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >&2
-	wait_for "redis cluster" 150 cluster_ok
+	local dir=$STATE_DIR/sentinel-$port
+	mkdir -p "$dir"
+	# Sentinel rewrites its file with what it learns; a fresh one starts from the current primary.
+	cat >"$dir/sentinel.conf" <<-EOF
+		port $port
+		bind 127.0.0.1
+		daemonize yes
+		dir $dir
+		logfile $dir/sentinel.log
+		pidfile $dir/sentinel.pid
+		sentinel monitor $SENTINEL_MASTER 127.0.0.1 $primary $SENTINEL_QUORUM
+		sentinel down-after-milliseconds $SENTINEL_MASTER 1000
+		sentinel failover-timeout $SENTINEL_MASTER 5000
+		sentinel parallel-syncs $SENTINEL_MASTER 1
+	EOF
+	log "starting sentinel :$port"
+	redis-server "$dir/sentinel.conf" --sentinel >&2
+	wait_for "sentinel :$port" 50 redis_up "$port"
+}
+
+start_sentinel_set() {
+	if sentinel_set_ok; then
+		log "redis sentinel set already running ($SENTINEL_MASTER at :$(sentinel_master_port "${SENTINEL_PORTS[0]}"))"
+		return
+	fi
+	local primary port
+	primary=$(current_primary)
+	for port in "${SENTINEL_DATA_PORTS[@]}"; do
+		if [[ "$port" == "$primary" ]]; then
+			start_redis "$port"
+		else
+			start_redis "$port" --replicaof 127.0.0.1 "$primary"
+		fi
+	done
+	# Repair roles the Sentinels would not: a primary that follows another
+	# node, a data node that is a master of its own.
+	if [[ "$(info_field "$primary" replication role)" != master ]]; then
+		log "redis :$primary becomes the primary"
+		redis-cli -p "$primary" replicaof no one >/dev/null
+	fi
+	for port in "${SENTINEL_DATA_PORTS[@]}"; do
+		if [[ "$port" != "$primary" && "$(info_field "$port" replication master_port)" != "$primary" ]]; then
+			log "redis :$port replicates :$primary"
+			redis-cli -p "$port" replicaof 127.0.0.1 "$primary" >/dev/null
+		fi
+	done
+	for port in "${SENTINEL_PORTS[@]}"; do start_sentinel "$port" "$primary"; done
+	wait_for "redis sentinel set" 150 sentinel_set_ok
 }
 
 mysql_up() { mysqladmin --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot ping >/dev/null 2>&1; }
@@ -124,6 +352,7 @@ need_redis
 start_redis "$REDIS_PORT"
 for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done
 start_cluster
+start_sentinel_set
 start_mysql
 
 join() {
@@ -134,10 +363,14 @@ cluster_addrs=()
 for port in "${CLUSTER_PORTS[@]}"; do cluster_addrs+=("127.0.0.1:$port"); done
 redlock_addrs=()
 for port in "${REDLOCK_PORTS[@]}"; do redlock_addrs+=("127.0.0.1:$port"); done
+sentinel_addrs=()
+for port in "${SENTINEL_PORTS[@]}"; do sentinel_addrs+=("127.0.0.1:$port"); done
 
 cat <<EOF
 export SECKILL_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
 export SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(join "${cluster_addrs[@]}")
 export SECKILL_TEST_REDLOCK_ADDRS=$(join "${redlock_addrs[@]}")
+export SECKILL_TEST_REDIS_SENTINEL_ADDRS=$(join "${sentinel_addrs[@]}")
+export SECKILL_TEST_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER
 export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'
 EOF
