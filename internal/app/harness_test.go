@@ -44,6 +44,7 @@ type deployment struct {
 type saleOpts struct {
 	instances int
 	cluster   bool // Redis Cluster instead of standalone
+	sentinel  bool // the shared Sentinel set's master instead of standalone
 	embedded  bool // no Redis or MySQL configured
 	noWorkers bool // API only: accepted orders stay queued
 	env       map[string]string
@@ -69,14 +70,22 @@ func startSale(t *testing.T, o saleOpts) *deployment {
 		"SECKILL_REDIS_CONNECT_TIMEOUT": "5s",
 	}
 	if !o.embedded {
-		rdb, prefix := testsvc.Universal(t, o.cluster)
-		_ = rdb
-		if o.cluster {
+		switch {
+		case o.sentinel:
+			_, prefix := testsvc.Sentinel(t)
+			addrs, master := testsvc.SentinelAddrs(t)
+			env["SECKILL_REDIS_ADDRS"] = strings.Join(addrs, ",")
+			env["SECKILL_REDIS_MASTER_NAME"] = master
+			env["SECKILL_REDIS_KEY_PREFIX"] = prefix
+		case o.cluster:
+			_, prefix := testsvc.Universal(t, true)
 			env["SECKILL_REDIS_ADDRS"] = testsvc.Env(t, testsvc.EnvRedisCluster)
-		} else {
+			env["SECKILL_REDIS_KEY_PREFIX"] = prefix
+		default:
+			_, prefix := testsvc.Universal(t, false)
 			env["SECKILL_REDIS_ADDRS"] = testsvc.Env(t, testsvc.EnvRedis)
+			env["SECKILL_REDIS_KEY_PREFIX"] = prefix
 		}
-		env["SECKILL_REDIS_KEY_PREFIX"] = prefix
 		env["SECKILL_MYSQL_DSN"] = testsvc.MySQL(t)
 	}
 	for k, v := range o.env {

@@ -71,20 +71,31 @@ func TestFlashSale(t *testing.T) {
 		cluster   bool
 		strategy  string
 		batch     string
+		sentinel  bool
+		wait      string // redis.wait_replicas
 	}{
-		{"lock", 1, false, "lock", "64"},
-		{"atomic", 1, false, "atomic", "64"},
-		{"lock-uncombined", 1, false, "lock", "1"},
-		{"lock-3-instances", 3, false, "lock", "64"},
-		{"atomic-3-instances", 3, false, "atomic", "64"},
-		{"lock-cluster-3-instances", 3, true, "lock", "64"},
-		{"atomic-cluster-3-instances", 3, true, "atomic", "64"},
+		{"lock", 1, false, "lock", "64", false, ""},
+		{"atomic", 1, false, "atomic", "64", false, ""},
+		{"lock-uncombined", 1, false, "lock", "1", false, ""},
+		{"lock-3-instances", 3, false, "lock", "64", false, ""},
+		{"atomic-3-instances", 3, false, "atomic", "64", false, ""},
+		{"lock-cluster-3-instances", 3, true, "lock", "64", false, ""},
+		{"atomic-cluster-3-instances", 3, true, "atomic", "64", false, ""},
+		// Replica-acknowledged buys and claims, on the Sentinel set and on
+		// the Cluster (each master has a replica).
+		{"lock-sentinel-wait-replica", 2, false, "lock", "64", true, "1"},
+		{"atomic-cluster-wait-replica", 2, true, "atomic", "64", false, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startSale(t, saleOpts{instances: tc.instances, cluster: tc.cluster, env: map[string]string{
+			env := map[string]string{
 				"SECKILL_STOCK_STRATEGY":  tc.strategy,
 				"SECKILL_STOCK_BATCH_MAX": tc.batch,
-			}})
+			}
+			if tc.wait != "" {
+				env["SECKILL_REDIS_WAIT_REPLICAS"] = tc.wait
+				env["SECKILL_REDIS_WAIT_TIMEOUT"] = "500ms" // a loaded machine's replica lags
+			}
+			s := startSale(t, saleOpts{instances: tc.instances, cluster: tc.cluster, sentinel: tc.sentinel, env: env})
 			flashSale(t, s, 10, 2000)
 		})
 	}
