@@ -19,6 +19,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
@@ -243,8 +244,9 @@ func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 // that is briefly down delays the drain but never dead-letters an order. When
 // ctx ends it gives the tasks back to the queue without counting an attempt.
 func (d *Drainer) retrySQL(ctx context.Context, f func() error) error {
-	delay := 50 * time.Millisecond
+	schedule := backoff.Exponential{Min: 50 * time.Millisecond, Max: d.o.RetryBackoffMax}
 	for attempt := 1; ; attempt++ {
+		delay := schedule.Delay(attempt - 1)
 		err := f()
 		if err == nil {
 			return nil
@@ -261,6 +263,5 @@ func (d *Drainer) retrySQL(ctx context.Context, f func() error) error {
 			return fmt.Errorf("%w: %w", queue.ErrRelease, ctx.Err())
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, d.o.RetryBackoffMax)
 	}
 }

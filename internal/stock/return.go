@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Return gives the units of a closed (cancelled, expired or refused) order
@@ -34,9 +36,9 @@ func (s *Store) Return(ctx context.Context, sku uint64, orderID, user string, qt
 // the rebuild reads SQL, so a return that lands during it would be counted
 // by it or lost. After 5 seconds it returns ErrBusy.
 func (s *Store) ReturnWhenFree(ctx context.Context, sku uint64, orderID, user string, qty int) (bool, error) {
-	wait := 20 * time.Millisecond
+	schedule := backoff.Exponential{Min: 20 * time.Millisecond, Max: 500 * time.Millisecond}
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	for retry := 0; ; retry++ {
 		returned, err := s.Return(ctx, sku, orderID, user, qty)
 		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
 			return returned, err
@@ -44,8 +46,7 @@ func (s *Store) ReturnWhenFree(ctx context.Context, sku uint64, orderID, user st
 		select {
 		case <-ctx.Done():
 			return false, err
-		case <-time.After(wait):
+		case <-time.After(schedule.Delay(retry)):
 		}
-		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
