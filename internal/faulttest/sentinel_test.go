@@ -1,0 +1,389 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// replicated are the arguments of every replicated redis-server of the
+// failover scenarios: a full resynchronisation starts at once rather than
+// after the default 5s wait for more replicas.
+var replicated = []string{"--repl-diskless-sync-delay", "0"}
+
+// sentinel is a private redis-server in Sentinel mode, killed when the test
+// ends.
+type sentinel struct {
+	t      *testing.T
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{}
+	client *redis.SentinelClient
+}
+
+// startSentinel starts a Sentinel that monitors the primary at primary
+// under name with quorum 2, declares it down after 500ms of silence and
+// retries a failover after 3s.
+func startSentinel(t *testing.T, name, primary string) *sentinel {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skipf("redis-server not found: %v", err)
+	}
+	host, port, ok := strings.Cut(primary, ":")
+	if !ok {
+		t.Fatalf("primary address %q", primary)
+	}
+	dir := t.TempDir()
+	for attempt := 0; ; attempt++ {
+		s := &sentinel{t: t, port: testsvc.FreePort(t), exited: make(chan struct{})}
+		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", attempt))
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
+			"sentinel monitor %s %s %s 2\n"+
+			"sentinel down-after-milliseconds %[4]s 500\n"+
+			"sentinel failover-timeout %[4]s 3000\n"+
+			"sentinel parallel-syncs %[4]s 1\n",
+			s.port, dir, filepath.Join(dir, fmt.Sprintf("sentinel-%d.log", attempt)), name, host, port)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.cmd = exec.Command(bin, conf, "--sentinel")
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := s.cmd.Start(); err != nil {
+			t.Fatalf("sentinel: %v", err)
+		}
+		go func() {
+			_ = s.cmd.Wait()
+			close(s.exited)
+		}()
+		s.client = redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+		t.Cleanup(s.kill)
+		if err := s.waitUp(); err == nil {
+			return s
+		} else if attempt == 3 {
+			t.Fatalf("sentinel on %s: %v", s.Addr(), err)
+		}
+		s.kill() // the port was taken meanwhile: another one
+	}
+}
+
+// waitUp waits until the Sentinel answers, or exits.
+func (s *sentinel) waitUp() error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := s.client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited at start (port in use?)")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *sentinel) kill() {
+	_ = s.client.Close()
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(os.Kill)
+	}
+	<-s.exited
+}
+
+func (s *sentinel) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// sentinelSet is a primary watched by three Sentinels.
+type sentinelSet struct {
+	t    *testing.T
+	name string
+	all  []*sentinel
+}
+
+// startSentinels starts three Sentinels on the primary at primary and
+// waits until each knows the other two and the replicas it must see.
+func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelSet {
+	t.Helper()
+	set := &sentinelSet{t: t, name: name}
+	for range 3 {
+		set.all = append(set.all, startSentinel(t, name, primary))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, s := range set.all {
+		for {
+			m, err := s.client.Master(context.Background(), name).Result()
+			if err == nil && m["num-other-sentinels"] == "2" && m["num-slaves"] == strconv.Itoa(replicas) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sentinel %s does not see its peers and replicas in 20s: %v %v", s.Addr(), m, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return set
+}
+
+// Addrs are the Sentinels' addresses, comma-separated.
+func (set *sentinelSet) Addrs() string {
+	var out []string
+	for _, s := range set.all {
+		out = append(out, s.Addr())
+	}
+	return strings.Join(out, ",")
+}
+
+// waitMaster waits until every Sentinel names addr as the primary and
+// returns when the last did.
+func (set *sentinelSet) waitMaster(addr string, limit time.Duration) time.Time {
+	set.t.Helper()
+	deadline := time.Now().Add(limit)
+	for _, s := range set.all {
+		for {
+			got, err := s.client.GetMasterAddrByName(context.Background(), set.name).Result()
+			if err == nil && len(got) == 2 && got[0]+":"+got[1] == addr {
+				break
+			}
+			if time.Now().After(deadline) {
+				set.t.Fatalf("sentinel %s does not name %s the primary in %s: %v %v", s.Addr(), addr, limit, got, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return time.Now()
+}
+
+// replicaCount returns how many replicas are online on the server c reaches
+// (INFO replication).
+func replicaCount(c *redis.Client) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitReplicas waits until the server c reaches has n replicas online.
+func waitReplicas(t *testing.T, c *redis.Client, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for replicaCount(c) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d replicas online after %s", c.Options().Addr, n, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cluster is a private Redis Cluster of three masters with one replica each.
+type cluster struct {
+	t     *testing.T
+	nodes []*testsvc.RedisServer
+
+	mu      sync.Mutex
+	clients map[string]*redis.Client
+}
+
+// startCluster starts six cluster-mode redis-servers (node timeout 1s),
+// makes a cluster of them with redis-cli (three masters, each with a
+// replica), and waits until every node says the cluster is ok and every
+// master has its replica online.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skipf("redis-cli not found: %v", err)
+	}
+	c := &cluster{t: t, clients: map[string]*redis.Client{}}
+	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1000"}, replicated...)
+	for range 6 {
+		c.nodes = append(c.nodes, testsvc.StartRedisServer(t, args...))
+	}
+	create := []string{"--cluster", "create"}
+	create = append(create, strings.Split(c.Addrs(), ",")...)
+	create = append(create, "--cluster-replicas", "1", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, cli, create...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !c.ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ready in 20s:\n%s", c.describe())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return c
+}
+
+// Addrs are the nodes' addresses, comma-separated.
+func (c *cluster) Addrs() string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.Addr())
+	}
+	return strings.Join(out, ",")
+}
+
+// client returns a client of the node at addr.
+func (c *cluster) client(addr string) *redis.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[addr]; ok {
+		return cl
+	}
+	cl := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	c.t.Cleanup(func() { _ = cl.Close() })
+	c.clients[addr] = cl
+	return cl
+}
+
+// node is the server at addr.
+func (c *cluster) node(addr string) *testsvc.RedisServer {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	c.t.Fatalf("no node at %s", addr)
+	return nil
+}
+
+// clusterNode is one line of CLUSTER NODES.
+type clusterNode struct {
+	id, addr, master string // master: the master's id for a replica, "" for a master
+	flags            string
+}
+
+// view is CLUSTER NODES as the node at addr sees it.
+func (c *cluster) view(addr string) ([]clusterNode, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	text, err := c.client(addr).ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []clusterNode
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		n := clusterNode{id: f[0], addr: strings.Split(f[1], "@")[0], flags: f[2]}
+		if f[3] != "-" {
+			n.master = f[3]
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ready reports whether every node says the cluster is ok and each of the
+// three masters has an online replica.
+func (c *cluster) ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	masters := 0
+	for _, n := range c.nodes {
+		info, err := c.client(n.Addr()).ClusterInfo(ctx).Result()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+		role, err := c.client(n.Addr()).Do(ctx, "ROLE").Slice()
+		if err != nil || len(role) == 0 {
+			return false
+		}
+		if role[0] == "master" {
+			masters++
+			if replicaCount(c.client(n.Addr())) < 1 {
+				return false
+			}
+		}
+	}
+	return masters == 3
+}
+
+// masterOf returns the address of the master that serves slot, as the node
+// at addr sees it.
+func (c *cluster) masterOf(addr string, slot int64) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	shards, err := c.client(addr).ClusterShards(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && n.Health == "online" {
+					return fmt.Sprintf("%s:%d", n.IP, n.Port), nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("slot %d has no master online", slot)
+}
+
+// replicaOf returns the address of the replica of the master at addr.
+func (c *cluster) replicaOf(addr string) string {
+	c.t.Helper()
+	nodes, err := c.view(addr)
+	if err != nil {
+		c.t.Fatalf("cluster nodes on %s: %v", addr, err)
+	}
+	var id string
+	for _, n := range nodes {
+		if n.addr == addr {
+			id = n.id
+		}
+	}
+	for _, n := range nodes {
+		if id != "" && n.master == id {
+			return n.addr
+		}
+	}
+	c.t.Fatalf("master %s has no replica:\n%s", addr, c.describe())
+	return ""
+}
+
+// describe is CLUSTER NODES of every node that answers, for a failure.
+func (c *cluster) describe() string {
+	var b strings.Builder
+	for _, n := range c.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		text, err := c.client(n.Addr()).ClusterNodes(ctx).Result()
+		cancel()
+		fmt.Fprintf(&b, "%s: %v\n%s\n", n.Addr(), err, text)
+	}
+	return b.String()
+}
