@@ -71,7 +71,7 @@ type Drainer struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	running map[uint64]context.CancelFunc
+	running map[uint64]*consumerRun
 }
 
 // New returns a drainer of the SKUs in skus, writing to db: payment
@@ -106,7 +106,7 @@ func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, 
 		o.Log = slog.Default()
 	}
 	return &Drainer{db: db, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
-		running: map[uint64]context.CancelFunc{}}
+		running: map[uint64]*consumerRun{}}
 }
 
 // Run drains until ctx is cancelled, then lets running batches finish (or
@@ -149,7 +149,8 @@ func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
 		return
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	d.running[sku] = cancel
+	run := &consumerRun{cancel: cancel}
+	d.running[sku] = run
 	q := d.store.Queue(sku)
 	if d.o.Watch != nil {
 		d.o.Watch(q)
@@ -162,11 +163,28 @@ func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
 		Waker:     d.o.Waker,
 	})
 	wg.Go(func() {
-		if err := c.Run(cctx); err != nil {
-			d.log.Error("drain: consumer stopped", "sku", sku, "err", err.Error())
+		err := c.Run(cctx)
+		if err == nil || cctx.Err() != nil {
+			return
 		}
+		// Stopped by a failure of its own (its wake-up subscription could
+		// not be set up, say): the next SKU refresh starts it again, so a
+		// passing fault never leaves a SKU's orders undrained.
+		d.log.Error("drain: consumer stopped; it restarts at the next sku refresh", "sku", sku, "err", err.Error())
+		d.mu.Lock()
+		if d.running[sku] == run {
+			delete(d.running, sku)
+			if d.o.Unwatch != nil {
+				d.o.Unwatch(q)
+			}
+		}
+		d.mu.Unlock()
+		cancel()
 	})
 }
+
+// consumerRun is one running consumer of a SKU's queue.
+type consumerRun struct{ cancel context.CancelFunc }
 
 // stopFinished stops the consumers of SKUs not listed any more whose queue
 // has no task pending or in flight.
@@ -186,10 +204,12 @@ func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
 			continue
 		}
 		d.mu.Lock()
-		cancel := d.running[sku]
+		run := d.running[sku]
 		delete(d.running, sku)
 		d.mu.Unlock()
-		cancel()
+		if run != nil {
+			run.cancel()
+		}
 		if d.o.Unwatch != nil {
 			d.o.Unwatch(q)
 		}
