@@ -139,10 +139,6 @@ func (s *Seller) Lines() int {
 	return n
 }
 
-// ClearSoldOut forgets that sku was seen sold out in this process (units
-// came back here; other instances hear of it by pub/sub).
-func (s *Seller) ClearSoldOut(sku uint64) { s.clearSoldOut(sku) }
-
 func (s *Seller) clearSoldOut(sku uint64) {
 	if v, ok := s.soldOut.Load(sku); ok {
 		v.(*atomic.Int64).Store(0)
