@@ -2,6 +2,7 @@ package testsvc
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestSentinelReplicatesAcknowledgedWrite(t *testing.T) {
 	found := false
 	for _, r := range replicas {
 		v, err := r.Get(ctx, key).Result()
-		if err == redis.Nil {
+		if errors.Is(err, redis.Nil) {
 			continue // a replica WAIT did not count
 		}
 		require.NoError(t, err, "GET on replica %s", r.Options().Addr)
