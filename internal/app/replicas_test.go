@@ -42,6 +42,7 @@ func TestBuyWaitsForTheReplica(t *testing.T) {
 	}
 	first := buy("alice")
 	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
+	s.waitStatus("alice", first.str("order_id"), "pending_payment")
 
 	// The replica stops following: the primary still takes the buy, but
 	// nobody is told so.
