@@ -161,6 +161,23 @@ func (c *Client) wait(ctx context.Context, channel string, cfg *config, try atte
 
 // waitFor is wait that also returns when the successful attempt was sent,
 // the start of the lock's TTL.
+// tryThenWait makes the first try at begin and, when that finds the lock taken
+// and wait is set, waits for it on channel (waitFor). It returns when the
+// try that got the lock began, ErrNotObtained when it was not got, or a
+// *waitError when ctx ended during the first try.
+func (c *Client) tryThenWait(ctx context.Context, begin time.Time, channel string, cfg config, wait bool, try attempt) (time.Time, error) {
+	ok, err := try(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return begin, &waitError{ctx.Err()}
+	case err != nil || ok:
+		return begin, err
+	case !wait:
+		return begin, ErrNotObtained
+	}
+	return c.waitFor(ctx, channel, &cfg, try)
+}
+
 func (c *Client) waitFor(ctx context.Context, channel string, cfg *config, try attempt) (time.Time, error) {
 	var start time.Time
 	err := c.wait(ctx, channel, cfg, func(ctx context.Context) (bool, error) {

@@ -55,18 +55,9 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 	m := newMutex(c.prefix, name)
 	m.c, m.owner = c, o
 	begin := c.env.now()
-	ok, err := m.tryOnce(ctx, ttl, cfg.fencing)
-	start := begin
-	if err != nil && ctx.Err() != nil {
-		err = &waitError{ctx.Err()}
-	} else if err == nil && !ok {
-		err = ErrNotObtained
-		if wait {
-			start, err = c.waitFor(ctx, m.keys.mutex(), new(cfg), func(ctx context.Context) (bool, error) {
-				return m.tryOnce(ctx, ttl, cfg.fencing)
-			})
-		}
-	}
+	start, err := c.tryThenWait(ctx, begin, m.keys.mutex(), cfg, wait, func(ctx context.Context) (bool, error) {
+		return m.tryOnce(ctx, ttl, cfg.fencing)
+	})
 	c.env.metrics.outcome(kindMutex, err, c.env.now().Sub(begin), wait)
 	if err != nil {
 		return nil, err

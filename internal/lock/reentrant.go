@@ -43,18 +43,9 @@ func (o *Owner) reentrant(ctx context.Context, name string, ttl time.Duration, o
 	cfg := newConfig(c.backoff, opts)
 	r := &Reentrant{o: o, name: name, keys: newKeys(c.prefix, name)}
 	begin := c.env.now()
-	ok, err := r.tryOnce(ctx, ttl)
-	start := begin
-	if err != nil && ctx.Err() != nil {
-		err = &waitError{ctx.Err()}
-	} else if err == nil && !ok {
-		err = ErrNotObtained
-		if wait {
-			start, err = c.waitFor(ctx, r.keys.reentrant(), new(cfg), func(ctx context.Context) (bool, error) {
-				return r.tryOnce(ctx, ttl)
-			})
-		}
-	}
+	start, err := c.tryThenWait(ctx, begin, r.keys.reentrant(), cfg, wait, func(ctx context.Context) (bool, error) {
+		return r.tryOnce(ctx, ttl)
+	})
 	c.env.metrics.outcome(kindReentrant, err, c.env.now().Sub(begin), wait)
 	if err != nil {
 		return nil, err

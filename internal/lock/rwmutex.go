@@ -90,20 +90,12 @@ func (rw *RWMutex) acquire(ctx context.Context, write bool, ttl time.Duration, o
 		marker = max(4*cfg.backoff.Max, 500*time.Millisecond)
 	}
 	begin := c.env.now()
-	ok, err := h.tryOnce(ctx, ttl, marker)
-	start := begin
-	if err != nil && ctx.Err() != nil {
-		err = &waitError{ctx.Err()}
-	} else if err == nil && !ok {
-		err = ErrNotObtained
-		if wait {
-			start, err = c.waitFor(ctx, rw.keys.rw(), new(cfg), func(ctx context.Context) (bool, error) {
-				return h.tryOnce(ctx, ttl, marker)
-			})
-			if err != nil && marker > 0 {
-				h.dropMarker(ctx)
-			}
-		}
+	start, err := c.tryThenWait(ctx, begin, rw.keys.rw(), cfg, wait, func(ctx context.Context) (bool, error) {
+		return h.tryOnce(ctx, ttl, marker)
+	})
+	if err != nil && marker > 0 {
+		// A writer that gave up takes back its claim to go next.
+		h.dropMarker(ctx)
 	}
 	c.env.metrics.outcome(k, err, c.env.now().Sub(begin), wait)
 	if err != nil {
