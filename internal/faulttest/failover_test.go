@@ -351,16 +351,7 @@ func (c *crowd) shopRetrying(i int, user string, st *retryStats) {
 		}
 		time.Sleep(pause)
 	}
-	if s.Err == nil {
-		c.answered.Add(1)
-	}
-	if s.Status == http.StatusAccepted {
-		s.Order = s.str("order_id")
-		c.accepted.Add(1)
-	}
-	c.mu.Lock()
-	c.shoppers[i] = s
-	c.mu.Unlock()
+	c.record(i, s)
 }
 
 // place sends one buy request to base and returns the answer and its

@@ -323,6 +323,11 @@ func (c *crowd) shop(i int, user string) {
 			break
 		}
 	}
+	c.record(i, s)
+}
+
+// record keeps shopper i's outcome and counts its answer.
+func (c *crowd) record(i int, s shopper) {
 	if s.Err == nil {
 		c.answered.Add(1)
 	}
