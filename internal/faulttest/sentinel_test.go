@@ -40,7 +40,7 @@ func startSentinel(t *testing.T, name, primary string) *sentinel {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skipf("redis-server not found: %v", err)
+		testsvc.Missing(t, "redis-server not found: %v", err)
 	}
 	host, port, ok := strings.Cut(primary, ":")
 	if !ok {
@@ -218,7 +218,7 @@ func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		t.Skipf("redis-cli not found: %v", err)
+		testsvc.Missing(t, "redis-cli not found: %v", err)
 	}
 	c := &cluster{t: t, clients: map[string]*redis.Client{}}
 	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1000"}, replicated...)
