@@ -1,35 +1,16 @@
 package app
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
-
-// logBuffer collects the log lines of an instance's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A Redis that may evict keys (an evicted stock hash or queue key silently
 // breaks the sale's guarantees) is reported at start in the log and on
@@ -61,7 +42,7 @@ func TestRedisThatMayEvictIsReported(t *testing.T) {
 			if tc.policy != "" {
 				require.NoError(t, srv.Client().ConfigSet(t.Context(), "maxmemory-policy", tc.policy).Err())
 			}
-			var log logBuffer
+			var log testutil.SyncBuffer
 			s := startSale(t, saleOpts{noWorkers: true, log: &log, env: map[string]string{"SECKILL_REDIS_ADDRS": addrs}})
 
 			r := s.do(0, "GET", "/readyz", "", nil)

@@ -240,6 +240,15 @@ func (s *deployment) buy(i int, sku uint64, user string, qty int) reply {
 	return toReply(r.HTTPResponse, r.Body)
 }
 
+// order buys one unit of sku as user on instance i, requires the buy
+// accepted and returns the order's id.
+func (s *deployment) order(i int, sku uint64, user string) string {
+	s.t.Helper()
+	r := s.buy(i, sku, user, 1)
+	require.Equal(s.t, http.StatusAccepted, r.Status, r.Raw)
+	return r.str("order_id")
+}
+
 // buyRetrying buys as a real client does: with a request id, and after a
 // 503 (busy or unavailable) or no answer at all again with the same id
 // after a short pause, at most 50 times. It returns the last answer and how many 503s came first.

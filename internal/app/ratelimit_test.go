@@ -1,21 +1,19 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // TestShopperBudgetHoldsAcrossInstances: the per-shopper rate limit is one
@@ -77,30 +75,19 @@ func TestShopperBudgetHoldsAcrossInstances(t *testing.T) {
 	})
 }
 
-// skuCommands counts the Redis commands (pipelined ones included) that name
-// a key of one SKU or of the rate limiter.
-type skuCommands struct {
-	tag string
-	n   atomic.Int64
-}
-
-func (h *skuCommands) count(cmds ...redis.Cmder) {
+// naming counts the commands that name a key of the SKU tagged tag or of
+// the rate limiter.
+func naming(cmds [][]any, tag string) int {
+	n := 0
 	for _, c := range cmds {
-		for _, a := range c.Args() {
-			if s, ok := a.(string); ok && (strings.Contains(s, h.tag) || strings.Contains(s, "rl:")) {
-				h.n.Add(1)
+		for _, a := range c {
+			if s, ok := a.(string); ok && (strings.Contains(s, tag) || strings.Contains(s, "rl:")) {
+				n++
 				break
 			}
 		}
 	}
-}
-
-func (h *skuCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *skuCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
-}
-func (h *skuCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+	return n
 }
 
 // TestAnswersThatNeedNoRedisCostNone: with the default rate limits on, a
@@ -131,18 +118,19 @@ func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
 		qty  int
 		code string
 	}{{soldOut, 1, "sold_out"}, {later, 1, "sale_not_started"}, {inStock, 2, "limit_exceeded"}, {unknown, 1, "unknown_sku"}} {
-		h := &skuCommands{tag: stock.Tag(c.sku)}
+		h := &testsvc.Commands{}
 		s.apps[0].Redis.AddHook(h)
 		for i := range 50 {
 			require.Equal(t, c.code, s.buy(0, c.sku, fmt.Sprintf("u-%d", i), c.qty).str("error"))
 		}
-		assert.Zero(t, h.n.Load(), "sku %d (%s): Redis commands", c.sku, c.code)
+		tag := stock.Tag(c.sku)
+		assert.Zero(t, naming(h.Take(), tag), "sku %d (%s): Redis commands", c.sku, c.code)
 		r := s.do(0, "POST", "/api/v1/orders", "u-rid", map[string]any{"sku_id": c.sku, "qty": c.qty, "request_id": "r"})
 		require.Equal(t, c.code, r.str("error"), r.Raw)
 		if c.code != "unknown_sku" {
 			// The request id's key and the SKU's state, in one pipeline;
 			// and the address's budget.
-			assert.Equal(t, int64(3), h.n.Load(), "sku %d (%s) with a request id", c.sku, c.code)
+			assert.Equal(t, 3, naming(h.Take(), tag), "sku %d (%s) with a request id", c.sku, c.code)
 		}
 	}
 }

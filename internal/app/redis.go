@@ -101,14 +101,18 @@ func (s *sent) err() error {
 	return s.first
 }
 
-// clusterSendOnce wraps each command of the Cluster client.
-type clusterSendOnce struct{}
+// commandsOnly is the part of a go-redis hook that leaves dialling and
+// pipelines as they are.
+type commandsOnly struct{}
 
-func (clusterSendOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (commandsOnly) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (clusterSendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (commandsOnly) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// clusterSendOnce wraps each command of the Cluster client.
+type clusterSendOnce struct{ commandsOnly }
 
 func (clusterSendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -124,13 +128,7 @@ func (clusterSendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // nodeSendOnce watches each attempt on one node of the Cluster.
-type nodeSendOnce struct{}
-
-func (nodeSendOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (nodeSendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
+type nodeSendOnce struct{ commandsOnly }
 
 func (nodeSendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -9,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // flashSale runs the classic case: stock units, buyers distinct shoppers at
@@ -222,9 +221,7 @@ func TestUnpaidOrdersExpireOnce(t *testing.T) {
 		sku := s.seed(3, 1)
 		var ids []string
 		for _, u := range []string{"a", "b", "c"} {
-			r := s.buy(0, sku, u, 1)
-			require.Equal(t, http.StatusAccepted, r.Status)
-			ids = append(ids, r.str("order_id"))
+			ids = append(ids, s.order(0, sku, u))
 		}
 		s.waitStatus("a", ids[0], "expired")
 		s.waitStatus("b", ids[1], "expired")
@@ -246,9 +243,7 @@ func TestPayRacesExpiry(t *testing.T) {
 		sku := s.seed(n, 1)
 		ids := make([]string, n)
 		for i := range n {
-			r := s.buy(0, sku, fmt.Sprintf("u%d", i), 1)
-			require.Equal(t, http.StatusAccepted, r.Status)
-			ids[i] = r.str("order_id")
+			ids[i] = s.order(0, sku, fmt.Sprintf("u%d", i))
 		}
 		for i := range n {
 			s.waitStatus(fmt.Sprintf("u%d", i), ids[i], "pending_payment")
@@ -328,23 +323,8 @@ func TestRedisWipedMidSale(t *testing.T) {
 // wipe deletes every Redis key of the deployment, as a Redis restarted
 // without persistence would.
 func wipe(t *testing.T, s *deployment) {
-	ctx := t.Context()
-	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
-	del := func(c *redis.Client) error {
-		keys, err := c.Keys(ctx, prefix+"*").Result()
-		for _, k := range keys {
-			c.Del(ctx, k)
-		}
-		return err
-	}
-	var err error
-	switch c := s.apps[0].Redis.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error { return del(m) })
-	case *redis.Client:
-		err = del(c)
-	}
-	if err != nil {
+	t.Helper()
+	if err := testsvc.DeleteKeys(s.apps[0].Redis, s.env["SECKILL_REDIS_KEY_PREFIX"]); err != nil {
 		t.Errorf("wipe: %v", err)
 	}
 }
@@ -371,7 +351,7 @@ func TestDeadlinesPerSecondOfOrders(t *testing.T) {
 	spread := time.Since(start)
 	s.drained(sku)
 	ready := s.env["SECKILL_REDIS_KEY_PREFIX"] + stock.Tag(sku) + ":q:ready"
-	tasks, err := s.apps[0].Redis.ZRange(context.Background(), ready, 0, -1).Result()
+	tasks, err := s.apps[0].Redis.ZRange(t.Context(), ready, 0, -1).Result()
 	require.NoError(t, err)
 	// One per drained batch and second of expiry: a handful, where each
 	// order used to have its own.

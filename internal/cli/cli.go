@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/config"
 )
 
@@ -131,6 +132,21 @@ func (e *env) load() (*config.Config, *slog.Logger, error) {
 		log.Warn("unknown environment variable ignored: it sets no configuration key (see configs/config.yaml)", "name", name)
 	}
 	return cfg, log, nil
+}
+
+// withApp loads the configuration, opens the application (applying pending
+// migrations when migrate is set), runs f with it and closes it.
+func (e *env) withApp(ctx context.Context, migrate bool, f func(a *app.App) error) error {
+	cfg, log, err := e.load()
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, log, migrate)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return f(a)
 }
 
 // getenv looks name up in the environment; the last entry wins, as in the

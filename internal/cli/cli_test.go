@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -83,8 +84,7 @@ func serve(t *testing.T, env map[string]string) string {
 	env["SECKILL_HTTP_ADDR"] = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var logs bytes.Buffer
-	go func() { done <- Run(ctx, []string{"serve"}, envOf(env), &bytes.Buffer{}, &syncWriter{w: &logs}) }()
+	go func() { done <- Run(ctx, []string{"serve"}, envOf(env), &bytes.Buffer{}, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -18,17 +18,10 @@ unless told not to.`,
 		Example: `  SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill' seckill migrate`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := e.load()
-			if err != nil {
-				return err
-			}
-			a, err := app.Open(cmd.Context(), cfg, log, true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			fmt.Fprintf(e.stdout, "migrations up to date (%s)\n", a.Dialect)
-			return nil
+			return e.withApp(cmd.Context(), true, func(a *app.App) error {
+				fmt.Fprintf(e.stdout, "migrations up to date (%s)\n", a.Dialect)
+				return nil
+			})
 		},
 	}
 }

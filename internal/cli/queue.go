@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,68 +27,55 @@ Dropping a dead order gives its units back to the sale.`,
   seckill queue drop --sku 42 42-06h04xk4nr755csppbj17h0w`,
 	}
 	cmd.PersistentFlags().UintVar(&sku, "sku", 0, "SKU id (required)")
-	open := func(cmd *cobra.Command) (*app.App, error) {
+	// forSKU checks --sku, then runs f with the application open.
+	forSKU := func(cmd *cobra.Command, f func(ctx context.Context, a *app.App) error) error {
 		if sku == 0 {
-			return nil, usageError{errors.New("--sku is required")}
+			return usageError{errors.New("--sku is required")}
 		}
 		if !catalog.ValidID(uint64(sku)) {
-			return nil, usageError{fmt.Errorf("--sku must be from 1 to %d", uint64(catalog.MaxID))}
+			return usageError{fmt.Errorf("--sku must be from 1 to %d", uint64(catalog.MaxID))}
 		}
-		cfg, log, err := e.load()
-		if err != nil {
-			return nil, err
-		}
-		return app.Open(cmd.Context(), cfg, log, false)
+		return e.withApp(cmd.Context(), false, func(a *app.App) error { return f(cmd.Context(), a) })
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
+	// show prints what get returns as JSON.
+	show := func(get func(ctx context.Context, a *app.App) (any, error)) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			return forSKU(cmd, func(ctx context.Context, a *app.App) error {
+				v, err := get(ctx, a)
+				if err != nil {
+					return err
+				}
+				return enc.Encode(v)
+			})
+		}
+	}
 
 	var n, offset int
 	stats := &cobra.Command{
 		Use: "stats", Short: "Depths of the queue and its next pending tasks", Args: cobra.NoArgs,
 		Example: "  seckill queue stats --sku 42 -n 5",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			r, err := a.Sales.Queue(cmd.Context(), uint64(sku), n)
-			if err != nil {
-				return err
-			}
-			return enc.Encode(r)
-		},
+		RunE: show(func(ctx context.Context, a *app.App) (any, error) {
+			return a.Sales.Queue(ctx, uint64(sku), n)
+		}),
 	}
 	stats.Flags().IntVarP(&n, "n", "n", 10, "pending tasks to show")
 	dead := &cobra.Command{
 		Use: "dead", Short: "List dead letters", Args: cobra.NoArgs,
 		Example: "  seckill queue dead --sku 42 --offset 100 -n 100",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			list, err := a.Sales.DeadLetters(cmd.Context(), uint64(sku), offset, n)
-			if err != nil {
-				return err
-			}
-			return enc.Encode(list)
-		},
+		RunE: show(func(ctx context.Context, a *app.App) (any, error) {
+			return a.Sales.DeadLetters(ctx, uint64(sku), offset, n)
+		}),
 	}
 	dead.Flags().IntVarP(&n, "n", "n", 100, "dead letters to list")
 	dead.Flags().IntVar(&offset, "offset", 0, "skip this many")
-	act := func(use, short, example, done string, f func(a *app.App, cmd *cobra.Command, id string) error) *cobra.Command {
+	act := func(use, short, example, done string, f func(ctx context.Context, a *app.App, id string) error) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " TASK_ID", Short: short, Example: example, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				a, err := open(cmd)
+				err := forSKU(cmd, func(ctx context.Context, a *app.App) error { return f(ctx, a, args[0]) })
 				if err != nil {
-					return err
-				}
-				defer a.Close()
-				if err := f(a, cmd, args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintln(e.stdout, done, args[0])
@@ -97,12 +85,12 @@ Dropping a dead order gives its units back to the sale.`,
 	}
 	cmd.AddCommand(stats, dead,
 		act("requeue", "Put a dead letter back in work with fresh attempts", "  seckill queue requeue --sku 42 TASK_ID", "requeued",
-			func(a *app.App, cmd *cobra.Command, id string) error {
-				return a.Sales.RequeueDead(cmd.Context(), uint64(sku), id)
+			func(ctx context.Context, a *app.App, id string) error {
+				return a.Sales.RequeueDead(ctx, uint64(sku), id)
 			}),
 		act("drop", "Delete a dead letter (a dropped order's units go back on sale)", "  seckill queue drop --sku 42 TASK_ID", "dropped",
-			func(a *app.App, cmd *cobra.Command, id string) error {
-				return a.Sales.DeleteDead(cmd.Context(), uint64(sku), id)
+			func(ctx context.Context, a *app.App, id string) error {
+				return a.Sales.DeleteDead(ctx, uint64(sku), id)
 			}),
 	)
 	return cmd

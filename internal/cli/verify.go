@@ -35,45 +35,38 @@ SKU.`,
 					return usageError{fmt.Errorf("--sku %d: must be from 1 to %d", id, uint64(catalog.MaxID))}
 				}
 			}
-			cfg, log, err := e.load()
-			if err != nil {
-				return err
-			}
-			a, err := app.Open(cmd.Context(), cfg, log, false)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			var ids []uint64
-			for _, id := range skus {
-				ids = append(ids, uint64(id))
-			}
-			if len(ids) == 0 {
-				all, err := a.Catalog.List(cmd.Context(), time.Time{})
-				if err != nil {
-					return err
+			return e.withApp(cmd.Context(), false, func(a *app.App) error {
+				var ids []uint64
+				for _, id := range skus {
+					ids = append(ids, uint64(id))
 				}
-				for _, s := range all {
-					ids = append(ids, s.ID)
+				if len(ids) == 0 {
+					all, err := a.Catalog.List(cmd.Context(), time.Time{})
+					if err != nil {
+						return err
+					}
+					for _, s := range all {
+						ids = append(ids, s.ID)
+					}
 				}
-			}
-			enc := json.NewEncoder(e.stdout)
-			bad := 0
-			for _, id := range ids {
-				r, err := a.Sales.Audit(cmd.Context(), id)
-				if err != nil {
-					return fmt.Errorf("verify sku %d: %w", id, err)
+				enc := json.NewEncoder(e.stdout)
+				bad := 0
+				for _, id := range ids {
+					r, err := a.Sales.Audit(cmd.Context(), id)
+					if err != nil {
+						return fmt.Errorf("verify sku %d: %w", id, err)
+					}
+					_ = enc.Encode(r)
+					if !r.Consistent {
+						bad++
+					}
 				}
-				_ = enc.Encode(r)
-				if !r.Consistent {
-					bad++
+				if bad > 0 {
+					return fmt.Errorf("%w in %d of %d sku(s)", errViolation, bad, len(ids))
 				}
-			}
-			if bad > 0 {
-				return fmt.Errorf("%w in %d of %d sku(s)", errViolation, bad, len(ids))
-			}
-			fmt.Fprintf(e.stderr, "verify: %d sku(s) consistent\n", len(ids))
-			return nil
+				fmt.Fprintf(e.stderr, "verify: %d sku(s) consistent\n", len(ids))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().UintSliceVar(&skus, "sku", nil, "SKU id to check (repeatable; default every SKU)")

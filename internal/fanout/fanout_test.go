@@ -2,8 +2,8 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // wakeOneUnlessAll is the lock's policy: payload "a" wakes all, others one.
@@ -78,7 +79,11 @@ func TestWakeAllPassesNothingOn(t *testing.T) {
 	assert.True(t, pending(c1))
 }
 
-func deployments(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
+// deployments runs f once against standalone Redis and once against the
+// 3-master Cluster, with a context that ends after 30 seconds or with the
+// subtest and a key prefix of the subtest's own.
+func deployments(t *testing.T, f func(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string)) {
+	t.Helper()
 	for _, tc := range []struct {
 		name    string
 		cluster bool
@@ -86,33 +91,25 @@ func deployments(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient, p
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rdb, prefix := testsvc.Universal(t, tc.cluster)
-			f(t, rdb, prefix)
+			f(testutil.Context(t, 30*time.Second), t, rdb, prefix)
 		})
 	}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// newHub returns a Hub on rdb, closed when the test ends.
+func newHub(t *testing.T, rdb redis.UniversalClient, opts Options) *Hub {
+	t.Helper()
+	h := New(rdb, opts)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
-// numSub counts subscribers of channel on every node.
-func numSub(t *testing.T, c redis.UniversalClient, channel string) int64 {
-	ctx := ctxT(t)
-	var n atomic.Int64
-	count := func(ctx context.Context, c *redis.Client) error {
-		v, err := c.PubSubNumSub(ctx, channel).Result()
-		n.Add(v[channel])
-		return err
-	}
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		require.NoError(t, cc.ForEachMaster(ctx, count))
-	case *redis.Client:
-		require.NoError(t, count(ctx, cc))
-	}
-	return n.Load()
+// subscribers waits until channel has n subscribers in Redis.
+func subscribers(t *testing.T, rdb redis.UniversalClient, channel string, n int64) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d subscribers of %s", n, channel), func() bool {
+		return testsvc.NumSub(t, rdb, channel) == n
+	})
 }
 
 func woken(t *testing.T, c chan struct{}, what string) {
@@ -138,8 +135,7 @@ func notWoken(t *testing.T, c chan struct{}, what string) {
 // no other; a channel is unsubscribed when its last waiter leaves, and Close
 // drops the connection.
 func TestOneConnectionWakesAllAndUnsubscribes(t *testing.T) {
-	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := ctxT(t)
+	deployments(t, func(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h := New(rdb, Options{})
 		chA, chB := prefix+"a", prefix+"b"
 		a1, a2, b := newChan(), newChan(), newChan()
@@ -150,8 +146,8 @@ func TestOneConnectionWakesAllAndUnsubscribes(t *testing.T) {
 		wb, err := h.Add(ctx, chB, b)
 		require.NoError(t, err)
 		assert.Equal(t, 2, h.Count(chA))
-		assert.Eventually(t, func() bool { return numSub(t, rdb, chA) == 1 && numSub(t, rdb, chB) == 1 },
-			10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, chA, 1)
+		subscribers(t, rdb, chB, 1)
 		notWoken(t, a1, "no subscription wake-ups unless asked for")
 
 		require.NoError(t, rdb.Publish(ctx, chA, "x").Err())
@@ -160,14 +156,14 @@ func TestOneConnectionWakesAllAndUnsubscribes(t *testing.T) {
 		notWoken(t, b, "b: other channel")
 
 		wa1.Remove()
-		assert.Equal(t, int64(1), numSub(t, rdb, chA), "a2 still waits")
+		assert.Equal(t, int64(1), testsvc.NumSub(t, rdb, chA), "a2 still waits")
 		wa2.Remove()
-		assert.Eventually(t, func() bool { return numSub(t, rdb, chA) == 0 }, 10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, chA, 0)
 		require.NoError(t, rdb.Publish(ctx, chB, "x").Err())
 		woken(t, b, "b")
 
 		require.NoError(t, h.Close())
-		assert.Eventually(t, func() bool { return numSub(t, rdb, chB) == 0 }, 10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, chB, 0)
 		wb.Remove() // still allowed
 		_, err = h.Add(ctx, chB, b)
 		require.ErrorIs(t, err, ErrClosed)
@@ -179,10 +175,8 @@ func TestOneConnectionWakesAllAndUnsubscribes(t *testing.T) {
 // a time, oldest first, and a wake-all message wakes all; the subscription
 // confirmation wakes the waiters already there.
 func TestWakeOneOverRedis(t *testing.T) {
-	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := ctxT(t)
-		h := New(rdb, Options{WakeOne: wakeOneUnlessAll, WakeOnSubscribe: true})
-		t.Cleanup(func() { _ = h.Close() })
+	deployments(t, func(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string) {
+		h := newHub(t, rdb, Options{WakeOne: wakeOneUnlessAll, WakeOnSubscribe: true})
 		ch := prefix + "lock"
 		cs := []chan struct{}{newChan(), newChan(), newChan()}
 		for i, c := range cs {
@@ -195,7 +189,7 @@ func TestWakeOneOverRedis(t *testing.T) {
 				woken(t, c, "subscription confirmed")
 			}
 		}
-		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 1 }, 10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, ch, 1)
 
 		require.NoError(t, rdb.Publish(ctx, ch, "1").Err())
 		woken(t, cs[0], "first release: oldest waiter")
@@ -214,10 +208,8 @@ func TestWakeOneOverRedis(t *testing.T) {
 // TestListenGetsPayloads: a listener gets every payload in order, next to
 // the waiters of the same channel.
 func TestListenGetsPayloads(t *testing.T) {
-	deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := ctxT(t)
-		h := New(rdb, Options{WakeOnSubscribe: true})
-		t.Cleanup(func() { _ = h.Close() })
+	deployments(t, func(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string) {
+		h := newHub(t, rdb, Options{WakeOnSubscribe: true})
 		ch := prefix + "back"
 		got := make(chan string, 10)
 		l, err := h.Listen(ctx, ch, func(p string) { got <- p })
@@ -225,7 +217,7 @@ func TestListenGetsPayloads(t *testing.T) {
 		c := newChan()
 		w, err := h.Add(ctx, ch, c)
 		require.NoError(t, err)
-		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 1 }, 10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, ch, 1)
 		for _, p := range []string{"7", "8", "9"} {
 			require.NoError(t, rdb.Publish(ctx, ch, p).Err())
 		}
@@ -240,7 +232,7 @@ func TestListenGetsPayloads(t *testing.T) {
 		woken(t, c, "waiter next to the listener")
 		l.Remove()
 		w.Remove()
-		assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 0 }, 10*time.Second, 5*time.Millisecond)
+		subscribers(t, rdb, ch, 0)
 		assert.Empty(t, got, "subscription confirmations are not passed to listeners")
 	})
 }
@@ -252,9 +244,8 @@ func TestListenGetsPayloads(t *testing.T) {
 func TestResubscribesAfterDisconnect(t *testing.T) {
 	srv := testsvc.StartRedisServer(t)
 	rdb := srv.Client()
-	ctx := ctxT(t)
-	h := New(rdb, Options{WakeOnSubscribe: true})
-	t.Cleanup(func() { _ = h.Close() })
+	ctx := testutil.Context(t, 30*time.Second)
+	h := newHub(t, rdb, Options{WakeOnSubscribe: true})
 	const ch = "resub"
 	c := newChan()
 	w, err := h.Add(ctx, ch, c)
@@ -280,9 +271,8 @@ func TestResubscribesAfterDisconnect(t *testing.T) {
 func TestSubscribeFailureKeepsTheWaiter(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(testsvc.FreePort(t))})
 	t.Cleanup(func() { _ = rdb.Close() })
-	h := New(rdb, Options{Timeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = h.Close() })
-	w, err := h.Add(ctxT(t), "nowhere", newChan())
+	h := newHub(t, rdb, Options{Timeout: 200 * time.Millisecond})
+	w, err := h.Add(testutil.Context(t, 30*time.Second), "nowhere", newChan())
 	require.Error(t, err)
 	require.NotNil(t, w)
 	assert.Equal(t, 1, h.Count("nowhere"))

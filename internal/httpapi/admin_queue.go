@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -52,31 +53,19 @@ func handleDeadLetters(admin Admin, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-func handleRequeueDead(admin Admin, log *slog.Logger) gin.HandlerFunc {
+// handleDeadLetter applies act (Admin.RequeueDead or Admin.DeleteDead) to
+// one dead letter and answers with its id and status.
+func handleDeadLetter(log *slog.Logger, status string, act func(ctx context.Context, sku uint64, id string) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := pathID(c, "id")
 		if err == nil {
-			err = admin.RequeueDead(c.Request.Context(), id, c.Param("task_id"))
+			err = act(c.Request.Context(), id, c.Param("task_id"))
 		}
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"task_id": c.Param("task_id"), "status": "requeued"})
-	}
-}
-
-func handleDeleteDead(admin Admin, log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		id, err := pathID(c, "id")
-		if err == nil {
-			err = admin.DeleteDead(c.Request.Context(), id, c.Param("task_id"))
-		}
-		if err != nil {
-			writeError(c, log, err)
-			return
-		}
-		c.JSON(http.StatusOK, gin.H{"task_id": c.Param("task_id"), "status": "deleted"})
+		c.JSON(http.StatusOK, gin.H{"task_id": c.Param("task_id"), "status": status})
 	}
 }
 

@@ -27,6 +27,15 @@ type page[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// writePage answers 200 with items, an empty list rather than null when
+// there are none, and the cursor of the next page.
+func writePage[T any](c *gin.Context, items []T, next string) {
+	if items == nil {
+		items = []T{}
+	}
+	c.JSON(http.StatusOK, page[T]{Items: items, NextCursor: next})
+}
+
 // limitQuery reads the limit query parameter.
 func limitQuery(c *gin.Context) (int, error) {
 	s, ok := c.GetQuery("limit")
@@ -140,10 +149,7 @@ func handleAdminListSKUs(admin Admin, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, err)
 			return
 		}
-		if items == nil {
-			items = []sale.AdminSKUView{}
-		}
-		c.JSON(http.StatusOK, page[sale.AdminSKUView]{Items: items, NextCursor: encodeCursor(next)})
+		writePage(c, items, encodeCursor(next))
 	}
 }
 
@@ -202,9 +208,6 @@ func handleListOrders(shop Shop, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, err)
 			return
 		}
-		if items == nil {
-			items = []order.View{}
-		}
-		c.JSON(http.StatusOK, page[order.View]{Items: items, NextCursor: encodeOrderCursor(next)})
+		writePage(c, items, encodeOrderCursor(next))
 	}
 }

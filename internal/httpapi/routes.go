@@ -35,7 +35,7 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		admin.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))
 		admin.GET("/skus/:id/queue", handleQueue(d.Admin, d.Log))
 		admin.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
-		admin.POST("/skus/:id/dead/:task_id/requeue", handleRequeueDead(d.Admin, d.Log))
-		admin.DELETE("/skus/:id/dead/:task_id", handleDeleteDead(d.Admin, d.Log))
+		admin.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
+		admin.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
 	}
 }

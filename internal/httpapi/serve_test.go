@@ -24,25 +24,8 @@ import (
 	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
-
-// lockedBuffer collects the log lines of the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // environ turns vars into os.Environ's form.
 func environ(vars map[string]string) []string {
@@ -56,7 +39,7 @@ func environ(vars map[string]string) []string {
 // server is `seckill serve` running until stop is called or the test ends.
 type server struct {
 	base string
-	logs *lockedBuffer
+	logs *testutil.SyncBuffer
 	stop func()
 }
 
@@ -78,7 +61,7 @@ func serve(t *testing.T, env map[string]string) *server {
 	for k, v := range env {
 		vars[k] = v
 	}
-	s := &server{base: "http://" + vars["SECKILL_HTTP_ADDR"], logs: &lockedBuffer{}}
+	s := &server{base: "http://" + vars["SECKILL_HTTP_ADDR"], logs: &testutil.SyncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -278,7 +261,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // reached, and the error at the end, name the address but not the password.
 func TestUnreachableMySQLHidesPassword(t *testing.T) {
 	const password = "pw-unreachable-3e8f1a"
-	logs := &lockedBuffer{}
+	logs := &testutil.SyncBuffer{}
 	dsn := fmt.Sprintf("seckill:%s@tcp(127.0.0.1:%d)/seckill", password, testsvc.FreePort(t))
 	err := cli.Run(context.Background(), []string{"migrate"}, environ(map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_MYSQL_CONNECT_TIMEOUT": "1s", "SECKILL_LOG_LEVEL": "debug"}), &bytes.Buffer{}, logs)

@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // deployments runs f once against standalone Redis and once against the
-// 3-master Cluster.
-func deployments(t *testing.T, f func(t *testing.T, c *Client, rdb redis.UniversalClient)) {
+// 3-master Cluster, with a context that ends after 30 seconds or with the
+// subtest.
+func deployments(t *testing.T, f func(ctx context.Context, t *testing.T, c *Client)) {
 	t.Helper()
 	for _, tc := range []struct {
 		name    string
@@ -23,8 +25,8 @@ func deployments(t *testing.T, f func(t *testing.T, c *Client, rdb redis.Univers
 	}{{"standalone", false}, {"cluster", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, rdb := newTestClient(t, tc.cluster, Options{})
-			f(t, c, rdb)
+			c, _ := newTestClient(t, tc.cluster, Options{})
+			f(testutil.Context(t, 30*time.Second), t, c)
 		})
 	}
 }
@@ -38,13 +40,82 @@ func newTestClient(t testing.TB, cluster bool, opts Options) (*Client, redis.Uni
 	return c, rdb
 }
 
+// peer returns a second Client on the Redis of c with the same prefix:
+// another process using the same locks.
+func peer(t *testing.T, c *Client) *Client {
+	t.Helper()
+	c2 := New(c.rdb, Options{Prefix: c.prefix})
+	t.Cleanup(func() { _ = c2.Close() })
+	return c2
+}
+
+// killableNode starts a Redis server of the test's own and returns it with a
+// client that fails at once, without retrying, while the server is down.
+func killableNode(t *testing.T) (*testsvc.RedisServer, *redis.Client) {
+	t.Helper()
+	s := testsvc.StartRedisServer(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
+		DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return s, c
+}
+
+// redlockNodes returns clients of the five Redlock servers and a key prefix
+// of the test's own.
+func redlockNodes(t *testing.T) ([]redis.UniversalClient, string) {
+	t.Helper()
+	cs, prefix := testsvc.RedlockClients(t)
+	nodes := make([]redis.UniversalClient, len(cs))
+	for i, c := range cs {
+		nodes[i] = c
+	}
+	return nodes, prefix
+}
+
+func newTestRedlock(t *testing.T, nodes []redis.UniversalClient, opts RedlockOptions) *Redlock {
+	t.Helper()
+	r := NewRedlock(nodes, opts)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// countHolding counts the nodes on which key holds token.
+func countHolding(ctx context.Context, nodes []redis.UniversalClient, key, token string) int {
+	n := 0
+	for _, c := range nodes {
+		if c.Get(ctx, key).Val() == token {
+			n++
+		}
+	}
+	return n
+}
+
 // locker is what a Client and a Redlock have in common.
 type locker interface {
+	TryLock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error)
 	Lock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error)
 }
 
+// watchdogTTL is short enough that a lock without renewals would be gone
+// within a test of the watchdog.
+const watchdogTTL = 300 * time.Millisecond
+
+// keptAlive takes name through l for watchdogTTL with the watchdog on and
+// asserts that the lock is still held several TTLs later.
+func keptAlive(ctx context.Context, t *testing.T, l locker, name string) *Mutex {
+	t.Helper()
+	m, err := l.TryLock(ctx, name, watchdogTTL, WithWatchdog(0))
+	require.NoError(t, err)
+	time.Sleep(4 * watchdogTTL)
+	held, err := m.Held(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "renewed past several TTLs")
+	assert.NoError(t, m.Err())
+	return m
+}
+
 // contend runs n goroutines that take the lock name in turn through a
-// and b (standing for two processes), each incrementing a counter the
+// and b (two processes, or one Client twice), each incrementing a counter the
 // lock alone guards, and asserts that no increment was lost.
 func contend(ctx context.Context, t *testing.T, name string, n int, a, b locker) {
 	t.Helper()
@@ -68,38 +139,26 @@ func contend(ctx context.Context, t *testing.T, name string, n int, a, b locker)
 	assert.Equal(t, n, counter)
 }
 
-// cmdCounter is a go-redis hook that records every command sent.
-type cmdCounter struct {
-	mu   sync.Mutex
-	cmds [][]any
-}
+// slowNode is a go-redis hook that delays every command and honours the
+// context while it waits, like a slow node with context timeouts enabled.
+type slowNode struct{ delay time.Duration }
 
-func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h slowNode) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.mu.Lock()
-		h.cmds = append(h.cmds, cmd.Args())
-		h.mu.Unlock()
+		select {
+		case <-time.After(h.delay):
+		case <-ctx.Done():
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
 		return next(ctx, cmd)
 	}
 }
-func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.mu.Lock()
-		for _, c := range cmds {
-			h.cmds = append(h.cmds, c.Args())
-		}
-		h.mu.Unlock()
-		return next(ctx, cmds)
-	}
-}
 
-func (h *cmdCounter) take() [][]any {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	c := h.cmds
-	h.cmds = nil
-	return c
+func (h slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func pttl(t *testing.T, rdb redis.UniversalClient, key string) time.Duration {

@@ -64,27 +64,15 @@ type Metrics struct {
 // NewMetrics returns the collectors, named under namespace (may be empty).
 func NewMetrics(namespace string) *Metrics {
 	m := &Metrics{
-		acquiredVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lock", Name: "acquired_total",
-			Help: "Locks acquired.",
-		}, []string{"kind"}),
-		failuresVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lock", Name: "failures_total",
-			Help: "Lock acquisitions that failed, by reason.",
-		}, []string{"kind", "reason"}),
+		acquiredVec: counterVec(namespace, "acquired_total", "Locks acquired.", "kind"),
+		failuresVec: counterVec(namespace, "failures_total", "Lock acquisitions that failed, by reason.", "kind", "reason"),
 		waitVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "lock", Name: "wait_seconds",
 			Help:    "Time spent waiting in Lock, whether or not it obtained the lock.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"kind"}),
-		renewalsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lock", Name: "renewals_total",
-			Help: "Watchdog renewals, by result.",
-		}, []string{"kind", "result"}),
-		lostVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "lock", Name: "lost_total",
-			Help: "Locks known lost while their holder meant to hold them.",
-		}, []string{"kind"}),
+		renewalsVec: counterVec(namespace, "renewals_total", "Watchdog renewals, by result.", "kind", "result"),
+		lostVec:     counterVec(namespace, "lost_total", "Locks known lost while their holder meant to hold them.", "kind"),
 	}
 	for k := range numKinds {
 		name := kindNames[k]
@@ -98,6 +86,13 @@ func NewMetrics(namespace string) *Metrics {
 		m.lostC[k] = m.lostVec.WithLabelValues(name)
 	}
 	return m
+}
+
+// counterVec is a counter of the lock subsystem under namespace.
+func counterVec(namespace, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "lock", Name: name, Help: help,
+	}, labels)
 }
 
 // Describe implements prometheus.Collector.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,17 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/rkey"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
 func TestMutexBasic(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		m, err := c.TryLock(ctx, "order", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, c.Key("order"), m.Key())
 		assert.True(t, strings.HasSuffix(m.Key(), "lock:{order}"), m.Key())
-		assert.Equal(t, m.Token(), rdb.Get(ctx, m.Key()).Val())
+		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
 		assert.Zero(t, m.Fence())
 
 		held, err := m.Held(ctx)
@@ -43,13 +42,13 @@ func TestMutexBasic(t *testing.T) {
 		intruder.lease.init(c.env, kindMutex, intruder, time.Minute, time.Now(), false, 0)
 		assert.ErrorIs(t, intruder.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, intruder.Extend(ctx, time.Hour), ErrNotHeld)
-		assert.Equal(t, m.Token(), rdb.Get(ctx, m.Key()).Val())
+		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
 
 		require.NoError(t, m.Extend(ctx, 2*time.Minute))
-		assert.Greater(t, pttl(t, rdb, m.Key()), 100*time.Second)
+		assert.Greater(t, pttl(t, c.rdb, m.Key()), 100*time.Second)
 
 		require.NoError(t, m.Unlock(ctx))
-		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val())
+		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val())
 		assert.ErrorIs(t, m.Err(), ErrReleased)
 		testutil.ClosedWithin(t, 10*time.Second, m.Done(), "Done after Unlock")
 		held, err = m.Held(ctx)
@@ -63,8 +62,7 @@ func TestMutexBasic(t *testing.T) {
 }
 
 func TestMutexBadInput(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		_, err := c.TryLock(ctx, "", time.Second)
 		assert.ErrorIs(t, err, ErrInvalidName)
 		_, err = c.Lock(ctx, "", time.Second)
@@ -77,10 +75,10 @@ func TestMutexBadInput(t *testing.T) {
 		m, err := c.TryLock(ctx, "x", 20*time.Millisecond)
 		require.NoError(t, err)
 		assert.ErrorIs(t, m.Extend(ctx, 0), ErrInvalidTTL)
-		testutil.Eventually(t, 10*time.Second, "lock expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+		testutil.Eventually(t, 10*time.Second, "lock expires", func() bool { return c.rdb.Exists(ctx, m.Key()).Val() == 0 })
 		assert.ErrorIs(t, m.Extend(ctx, time.Second), ErrNotHeld, "extend after expiry")
 		assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld, "unlock after expiry")
-		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "extend after expiry must not recreate the key")
+		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val(), "extend after expiry must not recreate the key")
 
 		m, err = c.TryLock(ctx, "y", time.Minute)
 		require.NoError(t, err)
@@ -129,35 +127,13 @@ func redisSlot(key string) uint16 {
 // within this process, through the shared go-redis connection pool whose
 // synchronisation both calls pass through after those commands.
 func TestMutexContendedCounter(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
-		const workers = 100
-		counter := 0
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for range workers {
-			wg.Go(func() {
-				m, err := c.Lock(ctx, "counter", 10*time.Second)
-				if err != nil {
-					errs <- err
-					return
-				}
-				counter++
-				errs <- m.Unlock(ctx)
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, workers, counter)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
+		contend(ctx, t, "counter", 100, c, c)
 	})
 }
 
 func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		// The holder "crashes": it never unlocks.
 		old, err := c.TryLock(ctx, "job", 100*time.Millisecond)
 		require.NoError(t, err)
@@ -171,7 +147,7 @@ func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
 		held, err := m.Held(ctx)
 		require.NoError(t, err)
 		assert.True(t, held)
-		assert.Equal(t, m.Token(), rdb.Get(ctx, m.Key()).Val())
+		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
 		require.NoError(t, m.Unlock(ctx))
 	})
 }
@@ -180,46 +156,44 @@ func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
 // seeds 000/001 cannot exist: TryLock sends exactly one command that sets the
 // key and its expiry together, and no lock is ever seen without a TTL.
 func TestMutexAcquireIsOneCommand(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		// Warm the script cache: the very first run of a script on a node
 		// is EVALSHA, NOSCRIPT, EVAL.
 		w, err := c.TryLock(ctx, "one", time.Minute, WithFencing())
 		require.NoError(t, err)
 		require.NoError(t, w.Unlock(ctx))
-		hook := &cmdCounter{}
-		rdb.AddHook(hook)
+		hook := &testsvc.Commands{}
+		c.rdb.AddHook(hook)
 
 		m, err := c.TryLock(ctx, "one", 1500*time.Millisecond)
 		require.NoError(t, err)
-		cmds := hook.take()
+		cmds := hook.Take()
 		require.Len(t, cmds, 1)
 		assert.Equal(t, []any{"set", m.Key(), m.Token(), "px", int64(1500), "nx"}, cmds[0])
 
 		require.NoError(t, m.Unlock(ctx))
-		cmds = hook.take()
+		cmds = hook.Take()
 		require.Len(t, cmds, 1, "unlock is one round trip")
 		assert.Equal(t, "evalsha", cmds[0][0])
 
 		f, err := c.TryLock(ctx, "one", time.Minute, WithFencing())
 		require.NoError(t, err)
-		cmds = hook.take()
+		cmds = hook.Take()
 		require.Len(t, cmds, 1, "fenced acquire is one script")
 		assert.Equal(t, "evalsha", cmds[0][0])
 		require.NoError(t, f.Unlock(ctx))
-		hook.take()
+		hook.Take()
 
 		for i := range 200 {
 			m, err := c.TryLock(ctx, fmt.Sprint("many:", i), time.Minute, func(cfg *config) { cfg.fencing = i%2 == 0 })
 			require.NoError(t, err)
-			assert.Positive(t, pttl(t, rdb, m.Key()), "a lock never exists without a TTL")
+			assert.Positive(t, pttl(t, c.rdb, m.Key()), "a lock never exists without a TTL")
 		}
 	})
 }
 
 func TestMutexFencing(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		var last int64
 		for range 5 {
 			m, err := c.TryLock(ctx, "{sku:7}", time.Minute, WithFencing())
@@ -237,10 +211,10 @@ func TestMutexFencing(t *testing.T) {
 		m, err := c.TryLock(ctx, "{sku:7}", time.Minute, WithFencing())
 		require.NoError(t, err)
 		stock := strings.TrimSuffix(m.Key(), "lock:{sku:7}") + "{sku:7}:sold"
-		n, err := verify.Run(ctx, rdb, []string{m.Key(), stock}, m.Token()).Int64()
+		n, err := verify.Run(ctx, c.rdb, []string{m.Key(), stock}, m.Token()).Int64()
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n)
-		n, err = verify.Run(ctx, rdb, []string{m.Key(), stock}, "not-the-token").Int64()
+		n, err = verify.Run(ctx, c.rdb, []string{m.Key(), stock}, "not-the-token").Int64()
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, n)
 		require.NoError(t, m.Unlock(ctx))
@@ -248,8 +222,7 @@ func TestMutexFencing(t *testing.T) {
 }
 
 func TestMutexWaitErrors(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		m, err := c.TryLock(ctx, "busy", time.Minute)
 		require.NoError(t, err)
 		defer m.Unlock(ctx)
@@ -284,8 +257,7 @@ func TestMutexWaitErrors(t *testing.T) {
 // TestMutexPubSubWakeup: the waiter's backoff is far longer than its wait
 // budget, so only the release message can let it in.
 func TestMutexPubSubWakeup(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		m, err := c.TryLock(ctx, "wake", time.Minute)
 		require.NoError(t, err)
 
@@ -307,7 +279,7 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		// pub/sub connection.
 		testutil.Eventually(t, 10*time.Second, "waiters subscribed", func() bool {
 			return c.notify.Count(m.keys.mutex()) == waiters &&
-				numSub(ctx, rdb, m.keys.mutex()) == 1
+				testsvc.NumSub(t, c.rdb, m.keys.mutex()) == 1
 		})
 		require.NoError(t, m.Unlock(ctx))
 		for range waiters {
@@ -319,30 +291,13 @@ func TestMutexPubSubWakeup(t *testing.T) {
 			}
 		}
 		testutil.Eventually(t, 10*time.Second, "channel unsubscribed", func() bool {
-			return numSub(ctx, rdb, m.keys.mutex()) == 0
+			return testsvc.NumSub(t, c.rdb, m.keys.mutex()) == 0
 		})
 	})
 }
 
-func numSub(ctx context.Context, rdb redis.UniversalClient, channel string) int64 {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		var total int64
-		var mu sync.Mutex
-		_ = cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
-			v := n.PubSubNumSub(ctx, channel).Val()[channel]
-			mu.Lock()
-			total += v
-			mu.Unlock()
-			return nil
-		})
-		return total
-	}
-	return rdb.PubSubNumSub(ctx, channel).Val()[channel]
-}
-
 func TestMutexBackoffFallback(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		m, err := c.TryLock(ctx, "poll", time.Minute)
 		require.NoError(t, err)
 		done := make(chan error, 1)
@@ -355,7 +310,7 @@ func TestMutexBackoffFallback(t *testing.T) {
 			done <- err
 		}()
 		time.Sleep(20 * time.Millisecond)
-		assert.Zero(t, numSub(ctx, rdb, m.keys.mutex()), "WithoutWakeup does not subscribe")
+		assert.Zero(t, testsvc.NumSub(t, c.rdb, m.keys.mutex()), "WithoutWakeup does not subscribe")
 		require.NoError(t, m.Unlock(ctx))
 		require.NoError(t, <-done)
 	})
@@ -388,10 +343,8 @@ func TestErrorsAreDistinct(t *testing.T) {
 // TestMutexTwoClients: two Clients, each with its own pub/sub connection,
 // stand for two processes contending for one lock.
 func TestMutexTwoClients(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
-		c2 := New(rdb, Options{Prefix: c.prefix})
-		t.Cleanup(func() { _ = c2.Close() })
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
+		c2 := peer(t, c)
 		contend(ctx, t, "shared", 40, c, c2)
 	})
 }
@@ -408,9 +361,9 @@ func TestCloseStopsWaitersAndPubSub(t *testing.T) {
 		_, err := c.Lock(ctx, "held", time.Minute, WithBackoff(Backoff{Min: time.Hour, Max: time.Hour}))
 		got <- err
 	}()
-	testutil.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return numSub(ctx, rdb, m.Key()) == 1 })
+	testutil.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return testsvc.NumSub(t, rdb, m.Key()) == 1 })
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-got, ErrClosed)
-	testutil.Eventually(t, 10*time.Second, "pub/sub connection gone", func() bool { return numSub(ctx, rdb, m.Key()) == 0 })
+	testutil.Eventually(t, 10*time.Second, "pub/sub connection gone", func() bool { return testsvc.NumSub(t, rdb, m.Key()) == 0 })
 	require.NoError(t, m.Unlock(ctx))
 }

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -14,35 +13,9 @@ import (
 	"github.com/seckill/seckill/internal/testutil"
 )
 
-func universal(cs []*redis.Client) []redis.UniversalClient {
-	us := make([]redis.UniversalClient, len(cs))
-	for i, c := range cs {
-		us[i] = c
-	}
-	return us
-}
-
-func newTestRedlock(t *testing.T, nodes []redis.UniversalClient, opts RedlockOptions) *Redlock {
-	t.Helper()
-	r := NewRedlock(nodes, opts)
-	t.Cleanup(func() { _ = r.Close() })
-	return r
-}
-
-func countHolding(ctx context.Context, nodes []redis.UniversalClient, key, token string) int {
-	n := 0
-	for _, c := range nodes {
-		if c.Get(ctx, key).Val() == token {
-			n++
-		}
-	}
-	return n
-}
-
 func TestRedlockFiveServers(t *testing.T) {
 	t.Parallel()
-	cs, prefix := testsvc.RedlockClients(t)
-	nodes := universal(cs)
+	nodes, prefix := redlockNodes(t)
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
 	ctx := testutil.Context(t, 30*time.Second)
 	assert.Equal(t, 3, r.Quorum())
@@ -85,11 +58,8 @@ func TestRedlockNodesDown(t *testing.T) {
 	var srvs []*testsvc.RedisServer
 	var nodes []redis.UniversalClient
 	for range 5 {
-		s := testsvc.StartRedisServer(t)
+		s, c := killableNode(t)
 		srvs = append(srvs, s)
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
-			DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { _ = c.Close() })
 		nodes = append(nodes, c)
 	}
 	// A generous node timeout (still far below the TTL): a busy CI box must
@@ -132,14 +102,13 @@ func TestRedlockNodesDown(t *testing.T) {
 // time and the drift, and a round slower than the TTL fails and cleans up.
 func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 	t.Parallel()
-	cs, prefix := testsvc.RedlockClients(t)
-	for _, c := range cs {
+	nodes, prefix := redlockNodes(t)
+	for _, c := range nodes {
 		// Every node takes 5ms per command and gives up when the context
 		// does: the release after a late round must still get through
 		// (it once ran with a 1ms budget).
 		c.AddHook(slowNode{5 * time.Millisecond})
 	}
-	nodes := universal(cs)
 	clock := testutil.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
 	var step time.Duration
 	var readings []time.Time
@@ -181,7 +150,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 
 func TestRedlockBadInput(t *testing.T) {
 	r := newTestRedlock(t, nil, RedlockOptions{})
-	ctx := context.Background()
+	ctx := t.Context()
 	_, err := r.TryLock(ctx, "", time.Second)
 	assert.ErrorIs(t, err, ErrInvalidName)
 	_, err = r.TryLock(ctx, "x", 0)
@@ -190,42 +159,12 @@ func TestRedlockBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidTTL, "a TTL that the drift allowance eats")
 }
 
-// slowNode is a go-redis hook that delays every command and honours the
-// context while it waits, like a slow node with context timeouts enabled.
-type slowNode struct{ delay time.Duration }
-
-func (h slowNode) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h slowNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		select {
-		case <-time.After(h.delay):
-		case <-ctx.Done():
-			cmd.SetErr(ctx.Err())
-			return ctx.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 func TestRedlockWatchdog(t *testing.T) {
 	t.Parallel()
-	cs, prefix := testsvc.RedlockClients(t)
-	nodes := universal(cs)
+	nodes, prefix := redlockNodes(t)
 	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
 	ctx := testutil.Context(t, 30*time.Second)
-	const ttl = 300 * time.Millisecond
-	m, err := r.TryLock(ctx, "wd", ttl, WithWatchdog(0))
-	require.NoError(t, err)
-	time.Sleep(4 * ttl)
-	held, err := m.Held(ctx)
-	require.NoError(t, err)
-	assert.True(t, held, "renewed on the nodes past several TTLs")
-	assert.NoError(t, m.Err())
+	m := keptAlive(ctx, t, r, "wd")
 	require.NoError(t, m.Unlock(ctx))
 	assert.Zero(t, countHolding(ctx, nodes, m.Key(), m.Token()))
 }

@@ -1,11 +1,11 @@
 package lock
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,8 +13,7 @@ import (
 )
 
 func TestReentrantDepthThree(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		alice, bob := c.NewOwner("alice"), c.NewOwner("")
 		assert.Equal(t, "alice", alice.ID())
 		assert.NotEmpty(t, bob.ID())
@@ -24,7 +23,7 @@ func TestReentrantDepthThree(t *testing.T) {
 			h, err := alice.TryLockReentrant(ctx, "cart", time.Minute)
 			require.NoError(t, err)
 			holds = append(holds, h)
-			assert.Equal(t, strconv.Itoa(depth), rdb.HGet(ctx, h.Key(), "alice").Val())
+			assert.Equal(t, strconv.Itoa(depth), c.rdb.HGet(ctx, h.Key(), "alice").Val())
 		}
 		// Another owner can neither enter nor release it.
 		_, err := bob.TryLockReentrant(ctx, "cart", time.Minute)
@@ -33,7 +32,7 @@ func TestReentrantDepthThree(t *testing.T) {
 		intruder.lease.init(c.env, kindReentrant, intruder, time.Minute, time.Now(), false, 0)
 		_, err = intruder.Unlock(ctx)
 		assert.ErrorIs(t, err, ErrNotHeld)
-		assert.Equal(t, "3", rdb.HGet(ctx, holds[0].Key(), "alice").Val())
+		assert.Equal(t, "3", c.rdb.HGet(ctx, holds[0].Key(), "alice").Val())
 
 		// Released three times: still held, still held, released.
 		for i, want := range []int64{2, 1, 0} {
@@ -43,7 +42,7 @@ func TestReentrantDepthThree(t *testing.T) {
 			_, err = holds[2-i].Unlock(ctx)
 			assert.ErrorIs(t, err, ErrNotHeld, "a hold is released once")
 		}
-		assert.Zero(t, rdb.Exists(ctx, holds[0].Key()).Val())
+		assert.Zero(t, c.rdb.Exists(ctx, holds[0].Key()).Val())
 
 		h, err := bob.TryLockReentrant(ctx, "cart", time.Minute)
 		require.NoError(t, err)
@@ -61,14 +60,13 @@ func TestReentrantDepthThree(t *testing.T) {
 }
 
 func TestReentrantEntryRearmsTTLAndExpires(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		o := c.NewOwner("")
 		h1, err := o.TryLockReentrant(ctx, "r", 100*time.Millisecond)
 		require.NoError(t, err)
 		h2, err := o.TryLockReentrant(ctx, "r", time.Minute)
 		require.NoError(t, err)
-		assert.Greater(t, pttl(t, rdb, h1.Key()), 30*time.Second, "entry re-arms the TTL")
+		assert.Greater(t, pttl(t, c.rdb, h1.Key()), 30*time.Second, "entry re-arms the TTL")
 		require.NoError(t, h2.Extend(ctx, 100*time.Millisecond))
 
 		// The owner dies: the lock frees itself, and another owner waits it out.
@@ -77,15 +75,14 @@ func TestReentrantEntryRearmsTTLAndExpires(t *testing.T) {
 		require.NoError(t, err)
 		_, err = h1.Unlock(ctx)
 		assert.ErrorIs(t, err, ErrNotHeld, "the expired owner cannot release the new owner's lock")
-		assert.Equal(t, "1", rdb.HGet(ctx, h3.Key(), other.ID()).Val())
+		assert.Equal(t, "1", c.rdb.HGet(ctx, h3.Key(), other.ID()).Val())
 		_, err = h3.Unlock(ctx)
 		require.NoError(t, err)
 	})
 }
 
 func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		a, b := c.NewOwner(""), c.NewOwner("")
 		h1, err := a.TryLockReentrant(ctx, "w", time.Minute)
 		require.NoError(t, err)
@@ -110,8 +107,7 @@ func TestReentrantWaiterWokenOnFullRelease(t *testing.T) {
 }
 
 func TestOwnerUnlockAll(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		o := c.NewOwner("")
 		var keys []string
 		for _, name := range []string{"a", "b", "c"} {
@@ -138,9 +134,9 @@ func TestOwnerUnlockAll(t *testing.T) {
 		require.NoError(t, o.UnlockAll(ctx))
 		assert.Zero(t, o.Len())
 		for _, k := range keys {
-			assert.Zero(t, rdb.Exists(ctx, k).Val(), k)
+			assert.Zero(t, c.rdb.Exists(ctx, k).Val(), k)
 		}
-		assert.Equal(t, other.Token(), rdb.Get(ctx, other.Key()).Val())
+		assert.Equal(t, other.Token(), c.rdb.Get(ctx, other.Key()).Val())
 
 		// A lock that expired meanwhile is reported.
 		_, err = o.TryLock(ctx, "g", 10*time.Millisecond)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,8 +14,7 @@ import (
 )
 
 func TestRWManyReadersOneWriter(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("{sku:9}")
 		var readers []*RWHold
 		for range 10 {
@@ -31,7 +29,7 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 		// A reader releases only its own share.
 		require.NoError(t, readers[0].Unlock(ctx))
 		assert.ErrorIs(t, readers[0].Unlock(ctx), ErrNotHeld)
-		assert.EqualValues(t, 9, rdb.HLen(ctx, rw.Key()).Val())
+		assert.EqualValues(t, 9, c.rdb.HLen(ctx, rw.Key()).Val())
 		for _, r := range readers[1:] {
 			held, err := r.Held(ctx)
 			require.NoError(t, err)
@@ -51,13 +49,12 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 		require.NoError(t, err)
 		assert.Greater(t, ttl, time.Minute)
 		require.NoError(t, w.Unlock(ctx))
-		assert.Zero(t, rdb.Exists(ctx, rw.Key()).Val())
+		assert.Zero(t, c.rdb.Exists(ctx, rw.Key()).Val())
 	})
 }
 
 func TestRWWaitersWokenByRelease(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("doc")
 		w, err := rw.TryLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -85,8 +82,7 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 // of readers; a waiting writer still gets in because its marker turns new
 // readers away until the current ones leave.
 func TestRWWriterNotStarved(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("hot")
 		var reads atomic.Int64
 		var writing atomic.Bool
@@ -120,8 +116,7 @@ func TestRWWriterNotStarved(t *testing.T) {
 }
 
 func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, _ redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("m")
 		r, err := rw.TryRLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -147,8 +142,7 @@ func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
 }
 
 func TestRWDeadHoldersExpire(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("dead")
 		long, err := rw.TryRLock(ctx, time.Minute)
 		require.NoError(t, err)
@@ -160,7 +154,7 @@ func TestRWDeadHoldersExpire(t *testing.T) {
 		require.NoError(t, err)
 		assert.ErrorIs(t, short.Unlock(ctx), ErrNotHeld, "an expired reader cannot release anything")
 		// The writer dies too; its expiry frees the key entirely.
-		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, rw.Key()).Val() == 0 })
+		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return c.rdb.Exists(ctx, rw.Key()).Val() == 0 })
 		assert.ErrorIs(t, w.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, w.Extend(ctx, time.Minute), ErrNotHeld)
 	})
@@ -178,10 +172,8 @@ func TestRWBadInput(t *testing.T) {
 // TestRWInvariant: goroutines on two Clients (two "processes") read and
 // write at random; at no moment is there a writer together with anyone else.
 func TestRWInvariant(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
-		c2 := New(rdb, Options{Prefix: c.prefix})
-		t.Cleanup(func() { _ = c2.Close() })
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
+		c2 := peer(t, c)
 		var readers, writers atomic.Int32
 		var violations atomic.Int32
 		var wg sync.WaitGroup

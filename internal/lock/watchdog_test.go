@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,24 +13,15 @@ import (
 )
 
 func TestWatchdogKeepsLockAlive(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
-		ctx := testutil.Context(t, 30*time.Second)
-		const ttl = 300 * time.Millisecond
-		m, err := c.TryLock(ctx, "long", ttl, WithWatchdog(0))
-		require.NoError(t, err)
-		// Several TTLs later the lock is still ours.
-		time.Sleep(4 * ttl)
-		held, err := m.Held(ctx)
-		require.NoError(t, err)
-		assert.True(t, held)
-		assert.NoError(t, m.Err())
-		_, err = c.TryLock(ctx, "long", ttl)
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
+		m := keptAlive(ctx, t, c, "long")
+		_, err := c.TryLock(ctx, "long", watchdogTTL)
 		assert.ErrorIs(t, err, ErrNotObtained)
 
 		require.NoError(t, m.Unlock(ctx))
-		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
-		time.Sleep(ttl)
-		assert.Zero(t, rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
+		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
+		time.Sleep(watchdogTTL)
+		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val(), "no renewal after Unlock")
 	})
 }
 
@@ -43,7 +33,7 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 			c, rdb := newTestClient(t, cluster, Options{Metrics: metrics})
 			ctx := testutil.Context(t, 30*time.Second)
 			const ttl = 300 * time.Millisecond
-			hook := &cmdCounter{}
+			hook := &testsvc.Commands{}
 			rdb.AddHook(hook)
 			m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
 			require.NoError(t, err)
@@ -58,7 +48,7 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 			assert.LessOrEqual(t, ok, 2.0, "at most the capped number of renewals")
 			renewals := func() int {
 				n := 0
-				for _, cmd := range hook.take() {
+				for _, cmd := range hook.Take() {
 					if len(cmd) > 3 && cmd[3] == m.Key() && (cmd[0] == "evalsha" || cmd[0] == "eval") {
 						n++
 					}
@@ -74,18 +64,17 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 }
 
 func TestLostSignal(t *testing.T) {
-	deployments(t, func(t *testing.T, c *Client, rdb redis.UniversalClient) {
+	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		for _, tc := range []struct {
 			name   string
 			behind func(ctx context.Context, key string) error
 		}{
-			{"deleted", func(ctx context.Context, key string) error { return rdb.Del(ctx, key).Err() }},
+			{"deleted", func(ctx context.Context, key string) error { return c.rdb.Del(ctx, key).Err() }},
 			{"overwritten", func(ctx context.Context, key string) error {
-				return rdb.Set(ctx, key, "someone-else", time.Minute).Err()
+				return c.rdb.Set(ctx, key, "someone-else", time.Minute).Err()
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				ctx := testutil.Context(t, 30*time.Second)
 				m, err := c.TryLock(ctx, "lost:"+tc.name, 150*time.Millisecond, WithWatchdog(0))
 				require.NoError(t, err)
 				work, cancel := m.Context(ctx)
@@ -99,7 +88,7 @@ func TestLostSignal(t *testing.T) {
 				assert.Zero(t, m.Validity())
 				assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
 				if tc.name == "overwritten" {
-					assert.Equal(t, "someone-else", rdb.Get(ctx, m.Key()).Val(), "the other holder's lock is untouched")
+					assert.Equal(t, "someone-else", c.rdb.Get(ctx, m.Key()).Val(), "the other holder's lock is untouched")
 				}
 			})
 		}
@@ -119,9 +108,7 @@ func TestLostSignalWithoutWatchdogAtExpiry(t *testing.T) {
 // renewal fails, and once the TTL has passed the handle reports the loss.
 func TestLostSignalWhenRenewalsKeepFailing(t *testing.T) {
 	t.Parallel()
-	srv := testsvc.StartRedisServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	srv, rdb := killableNode(t)
 	m := NewMetrics("t")
 	c := New(rdb, Options{Metrics: m})
 	t.Cleanup(func() { _ = c.Close() })

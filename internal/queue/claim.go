@@ -199,21 +199,20 @@ func (q *Queue) AckBatch(ctx context.Context, cs []*Claimed) (stale []string, er
 // or becomes a dead letter (dead is true) if that was its last attempt.
 // cause is kept as the task's last error. ErrStaleToken: c no longer owns it.
 func (q *Queue) Nack(ctx context.Context, c *Claimed, cause error) (dead bool, err error) {
-	deads, stale, err := q.NackBatch(ctx, []*Claimed{c}, []error{cause})
-	switch {
-	case err != nil:
-		return false, err
-	case len(stale) > 0:
-		return false, ErrStaleToken
-	}
-	return len(deads) > 0, nil
+	return q.nackOne(ctx, c, cause, q.o.Backoff)
 }
 
 // RetryAfter is Nack with an explicit delay instead of Options.Backoff (for
 // a handler that knows when to try again). A task on its last attempt still
 // becomes a dead letter.
 func (q *Queue) RetryAfter(ctx context.Context, c *Claimed, delay time.Duration, cause error) (dead bool, err error) {
-	deads, stale, err := q.nack(ctx, []*Claimed{c}, []error{cause}, func(int) time.Duration { return delay })
+	return q.nackOne(ctx, c, cause, func(int) time.Duration { return delay })
+}
+
+// nackOne is nack for a single task, with ErrStaleToken when c no longer
+// owns it.
+func (q *Queue) nackOne(ctx context.Context, c *Claimed, cause error, delay func(attempt int) time.Duration) (dead bool, err error) {
+	deads, stale, err := q.nack(ctx, []*Claimed{c}, []error{cause}, delay)
 	switch {
 	case err != nil:
 		return false, err

@@ -79,25 +79,13 @@ type Consumer struct {
 
 // NewConsumer returns a consumer of q that passes batches to h.
 func NewConsumer(q *Queue, h Handler, o ConsumerOptions) *Consumer {
-	if o.Workers <= 0 {
-		o.Workers = 1
-	}
-	if o.BatchSize <= 0 {
-		o.BatchSize = 100
-	}
+	orDefault(&o.Workers, 1)
+	orDefault(&o.BatchSize, 100)
 	o.BatchSize = min(o.BatchSize, MaxClaim)
-	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
-	}
-	if o.MaxIdle <= 0 {
-		o.MaxIdle = 2 * time.Second
-	}
-	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = 10 * time.Second
-	}
-	if o.OpTimeout <= 0 {
-		o.OpTimeout = 5 * time.Second
-	}
+	orDefault(&o.Lease, 30*time.Second)
+	orDefault(&o.MaxIdle, 2*time.Second)
+	orDefault(&o.ShutdownGrace, 10*time.Second)
+	orDefault(&o.OpTimeout, 5*time.Second)
 	return &Consumer{q: q, h: h, o: o, wake: make(chan struct{}, 1)}
 }
 

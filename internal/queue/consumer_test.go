@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -173,8 +174,7 @@ func TestConsumerSettlesByHandlerResult(t *testing.T) {
 func TestConsumerHandlerPanicNacks(t *testing.T) {
 	q, _ := newQueue(t, false, "panic", queue.Options{Backoff: func(int) time.Duration { return time.Hour }})
 	ctx := testutil.Context(t, 60*time.Second)
-	_, err := q.Enqueue(ctx, task("p"))
-	require.NoError(t, err)
+	enqueue(ctx, t, q, task("p"))
 	h := func(context.Context, []*queue.Claimed) []error { panic("boom") }
 	stop := runConsumer(t, queue.NewConsumer(q, h, queue.ConsumerOptions{}))
 	testutil.Eventually(t, 60*time.Second, "nacked", func() bool {
@@ -236,24 +236,6 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 	}
 }
 
-// numSub counts subscribers of channel on every node.
-func numSub(t *testing.T, c redis.UniversalClient, channel string) int64 {
-	ctx := testutil.Context(t, 60*time.Second)
-	var n atomic.Int64
-	count := func(ctx context.Context, c *redis.Client) error {
-		v, err := c.PubSubNumSub(ctx, channel).Result()
-		n.Add(v[channel])
-		return err
-	}
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		require.NoError(t, cc.ForEachMaster(ctx, count))
-	case *redis.Client:
-		require.NoError(t, count(ctx, cc))
-	}
-	return n.Load()
-}
-
 func TestWakerWakesManyIdleQueues(t *testing.T) {
 	const queues = 30
 	onBoth(t, func(t *testing.T, cluster bool) {
@@ -274,13 +256,12 @@ func TestWakerWakesManyIdleQueues(t *testing.T) {
 			}))
 		}
 		for _, q := range qs {
-			testutil.Eventually(t, 60*time.Second, "subscribed", func() bool { return numSub(t, c, q.EnqueueKeys()[3]) == 1 })
+			testutil.Eventually(t, 60*time.Second, "subscribed", func() bool { return testsvc.NumSub(t, c, q.EnqueueKeys()[3]) == 1 })
 		}
 		time.Sleep(50 * time.Millisecond) // let the consumers finish their first claim and sleep
 		ctx := testutil.Context(t, 60*time.Second)
 		for i, q := range qs {
-			_, err := q.Enqueue(ctx, task(fmt.Sprintf("w%d", i)))
-			require.NoError(t, err)
+			enqueue(ctx, t, q, task(fmt.Sprintf("w%d", i)))
 		}
 		testutil.Eventually(t, 60*time.Second, "every queue's task handled", func() bool { return handled.Load() == queues })
 	})
@@ -305,8 +286,7 @@ func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
 		}
 		var want []string
 		for i, s := range steps {
-			_, err := q.Enqueue(ctx, queue.Task{ID: fmt.Sprint("w", i), Type: "x", Due: now.Add(s.due)})
-			require.NoError(t, err)
+			enqueue(ctx, t, q, queue.Task{ID: fmt.Sprint("w", i), Type: "x", Due: now.Add(s.due)})
 			if s.publish {
 				want = append(want, fmt.Sprint(now.Add(s.due).UnixMilli()))
 			}
@@ -343,8 +323,7 @@ func TestConsumerPicksUpCrashedClaims(t *testing.T) {
 		ctx := testutil.Context(t, 60*time.Second)
 		const n = 50
 		for i := range n {
-			_, err := q.Enqueue(ctx, task(fmt.Sprint("c", i)))
-			require.NoError(t, err)
+			enqueue(ctx, t, q, task(fmt.Sprint("c", i)))
 		}
 		crashed := claim(ctx, t, q, n, 300*time.Millisecond, n)
 

@@ -54,6 +54,15 @@ func clockedQueue(t *testing.T, cluster bool, name string, o queue.Options) (*qu
 	return q, c, clk, testutil.Context(t, 60*time.Second)
 }
 
+// enqueue enqueues tasks one by one and requires that each call succeeds.
+func enqueue(ctx context.Context, t *testing.T, q *queue.Queue, tasks ...queue.Task) {
+	t.Helper()
+	for _, task := range tasks {
+		_, err := q.Enqueue(ctx, task)
+		require.NoError(t, err)
+	}
+}
+
 // claim claims up to n tasks of q leased for lease, and requires that it
 // got want of them.
 func claim(ctx context.Context, t *testing.T, q *queue.Queue, n int, lease time.Duration, want int) []*queue.Claimed {

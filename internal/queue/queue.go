@@ -118,18 +118,10 @@ func New(c redis.UniversalClient, name string, opts Options) (*Queue, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
-	}
-	if opts.MaxPayload <= 0 {
-		opts.MaxPayload = DefaultMaxPayload
-	}
-	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = DefaultMaxDelay
-	}
-	if opts.RecoverBatch <= 0 {
-		opts.RecoverBatch = DefaultRecoverBatch
-	}
+	orDefault(&opts.MaxAttempts, DefaultMaxAttempts)
+	orDefault(&opts.MaxPayload, DefaultMaxPayload)
+	orDefault(&opts.MaxDelay, DefaultMaxDelay)
+	orDefault(&opts.RecoverBatch, DefaultRecoverBatch)
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
 	}
@@ -140,6 +132,13 @@ func New(c redis.UniversalClient, name string, opts Options) (*Queue, error) {
 		opts.Replicas = replica.New(c, 0, 0)
 	}
 	return &Queue{c: c, name: name, k: newKeys(opts.Prefix, name), o: opts}, nil
+}
+
+// orDefault replaces a zero or negative *v with def.
+func orDefault[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Name is the queue's name as given to New.

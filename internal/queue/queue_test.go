@@ -149,8 +149,7 @@ func TestBatchEnqueueLarge(t *testing.T) {
 func TestStaleAckAfterRecovery(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "stale", queue.Options{})
-		_, err := q.Enqueue(ctx, task("a"))
-		require.NoError(t, err)
+		enqueue(ctx, t, q, task("a"))
 		first := claim(ctx, t, q, 1, time.Second, 1)
 
 		// Not expired yet: nobody else gets it.
@@ -189,8 +188,7 @@ func TestStaleAckAfterRecovery(t *testing.T) {
 func TestExtendLease(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "extend", queue.Options{})
-		_, err := q.Enqueue(ctx, task("a"))
-		require.NoError(t, err)
+		enqueue(ctx, t, q, task("a"))
 		got := claim(ctx, t, q, 1, time.Second, 1)
 		clk.Advance(800 * time.Millisecond)
 		stale, err := q.Extend(ctx, time.Second, got[0])
@@ -245,8 +243,7 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 	onBoth(t, func(t *testing.T, cluster bool) {
 		backoff := func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond }
 		q, _, clk, ctx := clockedQueue(t, cluster, "dead", queue.Options{Backoff: backoff})
-		_, err := q.Enqueue(ctx, queue.Task{ID: "a", Type: "order", Payload: []byte("pay"), MaxAttempts: 2})
-		require.NoError(t, err)
+		enqueue(ctx, t, q, queue.Task{ID: "a", Type: "order", Payload: []byte("pay"), MaxAttempts: 2})
 
 		got := claim(ctx, t, q, 1, time.Minute, 1)
 		dead, err := q.Nack(ctx, got[0], errors.New("mysql down"))
@@ -319,8 +316,7 @@ func TestDeadCapReportsTrims(t *testing.T) {
 		m := queue.NewMetrics("t")
 		q, _, clk, ctx := clockedQueue(t, cluster, "cap", queue.Options{DeadCap: 2, MaxAttempts: 1, Logger: log, Metrics: m})
 		for i := range 5 {
-			_, err := q.Enqueue(ctx, task(fmt.Sprintf("d%d", i)))
-			require.NoError(t, err)
+			enqueue(ctx, t, q, task(fmt.Sprintf("d%d", i)))
 			got := claim(ctx, t, q, 1, time.Minute, 1)
 			dead, err := q.Nack(ctx, got[0], errors.New("boom"))
 			require.NoError(t, err)
@@ -349,8 +345,7 @@ func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "crash", queue.Options{MaxAttempts: 3, RecoverBatch: 7})
 		const n = 20
 		for i := range n {
-			_, err := q.Enqueue(ctx, task(fmt.Sprintf("c%02d", i)))
-			require.NoError(t, err)
+			enqueue(ctx, t, q, task(fmt.Sprintf("c%02d", i)))
 		}
 		// A consumer claims everything and dies: no ack, no release.
 		crashed := claim(ctx, t, q, n, time.Second, n)
@@ -383,8 +378,7 @@ func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 		}
 
 		// A task whose holders keep dying becomes a dead letter after MaxAttempts.
-		_, err = q.Enqueue(ctx, task("poison"))
-		require.NoError(t, err)
+		enqueue(ctx, t, q, task("poison"))
 		for attempt := 1; attempt <= 3; attempt++ {
 			got, err := q.Claim(ctx, 1, time.Second)
 			require.NoError(t, err)
@@ -564,8 +558,7 @@ func TestSnapshotSeesEveryTaskOnceWhileWorkersMoveThem(t *testing.T) {
 		}
 		_, err := q.EnqueueBatch(ctx, tasks)
 		require.NoError(t, err)
-		_, err = q.Enqueue(ctx, queue.Task{ID: "other", Type: "other", Payload: []byte("x")})
-		require.NoError(t, err)
+		enqueue(ctx, t, q, queue.Task{ID: "other", Type: "other", Payload: []byte("x")})
 
 		// Workers claim and hand back tasks while the snapshots run: a task
 		// is always somewhere (pending or in flight), so every snapshot must

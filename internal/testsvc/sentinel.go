@@ -43,7 +43,7 @@ func Sentinel(t testing.TB) (*redis.Client, string) {
 	ping(t, c, master+" via "+strings.Join(addrs, ","))
 	prefix := Prefix(t)
 	t.Cleanup(func() {
-		deleteKeys(c, prefix)
+		_ = deleteKeys(c, prefix)
 		_ = c.Close()
 	})
 	return c, prefix

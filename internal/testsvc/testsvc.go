@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	ping(t, c, addr)
 	prefix := Prefix(t)
 	t.Cleanup(func() {
-		deleteKeys(c, prefix)
+		_ = deleteKeys(c, prefix)
 		_ = c.Close()
 	})
 	return c, prefix
@@ -94,10 +95,7 @@ func Cluster(t testing.TB) (*redis.ClusterClient, string) {
 	ping(t, c, strings.Join(addrs, ","))
 	prefix := Prefix(t)
 	t.Cleanup(func() {
-		_ = c.ForEachMaster(context.Background(), func(_ context.Context, m *redis.Client) error {
-			deleteKeys(m, prefix)
-			return nil
-		})
+		_ = DeleteKeys(c, prefix)
 		_ = c.Close()
 	})
 	return c, prefix
@@ -111,6 +109,31 @@ func Universal(t testing.TB, cluster bool) (redis.UniversalClient, string) {
 		return Cluster(t)
 	}
 	return Redis(t)
+}
+
+// NumSub counts the subscribers of channel on every node behind c, replicas
+// included.
+func NumSub(t testing.TB, c redis.UniversalClient, channel string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n atomic.Int64
+	count := func(ctx context.Context, c *redis.Client) error {
+		v, err := c.PubSubNumSub(ctx, channel).Result()
+		n.Add(v[channel])
+		return err
+	}
+	var err error
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		err = cc.ForEachShard(ctx, count)
+	case *redis.Client:
+		err = count(ctx, cc)
+	}
+	if err != nil {
+		t.Fatalf("PUBSUB NUMSUB %s: %v", channel, err)
+	}
+	return n.Load()
 }
 
 // RedlockClients returns one client per independent Redlock server and a key
@@ -127,7 +150,7 @@ func RedlockClients(t testing.TB) ([]*redis.Client, string) {
 	}
 	t.Cleanup(func() {
 		for _, c := range clients {
-			deleteKeys(c, prefix)
+			_ = deleteKeys(c, prefix)
 			_ = c.Close()
 		}
 	})
@@ -144,8 +167,22 @@ func ping(t testing.TB, c redis.UniversalClient, addr string) {
 	}
 }
 
+// DeleteKeys removes every key under prefix, from every master when c is a
+// Cluster client. It returns the first error of listing the keys.
+func DeleteKeys(c redis.UniversalClient, prefix string) error {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(context.Background(), func(_ context.Context, m *redis.Client) error {
+			return deleteKeys(m, prefix)
+		})
+	case *redis.Client:
+		return deleteKeys(c, prefix)
+	}
+	return fmt.Errorf("testsvc: no way to list the keys of a %T", c)
+}
+
 // deleteKeys removes every key under prefix with SCAN and UNLINK.
-func deleteKeys(c *redis.Client, prefix string) {
+func deleteKeys(c *redis.Client, prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
@@ -160,6 +197,7 @@ func deleteKeys(c *redis.Client, prefix string) {
 	if len(batch) > 0 {
 		c.Unlink(ctx, batch...)
 	}
+	return iter.Err()
 }
 
 // MySQL creates a database unique to the test on the server named by
