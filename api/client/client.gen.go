@@ -181,12 +181,27 @@ func (e OrderStatus) Valid() bool {
 
 // Defines values for PlacedStatus.
 const (
-	PlacedStatusQueued PlacedStatus = "queued"
+	PlacedStatusCancelled      PlacedStatus = "cancelled"
+	PlacedStatusExpired        PlacedStatus = "expired"
+	PlacedStatusFailed         PlacedStatus = "failed"
+	PlacedStatusPaid           PlacedStatus = "paid"
+	PlacedStatusPendingPayment PlacedStatus = "pending_payment"
+	PlacedStatusQueued         PlacedStatus = "queued"
 )
 
 // Valid indicates whether the value is a known member of the PlacedStatus enum.
 func (e PlacedStatus) Valid() bool {
 	switch e {
+	case PlacedStatusCancelled:
+		return true
+	case PlacedStatusExpired:
+		return true
+	case PlacedStatusFailed:
+		return true
+	case PlacedStatusPaid:
+		return true
+	case PlacedStatusPendingPayment:
+		return true
 	case PlacedStatusQueued:
 		return true
 	default:
@@ -399,7 +414,8 @@ type PlaceOrderRequest struct {
 	SkuId     SKUId   `json:"sku_id"`
 }
 
-// Placed An accepted order (202).
+// Placed An accepted order (202). A new order is `queued`; a retry with the
+// same `request_id` answers the order it got with its status now.
 type Placed struct {
 	OrderId string       `json:"order_id"`
 	Status  PlacedStatus `json:"status"`
@@ -555,11 +571,12 @@ type TaskView struct {
 	LastError *string `json:"last_error,omitempty"`
 
 	// Payload The task's payload: its JSON when it is JSON (an `order.create`
-	// task's object), otherwise the payload as a JSON string.
+	// task's array of order objects), otherwise the payload as a JSON
+	// string.
 	Payload interface{}   `json:"payload"`
 	State   TaskViewState `json:"state"`
 
-	// Type `order.create` (an accepted order) or `order.expire` (payment deadlines).
+	// Type `order.create` (the orders one buy script accepted together) or `order.expire` (payment deadlines).
 	Type string `json:"type"`
 }
 

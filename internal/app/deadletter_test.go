@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deadLetter buys one unit and fails its order task until it is a dead letter.
-func deadLetter(t *testing.T, s *deployment, sku uint64, user string) string {
+// deadLetter buys one unit and fails its order task until it is a dead
+// letter; it returns the task's id and the order's.
+func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, orderID string) {
 	t.Helper()
 	r := s.buy(0, sku, user, 1)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
@@ -27,7 +28,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) string {
 		dead, err := q.Nack(ctx, claimed[0], errors.New("injected failure"))
 		require.NoError(t, err)
 		if dead {
-			return r.str("order_id")
+			return claimed[0].ID, r.str("order_id")
 		}
 		time.Sleep(5 * time.Millisecond) // past the retry back-off of attempt 1
 	}
@@ -36,8 +37,8 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) string {
 func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 	onBackends(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}}, func(t *testing.T, s *deployment) {
 		sku := s.seed(5, 1)
-		kept := deadLetter(t, s, sku, "alice")
-		dropped := deadLetter(t, s, sku, "bob")
+		kept, keptOrder := deadLetter(t, s, sku, "alice")
+		dropped, _ := deadLetter(t, s, sku, "bob")
 
 		rep := s.audit(sku)
 		assert.False(t, rep.Consistent)
@@ -54,6 +55,8 @@ func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 		require.Len(t, dead, 2)
 		first := dead[0].(map[string]any)
 		assert.Equal(t, "order.create", first["type"])
+		orders, _ := first["payload"].([]any)
+		require.Len(t, orders, 1, "the task holds the orders of one buy")
 		assert.Contains(t, first["last_error"], "injected failure")
 
 		// Dropping an accepted order gives its unit back.
@@ -66,7 +69,7 @@ func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 		// Requeued, the other one is queued again and its shopper sees it.
 		r = s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku, kept), "", nil)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
-		assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+kept, "alice", nil).str("status"))
+		assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+keptOrder, "alice", nil).str("status"))
 		rep = s.audit(sku)
 		assert.True(t, rep.Consistent, "%+v", rep)
 		assert.Equal(t, int64(1), rep.Queued)
@@ -84,7 +87,7 @@ func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
 	sku := s.seed(n+1, 1)
 	ids := make([]string, n)
 	for i := range n {
-		ids[i] = deadLetter(t, s, sku, fmt.Sprintf("u%d", i))
+		ids[i], _ = deadLetter(t, s, sku, fmt.Sprintf("u%d", i))
 	}
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -100,14 +103,14 @@ func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
 	// A dead letter whose order is in SQL (written, then its ack was lost)
 	// keeps its units when dropped.
 	sku = s.seed(2, 1)
-	last := deadLetter(t, s, sku, "written")
+	last, lastOrder := deadLetter(t, s, sku, "written")
 	q := s.apps[0].Stock.Queue(sku)
 	in, err := q.Inspect(context.Background(), last)
 	require.NoError(t, err)
 	require.NoError(t, s.apps[0].DB.Exec(
 		`INSERT INTO orders (order_id, sku_id, user_id, qty, price_cents, status, fence, created_at, persisted_at, expires_at, updated_at)
 		 VALUES (?, ?, 'written', 1, 99900, 'pending_payment', 0, ?, ?, ?, ?)`,
-		last, sku, in.EnqueuedAt.UTC(), time.Now().UTC(), time.Now().Add(time.Hour).UTC(), time.Now().UTC()).Error)
+		lastOrder, sku, in.EnqueuedAt.UTC(), time.Now().UTC(), time.Now().Add(time.Hour).UTC(), time.Now().UTC()).Error)
 	require.NoError(t, s.apps[0].DB.Exec("UPDATE skus SET sold = sold + 1 WHERE id = ?", sku).Error)
 	before := s.audit(sku)
 	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, last), "", nil)

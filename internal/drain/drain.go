@@ -28,7 +28,7 @@ import (
 
 // Options configure a Drainer.
 type Options struct {
-	BatchSize       int           // orders per claim and per transaction; default 500
+	BatchSize       int           // tasks per claim, and orders per transaction; default 500
 	Workers         int           // claiming workers per SKU queue; default 2
 	Lease           time.Duration // lease of a claimed batch; default 30s
 	SweepInterval   time.Duration // longest idle sleep, bounding recovery of expired leases; default 2s
@@ -218,8 +218,9 @@ func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
 	}
 }
 
-// handle is the queue handler: order.create tasks are written in one
-// transaction, the orders of order.expire tasks one by one.
+// handle is the queue handler: the orders of every order.create task
+// claimed are written in one transaction, those of order.expire tasks one
+// by one.
 func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 	errs := make([]error, len(tasks))
 	var creates []stock.OrderTask
@@ -227,22 +228,30 @@ func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 	for i, t := range tasks {
 		switch t.Type {
 		case stock.TaskCreate:
-			ot, err := stock.DecodeTask(t.Payload)
-			if err != nil {
-				errs[i] = err // malformed: retried, then dead-lettered for an operator
-				continue
+			// An order that does not decode fails its task (retried, then
+			// dead-lettered for an operator); the others of its batch are
+			// written all the same, and writing them again is a no-op.
+			orders, err := stock.DecodeOrders(t.Payload)
+			errs[i] = err
+			creates = append(creates, orders...)
+			if len(orders) > 0 {
+				createIdx = append(createIdx, i)
 			}
-			creates = append(creates, ot)
-			createIdx = append(createIdx, i)
 		case order.TaskExpire:
 		default:
 			errs[i] = fmt.Errorf("drain: unknown task type %q", t.Type)
 		}
 	}
 	if len(creates) > 0 {
-		err := d.retrySQL(ctx, func() error { return d.persist(ctx, creates) })
+		var err error
+		for start := 0; start < len(creates) && err == nil; start += d.o.BatchSize {
+			chunk := creates[start:min(start+d.o.BatchSize, len(creates))]
+			err = d.retrySQL(ctx, func() error { return d.persist(ctx, chunk) })
+		}
 		for _, i := range createIdx {
-			errs[i] = err
+			if err != nil {
+				errs[i] = err
+			}
 		}
 	}
 	for i, t := range tasks {

@@ -292,19 +292,8 @@ type retryStats struct {
 // same request_id, until they get another answer or failoverRetryFor has
 // passed.
 func (d *deployment) buyRetrying(sku uint64, tag string, n, rate int) (*crowd, *retryStats) {
-	c := &crowd{d: d, sku: sku, done: make(chan struct{}), shoppers: make([]shopper, n)}
 	st := &retryStats{}
-	go func() {
-		defer close(c.done)
-		var wg sync.WaitGroup
-		tick := time.NewTicker(time.Second / time.Duration(rate))
-		defer tick.Stop()
-		for i := range n {
-			<-tick.C
-			wg.Go(func() { c.shopRetrying(i, fmt.Sprintf("%s-%d", tag, i), st) })
-		}
-		wg.Wait()
-	}()
+	c := d.arrive(sku, tag, n, rate, func(c *crowd, i int, user string) { c.shopRetrying(i, user, st) })
 	return c, st
 }
 

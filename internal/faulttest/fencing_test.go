@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	require.NoError(t, err)
 
 	req := func(user string) []stock.Request {
-		return []stock.Request{{User: user, Qty: 1, OrderID: fmt.Sprintf("%d-%s", sku, user), PriceCents: 100, Created: time.Now()}}
+		return []stock.Request{{User: user, Qty: 1, PriceCents: 100, Created: time.Now()}}
 	}
 	guard := func(m *lock.Mutex) stock.Guard {
 		return stock.Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}

@@ -12,6 +12,16 @@ import (
 	"github.com/seckill/seckill/internal/testutil"
 )
 
+// restartUntilPersisted starts victim again and returns how long it took
+// from then until every order of ids was in MySQL.
+func (d *deployment) restartUntilPersisted(victim *proc, ids []string) time.Duration {
+	d.t.Helper()
+	restarted := time.Now()
+	victim.start()
+	d.waitPersisted(ids, 60*time.Second)
+	return time.Since(restarted)
+}
+
 // blockedDrain starts two API-only instances and one full instance (the
 // victim: the only one that drains) on a shared deployment, seeds a SKU
 // with stock, holds its row in MySQL and sets buyers shoppers (tagged tag,
@@ -46,10 +56,7 @@ func TestKillInstanceMidSale(t *testing.T) {
 	acceptedAtKill := c.accepted.Load()
 	release()
 	time.Sleep(500 * time.Millisecond)
-	restarted := time.Now()
-	victim.start()
-	d.waitPersisted(held, 60*time.Second)
-	took := time.Since(restarted)
+	took := d.restartUntilPersisted(victim, held)
 
 	ss := c.Wait()
 	checkErrorBodies(t, ss)
@@ -99,10 +106,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			release()
 			// Orders waiting at the restart, the handed-back batch among them.
 			waiting := d.pendingIDs(sku)
-			restarted := time.Now()
-			victim.start()
-			d.waitPersisted(waiting, 60*time.Second)
-			took := time.Since(restarted)
+			took := d.restartUntilPersisted(victim, waiting)
 
 			ss := c.Wait()
 			checkErrorBodies(t, ss)

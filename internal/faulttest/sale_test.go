@@ -223,37 +223,48 @@ func (d *deployment) drained(sku uint64, limit time.Duration) sale.Report {
 	}
 }
 
-// queueLen returns the order tasks of sku in flight and pending (payment
+// queueLen returns the orders of sku in flight and pending (payment
 // deadlines, which share the queue, are not counted).
 func (d *deployment) queueLen(sku uint64) (inflight, pending int64) {
-	base := d.prefix + stock.Tag(sku) + ":q:"
-	ctx := context.Background()
-	count := func(key string) int64 {
-		ids, _ := d.rdb.ZRange(ctx, key, 0, -1).Result()
-		n := int64(0)
-		for _, id := range ids {
-			if !strings.HasPrefix(id, "exp:") {
-				n++
-			}
-		}
-		return n
-	}
-	return count(base + "inflight"), count(base + "ready")
+	return int64(len(d.inflightIDs(sku))), int64(len(d.pendingIDs(sku)))
 }
 
-// inflightIDs lists the ids of sku's tasks held by a consumer.
+// inflightTasks lists the order tasks of sku in flight.
+func (d *deployment) inflightTasks(sku uint64) []string {
+	return d.orderTasks(sku, "inflight")
+}
+
+// inflightIDs lists the orders of sku in flight.
 func (d *deployment) inflightIDs(sku uint64) []string {
-	ids, _ := d.rdb.ZRange(context.Background(), d.prefix+stock.Tag(sku)+":q:inflight", 0, -1).Result()
-	return ids
+	return d.ordersOf(sku, d.orderTasks(sku, "inflight"))
 }
 
 // pendingIDs lists the orders of sku waiting in its queue.
 func (d *deployment) pendingIDs(sku uint64) []string {
-	ids, _ := d.rdb.ZRange(context.Background(), d.prefix+stock.Tag(sku)+":q:ready", 0, -1).Result()
+	return d.ordersOf(sku, d.orderTasks(sku, "ready"))
+}
+
+// orderTasks lists the order tasks in one of sku's queue sets (payment
+// deadlines, which share the queue, left out).
+func (d *deployment) orderTasks(sku uint64, set string) []string {
+	ids, _ := d.rdb.ZRange(context.Background(), d.prefix+stock.Tag(sku)+":q:"+set, 0, -1).Result()
 	out := ids[:0]
 	for _, id := range ids {
 		if !strings.HasPrefix(id, "exp:") {
 			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ordersOf lists the ids of the orders in sku's order tasks.
+func (d *deployment) ordersOf(sku uint64, tasks []string) []string {
+	var out []string
+	for _, id := range tasks {
+		payload, _ := d.rdb.HGet(context.Background(), d.prefix+stock.Tag(sku)+":q:data", id).Bytes()
+		orders, _ := stock.DecodeOrders(payload)
+		for _, o := range orders {
+			out = append(out, o.OrderID)
 		}
 	}
 	return out
@@ -297,6 +308,12 @@ type crowd struct {
 // buy starts n shoppers (users "<tag>-0" ...) arriving at rate per second
 // against the API processes; Wait returns their outcomes.
 func (d *deployment) buy(sku uint64, tag string, n, rate int) *crowd {
+	return d.arrive(sku, tag, n, rate, (*crowd).shop)
+}
+
+// arrive starts n shoppers (users "<tag>-0" ...) arriving at rate per
+// second, each buying sku through shop.
+func (d *deployment) arrive(sku uint64, tag string, n, rate int, shop func(c *crowd, i int, user string)) *crowd {
 	c := &crowd{d: d, sku: sku, done: make(chan struct{}), shoppers: make([]shopper, n)}
 	go func() {
 		defer close(c.done)
@@ -305,7 +322,7 @@ func (d *deployment) buy(sku uint64, tag string, n, rate int) *crowd {
 		defer tick.Stop()
 		for i := range n {
 			<-tick.C
-			wg.Go(func() { c.shop(i, fmt.Sprintf("%s-%d", tag, i)) })
+			wg.Go(func() { shop(c, i, fmt.Sprintf("%s-%d", tag, i)) })
 		}
 		wg.Wait()
 	}()

@@ -143,10 +143,13 @@ func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelS
 }
 
 // Addrs are the Sentinels' addresses, comma-separated.
-func (set *sentinelSet) Addrs() string {
-	var out []string
-	for _, s := range set.all {
-		out = append(out, s.Addr())
+func (set *sentinelSet) Addrs() string { return joinAddrs(set.all) }
+
+// joinAddrs joins the addresses of servers with commas.
+func joinAddrs[S interface{ Addr() string }](servers []S) string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr()
 	}
 	return strings.Join(out, ",")
 }
@@ -244,13 +247,7 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // Addrs are the nodes' addresses, comma-separated.
-func (c *cluster) Addrs() string {
-	var out []string
-	for _, n := range c.nodes {
-		out = append(out, n.Addr())
-	}
-	return strings.Join(out, ",")
-}
+func (c *cluster) Addrs() string { return joinAddrs(c.nodes) }
 
 // client returns a client of the node at addr.
 func (c *cluster) client(addr string) *redis.Client {

@@ -40,7 +40,8 @@ func TestWorkerStalledPastLease(t *testing.T) {
 		require.True(t, time.Now().Before(claimed), "worker-1 holds %d of %d orders after 20s", in, buyers)
 		time.Sleep(10 * time.Millisecond)
 	}
-	held := d.inflightIDs(sku)
+	held := d.inflightTasks(sku)
+	heldOrders := len(d.ordersOf(sku, held))
 	q, err := queue.New(d.rdb, stock.Tag(sku), queue.Options{Prefix: d.prefix})
 	require.NoError(t, err)
 	claims := map[string]int{}
@@ -88,7 +89,7 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	rep := d.drained(sku, 60*time.Second)
 	took := time.Since(continued)
 	assert.Zero(t, rep.DeadLetters)
-	f := figures{scenario: "worker-stalled-past-lease", recovered: len(held), recoverMS: recovered.Milliseconds()}
+	f := figures{scenario: "worker-stalled-past-lease", recovered: heldOrders, recoverMS: recovered.Milliseconds()}
 	d.checkOrders(sku, accepted(ss), false, &f)
 	assert.Equal(t, int64(len(accepted(ss))), rep.Sold, "sold counts each order once")
 	d.verify(sku)

@@ -11,11 +11,7 @@
 package order
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -86,37 +82,6 @@ type View struct {
 func (o *Order) View() *View {
 	return &View{OrderID: o.OrderID, SKU: o.SKU, User: o.User, Qty: o.Qty, PriceCents: o.PriceCents,
 		Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
-}
-
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
-
-// newOrderID returns "<sku>-<time><random>": unique, roughly time-ordered,
-// unguessable, and naming its SKU so a queued order can be found in its
-// SKU's queue.
-func newOrderID(sku uint64, now time.Time) string {
-	var b [15]byte
-	ms := uint64(now.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	_, _ = rand.Read(b[6:])
-	return strconv.FormatUint(sku, 10) + "-" + idEncoding.EncodeToString(b[:])
-}
-
-// skuOfOrderID returns the SKU an order id names.
-func skuOfOrderID(id string) (uint64, bool) {
-	i := strings.IndexByte(id, '-')
-	if i <= 0 || len(id) > 64 || len(id)-i-1 != 24 {
-		return 0, false
-	}
-	for _, c := range id[i+1:] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
-			return 0, false
-		}
-	}
-	sku, err := strconv.ParseUint(id[:i], 10, 64)
-	return sku, err == nil && sku > 0
 }
 
 // ValidUserID reports whether s can identify a shopper: 1 to 64 characters

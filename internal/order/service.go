@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -140,7 +141,7 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
-		OrderID: newOrderID(sku.ID, now), PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
+		PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
 	})
 	switch {
 	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrLimitExceeded),
@@ -221,7 +222,7 @@ func (s *Service) admit(ctx context.Context, in PlaceInput) error {
 // Get returns the user's order: from SQL once it is there, from its SKU's
 // queue (status queued) before. Another user's order is ErrNotFound.
 func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) {
-	sku, ok := skuOfOrderID(orderID)
+	sku, batch, ok := orderid.Parse(orderID)
 	if !ok {
 		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
@@ -235,7 +236,7 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	t, err := s.queued(ctx, sku, orderID)
+	t, err := s.queued(ctx, sku, batch, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
 		if o, err2 := find(ctx, s.db, orderID); err2 == nil && o.User == user {
@@ -266,9 +267,10 @@ func find(ctx context.Context, db *gorm.DB, orderID string) (*Order, error) {
 	return &o, nil
 }
 
-// queued returns the task of an order still in its SKU's queue.
-func (s *Service) queued(ctx context.Context, sku uint64, orderID string) (stock.OrderTask, error) {
-	info, err := s.store.Lookup(sku).Inspect(ctx, orderID)
+// queued returns an order still in its SKU's queue, in the task of the
+// batch it was accepted in.
+func (s *Service) queued(ctx context.Context, sku uint64, batch, orderID string) (stock.OrderTask, error) {
+	info, err := s.store.Lookup(sku).Inspect(ctx, batch)
 	if errors.Is(err, queue.ErrNotFound) {
 		return stock.OrderTask{}, ErrNotFound
 	}
@@ -278,7 +280,13 @@ func (s *Service) queued(ctx context.Context, sku uint64, orderID string) (stock
 	if info.Type != stock.TaskCreate {
 		return stock.OrderTask{}, ErrNotFound
 	}
-	return stock.DecodeTask(info.Payload)
+	orders, _ := stock.DecodeOrders(info.Payload)
+	for _, t := range orders {
+		if t.OrderID == orderID {
+			return t, nil
+		}
+	}
+	return stock.OrderTask{}, ErrNotFound
 }
 
 // Pay marks the user's pending order paid before its deadline. Paying a paid

@@ -98,10 +98,10 @@ func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error 
 	return err
 }
 
-// DeleteDead drops a dead letter for good. Dropping an accepted order that
-// never reached SQL gives its units back, once, after the letter is gone (a
-// requeue racing the delete wins or loses as a whole); the shopper's order
-// is then gone. An order that is in SQL keeps its units.
+// DeleteDead drops a dead letter for good. Dropping accepted orders that
+// never reached SQL gives their units back, once, after the letter is gone
+// (a requeue racing the delete wins or loses as a whole); those shoppers'
+// orders are then gone. An order that is in SQL keeps its units.
 func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	if _, err := s.skus.Get(ctx, sku); err != nil {
 		return err
@@ -114,14 +114,14 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	if err != nil {
 		return err
 	}
-	var t stock.OrderTask
-	create := in.Type == stock.TaskCreate
-	if create {
-		if t, err = stock.DecodeTask(in.Payload); err != nil {
-			return err
+	var orders []stock.OrderTask
+	var unreadable error
+	if in.Type == stock.TaskCreate {
+		if orders, unreadable = stock.DecodeOrders(in.Payload); len(orders) == 0 && unreadable != nil {
+			return unreadable
 		}
 		// Read before the delete, so a store that is down changes nothing.
-		if _, err := s.written(ctx, t.OrderID); err != nil {
+		if _, err := s.written(ctx, orders); err != nil {
 			return err
 		}
 	}
@@ -131,29 +131,41 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 		}
 		return err
 	}
-	if !create {
+	if len(orders) == 0 {
 		return nil
 	}
-	// Read again: a worker whose lease ran out may have written it late.
-	inSQL, err := s.written(ctx, t.OrderID)
+	// Read again: a worker whose lease ran out may have written them late.
+	inSQL, err := s.written(ctx, orders)
 	if err != nil {
 		return err
 	}
-	if inSQL {
-		s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
-			"order_id", t.OrderID, "sku", t.SKU)
-		return nil
+	for _, t := range orders {
+		if inSQL[t.OrderID] {
+			s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
+				"order_id", t.OrderID, "sku", t.SKU)
+			continue
+		}
+		if _, err := s.store.ReturnWhenFree(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
+			return err
+		}
+		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
+			"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
 	}
-	if _, err := s.store.ReturnWhenFree(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
-		return err
+	if unreadable != nil {
+		// Orders of the letter that could not be read still hold units no
+		// order names now: the state rebuilt from SQL frees them.
+		s.o.Log.Warn("dead letter dropped with orders that could not be read; rebuilding the sku's redis state",
+			"sku", sku, "err", unreadable.Error())
+		return s.Rebuild(ctx, sku)
 	}
-	s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
-		"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
 	return nil
 }
 
-// written reports whether an order is in SQL.
-func (s *Service) written(ctx context.Context, orderID string) (bool, error) {
-	found, err := order.ExistingIDs(s.db.WithContext(ctx), []string{orderID})
-	return found[orderID], err
+// written reports which of the orders are in SQL.
+func (s *Service) written(ctx context.Context, orders []stock.OrderTask) (map[string]bool, error) {
+	ids := make([]string, len(orders))
+	for i, t := range orders {
+		ids[i] = t.OrderID
+	}
+	return order.ExistingIDs(s.db.WithContext(ctx), ids)
 }

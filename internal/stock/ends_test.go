@@ -1,15 +1,11 @@
 package stock
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // TestTheBuyScriptKeepsTheSalesEnd: Redis refuses buys at or past the end it
@@ -17,15 +13,11 @@ import (
 // (EndedEarly) refuses a batch timed before the end too; a replay of an
 // accepted request id is still answered.
 func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
-	rdb, prefix := testsvc.Redis(t)
-	ctx := context.Background()
 	now := time.Now()
 	clock := func() time.Time { return now }
-	store := NewStore(rdb, StoreOptions{Prefix: prefix, Now: clock})
 	const sku = 31
 	cfg := Config{Total: 10, Limit: 5, Expires: now.Add(time.Hour), Ends: now.Add(time.Minute)}
-	_, err := store.Configure(ctx, sku, cfg, true)
-	require.NoError(t, err)
+	ctx, store := testStore(t, StoreOptions{Now: clock}, map[uint64]Config{sku: cfg})
 	b := &buyer{ctx: ctx, t: t, store: store, now: clock}
 	buy := func(user, rid string) Result { t.Helper(); return b.buy(sku, user, rid) }
 	first := buy("alice", "r-1")
@@ -36,7 +28,7 @@ func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
 	now = now.Add(-time.Minute)
 
 	cfg.Ends = EndedEarly
-	_, err = store.Configure(ctx, sku, cfg, false)
+	_, err := store.Configure(ctx, sku, cfg, false)
 	require.NoError(t, err)
 	assert.ErrorIs(t, buy("bob", "").Err, ErrSaleEnded, "a batch timed before the early end is refused too")
 	replay := buy("alice", "r-1")
@@ -50,7 +42,7 @@ func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
 	// A stock written before the end was kept (Ends zero) has no end in Redis.
 	_, err = store.Configure(ctx, sku+1, Config{Total: 1, Limit: 1, Expires: now.Add(time.Hour)}, true)
 	require.NoError(t, err)
-	_, res, err := store.Buy(ctx, sku+1, []Request{{User: "carol", Qty: 1, OrderID: fmt.Sprintf("%d-x", sku+1), Created: now}}, Guard{})
+	_, res, err := store.Buy(ctx, sku+1, []Request{{User: "carol", Qty: 1, Created: now}}, Guard{})
 	require.NoError(t, err)
 	assert.NoError(t, res[0].Err)
 }

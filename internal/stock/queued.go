@@ -2,9 +2,9 @@ package stock
 
 import "context"
 
-// QueuedOrders returns the order tasks in sku's queue (pending, in flight or
-// dead), read in one step, and how many of them are dead letters. A task
-// that does not decode is left out (the drain dead-letters it).
+// QueuedOrders returns the orders in sku's queue (pending, in flight or
+// dead), read in one step, and how many of them are in dead letters. An
+// order that does not decode is left out (the drain dead-letters its task).
 func (s *Store) QueuedOrders(ctx context.Context, sku uint64) ([]OrderTask, int64, error) {
 	snap, err := s.Lookup(sku).Snapshot(ctx, TaskCreate)
 	if err != nil {
@@ -13,13 +13,10 @@ func (s *Store) QueuedOrders(ctx context.Context, sku uint64) ([]OrderTask, int6
 	out := make([]OrderTask, 0, len(snap))
 	var dead int64
 	for _, in := range snap {
-		t, err := DecodeTask(in.Payload)
-		if err != nil {
-			continue
-		}
-		out = append(out, t)
+		orders, _ := DecodeOrders(in.Payload)
+		out = append(out, orders...)
 		if in.Dead {
-			dead++
+			dead += int64(len(orders))
 		}
 	}
 	return out, dead, nil

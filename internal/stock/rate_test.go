@@ -1,16 +1,13 @@
 package stock
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -19,17 +16,13 @@ import (
 // when to retry, the refill, and what is never charged — a replay of a
 // request id and a sold-out answer. Budgets are per shopper and per SKU.
 func TestShopperRateInTheBuyScript(t *testing.T) {
-	rdb, prefix := testsvc.Redis(t)
-	ctx := context.Background()
 	clk := testutil.NewClock(time.Now())
 	clock, advance := clk.Now, clk.Advance
 	now := clock()
-	store := NewStore(rdb, StoreOptions{Prefix: prefix, Now: clock, PerUser: Rate{PerSecond: 2, Burst: 3}})
 	const sku, other, scarce = 21, 22, 23
-	for id, total := range map[uint64]int64{sku: 100, other: 100, scarce: 1} {
-		_, err := store.Configure(ctx, id, Config{Total: total, Limit: 100, Expires: now.Add(time.Hour)}, true)
-		require.NoError(t, err)
-	}
+	cfg := func(total int64) Config { return Config{Total: total, Limit: 100, Expires: now.Add(time.Hour)} }
+	ctx, store := testStore(t, StoreOptions{Now: clock, PerUser: Rate{PerSecond: 2, Burst: 3}},
+		map[uint64]Config{sku: cfg(100), other: cfg(100), scarce: cfg(1)})
 	b := &buyer{ctx: ctx, t: t, store: store, now: clock}
 	buy := b.buy
 
@@ -55,12 +48,13 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 	require.NoError(t, buy(sku, "alice", "").Err, "refilled after the interval")
 	require.Error(t, buy(sku, "alice", "").Err)
 
-	require.NoError(t, buy(scarce, "carol", "").Err)
+	bought := buy(scarce, "carol", "")
+	require.NoError(t, bought.Err)
 	for range 10 {
 		require.ErrorIs(t, buy(scarce, "carol", "").Err, ErrSoldOut, "sold out is answered, not charged")
 	}
 	advance(time.Second)
-	_, err := store.Return(ctx, scarce, fmt.Sprintf("%d-%d", scarce, b.n-10), "carol", 1)
+	_, err := store.Return(ctx, scarce, bought.OrderID, "carol", 1)
 	require.NoError(t, err)
 	require.NoError(t, buy(scarce, "carol", "").Err, "carol's budget was not spent on sold-out answers")
 
@@ -68,8 +62,7 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 	advance(time.Hour)
 	reqs := make([]Request, 5)
 	for i := range reqs {
-		b.n++
-		reqs[i] = Request{User: "dave", Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, b.n), Created: clock()}
+		reqs[i] = Request{User: "dave", Qty: 1, Created: clock()}
 	}
 	_, res, err := store.Buy(ctx, sku, reqs, Guard{})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
@@ -42,11 +43,11 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 				for i := range 10 {
 					n++
 					user := fmt.Sprintf("u%d-%d", round, i)
-					id := fmt.Sprintf("%d-%d", sku, n)
 					wg.Go(func() {
-						res, err := s.Buy(ctx, sku, Request{User: user, Qty: 1, OrderID: id, Created: time.Now()})
+						res, err := s.Buy(ctx, sku, Request{User: user, Qty: 1, Created: time.Now()})
 						assert.NoError(t, err)
-						assert.Equal(t, id, res.OrderID)
+						gotSKU, _, ok := orderid.Parse(res.OrderID)
+						assert.True(t, ok && gotSKU == sku, res.OrderID)
 					})
 				}
 				wg.Wait()
@@ -118,7 +119,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 		wg.Go(func() {
 			n := i % 2
 			user := fmt.Sprintf("u%d", i)
-			_, err := sellers[n].Buy(ctx, sku, Request{User: user, Qty: 1, OrderID: fmt.Sprintf("%d-%d", sku, i), Created: time.Now()})
+			_, err := sellers[n].Buy(ctx, sku, Request{User: user, Qty: 1, Created: time.Now()})
 			if assert.NoError(t, err) {
 				accepted[n].Add(1)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/rkey"
@@ -172,7 +173,6 @@ type Request struct {
 	User       string
 	Qty        int
 	RequestID  string // optional: the same user and request id get the same order
-	OrderID    string // the id the order gets if accepted
 	PriceCents int64
 	Created    time.Time
 }
@@ -196,9 +196,11 @@ type Guard struct {
 }
 
 // Buy runs one script for a batch of requests for sku: for each, in order,
-// it checks the request id, the units left and the user's limit, takes the
-// units, and enqueues the order task — all or nothing per request, atomically
-// for the batch. It returns the units left and one Result per request.
+// it checks the request id, the units left and the user's limit and takes
+// the units — all or nothing per request — and it enqueues the accepted
+// orders as one task, atomically for the batch. Each request's order id
+// names the batch (internal/orderid). It returns the units left and one
+// Result per request.
 //
 // Errors (nothing written): ErrStateLost when Redis has no state for sku,
 // ErrStale when g's lock is no longer held or was overtaken, ErrBusy while
@@ -215,11 +217,17 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	keys = append(keys, k.stock, k.buyers, lockKey, k.paused)
 	now := s.o.Now()
 	interval, burst := s.o.PerUser.gcra()
-	args := make([]any, 0, 9+6*len(reqs))
-	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst, len(reqs))
-	// The payloads of the batch share one buffer; each keeps its own slice.
+	if len(reqs) > orderid.MaxBatch {
+		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", sku, len(reqs))
+	}
+	batch := orderid.NewBatch(sku, now, len(reqs))
+	args := make([]any, 0, 10+6*len(reqs))
+	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst,
+		batch.ID(), len(reqs))
+	// The orders of the batch share one buffer; each keeps its own slice.
 	buf := make([]byte, 0, 128*len(reqs))
-	for _, r := range reqs {
+	for i, r := range reqs {
+		oid := batch.Order(i)
 		ridIndex := 0
 		if r.RequestID != "" {
 			keys = append(keys, k.requestID(r.User, r.RequestID))
@@ -232,10 +240,10 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 		}
 		start := len(buf)
 		buf = OrderTask{
-			OrderID: r.OrderID, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
+			OrderID: oid, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
 			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
 		}.appendJSON(buf)
-		args = append(args, r.User, r.Qty, r.OrderID, ridIndex, rateIndex, buf[start:len(buf):len(buf)])
+		args = append(args, r.User, r.Qty, oid, ridIndex, rateIndex, buf[start:len(buf):len(buf)])
 	}
 	cmd, err := s.o.Replicas.Run(ctx, buyScript, keys, args...)
 	if err != nil {
@@ -261,7 +269,7 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	case -4:
 		return 0, nil, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
 	case -5:
-		return 0, nil, fmt.Errorf("stock: buy sku %d: order id already taken", sku)
+		return 0, nil, fmt.Errorf("stock: buy sku %d: batch id %s already taken", sku, batch.ID())
 	default:
 		return 0, nil, fmt.Errorf("stock: buy sku %d: status %d", sku, status)
 	}

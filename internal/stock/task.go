@@ -1,17 +1,19 @@
 package stock
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 )
 
-// TaskCreate is the type of the queue task that carries an accepted order
-// to the SQL store.
+// TaskCreate is the type of the queue task that carries the orders a buy
+// script accepted together to the SQL store.
 const TaskCreate = "order.create"
 
-// OrderTask is the payload of a TaskCreate task: everything the drain needs
+// OrderTask is one order of a TaskCreate task: everything the drain needs
 // to write the order row.
 type OrderTask struct {
 	OrderID    string `json:"o"`
@@ -24,10 +26,43 @@ type OrderTask struct {
 	Fence      int64  `json:"f,omitempty"`
 }
 
-// DecodeTask parses a TaskCreate payload.
-func DecodeTask(b []byte) (OrderTask, error) {
+// DecodeOrders parses a TaskCreate payload: a JSON array of the batch's
+// orders (or one order's object). It returns every order that decodes, and
+// an error naming those that do not, so one bad order never holds back its
+// neighbours.
+func DecodeOrders(b []byte) ([]OrderTask, error) {
+	if out, ok := parsePlainBatch(b); ok {
+		return out, nil
+	}
+	if len(b) > 0 && b[0] == '{' {
+		t, err := decodeOne(b)
+		if err != nil {
+			return nil, err
+		}
+		return []OrderTask{t}, nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("stock: order task: %w", err)
+	}
+	out := make([]OrderTask, 0, len(raw))
+	var errs []error
+	for _, r := range raw {
+		t, err := decodeOne(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, errors.Join(errs...)
+}
+
+// decodeOne parses one order's object.
+func decodeOne(b []byte) (OrderTask, error) {
 	var t OrderTask
-	if !t.parsePlain(b) {
+	p := taskParser{b: b}
+	if !t.parsePlain(&p) || p.i != len(b) {
 		t = OrderTask{}
 		if err := json.Unmarshal(b, &t); err != nil {
 			return t, fmt.Errorf("stock: order task: %w", err)
@@ -80,12 +115,32 @@ func plainJSON(s string) bool {
 	return true
 }
 
-// parsePlain reads a payload in exactly the form appendJSON writes for plain
-// ids, without reflection. It reports false for anything else (DecodeTask
-// then uses json.Unmarshal, which accepts such a payload with the same
-// result).
-func (t *OrderTask) parsePlain(b []byte) bool {
+// parsePlainBatch reads a payload in exactly the form the buy script writes
+// from appendJSON's objects for plain ids — "[" objects joined by "," "]" —
+// without reflection. It reports false for anything else (DecodeOrders then
+// uses encoding/json, which accepts such a payload with the same result).
+func parsePlainBatch(b []byte) ([]OrderTask, bool) {
 	p := taskParser{b: b}
+	if !p.lit("[") {
+		return nil, false
+	}
+	out := make([]OrderTask, 0, bytes.Count(b, []byte(`{"o":`)))
+	for {
+		var t OrderTask
+		if !t.parsePlain(&p) || t.OrderID == "" || t.SKU == 0 || t.User == "" || t.Qty <= 0 {
+			return nil, false
+		}
+		out = append(out, t)
+		if !p.lit(",") {
+			break
+		}
+	}
+	return out, p.lit("]") && p.i == len(b)
+}
+
+// parsePlain reads one object in exactly the form appendJSON writes for
+// plain ids.
+func (t *OrderTask) parsePlain(p *taskParser) bool {
 	var qty int64
 	ok := p.lit(`{"o":`) && p.str(&t.OrderID) &&
 		p.lit(`,"s":`) && p.uint(&t.SKU) &&
@@ -100,7 +155,7 @@ func (t *OrderTask) parsePlain(b []byte) bool {
 	if ok && p.peek(`,"f":`) {
 		ok = p.lit(`,"f":`) && p.int(&t.Fence, 64)
 	}
-	return ok && p.lit("}") && p.i == len(b)
+	return ok && p.lit("}")
 }
 
 type taskParser struct {

@@ -24,7 +24,7 @@ func TestOrderTaskAppendJSONMatchesMarshal(t *testing.T) {
 		if strings.ContainsAny(ot.User, "<&\x00") {
 			continue
 		}
-		back, err := DecodeTask(got[len("prefix"):])
+		back, err := decodeOne(got[len("prefix"):])
 		if ot.OrderID != "" {
 			require.NoError(t, err)
 			assert.Equal(t, ot, back)
@@ -39,18 +39,46 @@ func TestDecodeTaskPlainAndEscaped(t *testing.T) {
 		{OrderID: "o", SKU: 1, User: "u<&>", Qty: 1, RequestID: `quote"back\`, Fence: -3},
 		{OrderID: "é", SKU: 1, User: "名", Qty: 1, RequestID: "\u2028"},
 	} {
-		got, err := DecodeTask(ot.appendJSON(nil))
+		got, err := DecodeOrders(ot.appendJSON(nil))
 		require.NoError(t, err)
-		assert.Equal(t, ot, got)
+		assert.Equal(t, []OrderTask{ot}, got)
 	}
-	_, err := DecodeTask([]byte(`{"o":"1-x","s":1,"u":"a","q":0,"p":1,"c":1}`))
+	_, err := DecodeOrders([]byte(`{"o":"1-x","s":1,"u":"a","q":0,"p":1,"c":1}`))
 	assert.Error(t, err, "qty 0 is incomplete")
-	_, err = DecodeTask([]byte(`{"o":"1-x","s":01,"u":"a","q":1,"p":1,"c":1}`))
+	_, err = DecodeOrders([]byte(`{"o":"1-x","s":01,"u":"a","q":1,"p":1,"c":1}`))
 	assert.Error(t, err, "a leading zero is not JSON")
 }
 
-// FuzzDecodeTask: whatever the fast path reads, json.Unmarshal reads the same.
-func FuzzDecodeTask(f *testing.F) {
+func TestDecodeOrdersOfABatch(t *testing.T) {
+	a := OrderTask{OrderID: "42-a", SKU: 42, User: "alice", Qty: 1, PriceCents: 99900, CreatedMS: 1795000000000, Fence: 3}
+	b := OrderTask{OrderID: "42-b", SKU: 42, User: "bob", Qty: 2, PriceCents: 5, CreatedMS: 1795000000001, RequestID: "r1"}
+	esc := OrderTask{OrderID: "42-c", SKU: 42, User: "名", Qty: 1}
+	plain := "[" + string(a.appendJSON(nil)) + "," + string(b.appendJSON(nil)) + "]"
+	got, err := DecodeOrders([]byte(plain))
+	require.NoError(t, err)
+	assert.Equal(t, []OrderTask{a, b}, got)
+
+	mixed := "[" + string(a.appendJSON(nil)) + "," + string(esc.appendJSON(nil)) + "]"
+	got, err = DecodeOrders([]byte(mixed))
+	require.NoError(t, err)
+	assert.Equal(t, []OrderTask{a, esc}, got, "an escaped id takes the slow path with the same result")
+
+	bad := "[" + string(a.appendJSON(nil)) + `,{"o":"42-d","s":42,"u":"dave","q":0,"p":1,"c":1},` + string(b.appendJSON(nil)) + "]"
+	got, err = DecodeOrders([]byte(bad))
+	require.Error(t, err, "the incomplete order is named")
+	assert.Contains(t, err.Error(), "42-d")
+	assert.Equal(t, []OrderTask{a, b}, got, "its neighbours still decode")
+
+	for _, junk := range []string{"", "[", "[]x", "nope", `[{"o":"1-x"`} {
+		got, err = DecodeOrders([]byte(junk))
+		assert.Error(t, err, junk)
+		assert.Empty(t, got, junk)
+	}
+}
+
+// FuzzDecodeOrders: whatever the fast path reads, json.Unmarshal reads the
+// same.
+func FuzzDecodeOrders(f *testing.F) {
 	for _, b := range []string{
 		`{"o":"42-06h051n2p8v751m9hwfs1nee","s":42,"u":"alice","q":1,"p":99900,"c":1795000000000}`,
 		`{"o":"1-x","s":18446744073709551615,"u":"b","q":1000,"p":-1,"c":-5,"r":"c0ffee:01","f":7}`,
@@ -59,27 +87,36 @@ func FuzzDecodeTask(f *testing.F) {
 		`{"o":"1-x","s":1,"u":"b","q":-0,"p":1,"c":1,"f":0}`, `{"o":"","s":0,"u":"","q":0,"p":0,"c":0,"r":""}`,
 		`{"o":"1-x","s":1,"u":"b","q":1,"p":1,"c":1}x`, `{"s":1,"o":"1-x","u":"b","q":1,"p":1,"c":1}`,
 	} {
-		f.Add([]byte(b))
+		f.Add([]byte("[" + b + "]"))
+		f.Add([]byte("[" + b + "," + b + "]"))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var fast OrderTask
-		if !fast.parsePlain(b) {
+		fast, ok := parsePlainBatch(b)
+		if !ok {
 			return
 		}
-		var slow OrderTask
+		var slow []OrderTask
 		require.NoError(t, json.Unmarshal(b, &slow), "fast path read %q", b)
 		assert.Equal(t, slow, fast, "%q", b)
 	})
 }
 
-// BenchmarkDecodeTask: DecodeTask against json.Unmarshal of the same payload.
-func BenchmarkDecodeTask(b *testing.B) {
-	payload := OrderTask{OrderID: "42-06h051n2p8v751m9hwfs1nee", SKU: 42, User: "user-123456", Qty: 1,
-		PriceCents: 99900, CreatedMS: 1795000000000, Fence: 12}.appendJSON(nil)
-	b.Run("DecodeTask", func(b *testing.B) {
+// BenchmarkDecodeOrders: DecodeOrders against json.Unmarshal of the same
+// payload, a batch of 16 orders.
+func BenchmarkDecodeOrders(b *testing.B) {
+	payload := []byte("[")
+	for i := range 16 {
+		if i > 0 {
+			payload = append(payload, ',')
+		}
+		payload = OrderTask{OrderID: "42-06h051n2p8v751m9hwfs1nee", SKU: 42, User: "user-123456", Qty: 1,
+			PriceCents: 99900, CreatedMS: 1795000000000, Fence: 12}.appendJSON(payload)
+	}
+	payload = append(payload, ']')
+	b.Run("DecodeOrders", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := DecodeTask(payload); err != nil {
+			if _, err := DecodeOrders(payload); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -87,7 +124,7 @@ func BenchmarkDecodeTask(b *testing.B) {
 	b.Run("json.Unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var t OrderTask
+			var t []OrderTask
 			if err := json.Unmarshal(payload, &t); err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,8 @@
--- buy.lua: takes stock for a batch of buy requests of one SKU and enqueues an
--- order task for each accepted one, in one atomic step: no crash can leave
--- stock taken without its order task, or a task without its stock. The
--- queue's enqueue library (queue.EnqueueLua) is prepended to this file.
+-- buy.lua: takes stock for a batch of buy requests of one SKU and enqueues
+-- one order task holding every accepted order of the batch, in one atomic
+-- step: no crash can leave stock taken without its order, or an order
+-- without its stock. The queue's enqueue library (queue.EnqueueLua) is
+-- prepended to this file.
 --
 -- KEYS[1..4] the SKU's order queue: ready, data, meta, wake (queue.EnqueueKeys)
 -- KEYS[5]    stock hash: total, left, limit, fence, ends (Unix ms at which
@@ -22,16 +23,18 @@
 -- ARGV[7]    per-shopper rate limit: microseconds between requests at the
 --            sustained rate (0: no limit)
 -- ARGV[8]    per-shopper rate limit: burst allowance, microseconds
--- ARGV[9]    number of requests n, followed by 6 values per request:
+-- ARGV[9]    id of the batch's order task (every order id of the batch
+--            names it: internal/orderid)
+-- ARGV[10]   number of requests n, followed by 6 values per request:
 --            user id, qty, order id, index in KEYS of its request-id key
 --            (0 when it has none), index in KEYS of its rate key (0 when
---            there is no limit), order task payload
+--            there is no limit), the order's JSON object
+-- The task's payload is the JSON array of the accepted orders' objects.
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
 --           -2 the lock is not held with ARGV[1]; -3 ARGV[2] is older than a
---           fence already used (a stale holder); -4 paused; -5 an order id
---           of the batch names a task that exists already. Nothing is
---           written unless status is 1.
+--           fence already used (a stale holder); -4 paused; -5 the batch's
+--           task exists already. Nothing is written unless status is 1.
 --   left    units left after the batch
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
 --           the order it got the first time), 3 sold out, 4 limit exceeded,
@@ -58,6 +61,10 @@ local left = tonumber(st[1])
 local limit = tonumber(st[2]) or 0
 local ends = tonumber(st[4]) or 0
 local ended = ends > 0 and tonumber(now) >= ends
+local batch, n = ARGV[9], tonumber(ARGV[10])
+if redis.call('HEXISTS', meta, batch) == 1 then
+  return {-5, left}
+end
 if fence > 0 then
   local seen = tonumber(st[3]) or 0
   if fence < seen then
@@ -70,21 +77,11 @@ end
 
 local interval, burst = tonumber(ARGV[7]), tonumber(ARGV[8])
 local now_us = tonumber(now) * 1000
-local n = tonumber(ARGV[9])
-for i = 0, n - 1 do
-  if redis.call('HEXISTS', meta, ARGV[12 + i * 6]) == 1 then
-    return {-5, left}
-  end
-end
-
 local out = {1, 0}
 local taken = 0
-local earliest = false
--- Every task of the batch is due now, so only the first one added can become
--- the queue's earliest: the queue's first due time is read once per batch.
-local first = queue_earliest(ready)
+local accepted = {}
 for i = 0, n - 1 do
-  local b = 10 + i * 6
+  local b = 11 + i * 6
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
   local ridkey = nil
   if ARGV[b + 3] ~= '0' then
@@ -95,13 +92,21 @@ for i = 0, n - 1 do
   if not prior and not ended and qty <= left and interval > 0 then
     -- GCRA: the shopper's theoretical arrival time moves one interval per
     -- request; a request is refused while that would put it more than the
-    -- burst allowance ahead of now.
+    -- burst allowance ahead of now. A shopper whose time is not ahead of now
+    -- (the usual one in a flash sale) is always within the budget, so the
+    -- next time is written and the old one read in one call, and corrected
+    -- only when the old one was ahead.
     local ratekey = KEYS[tonumber(ARGV[b + 4])]
-    local tat = math.max(tonumber(redis.call('GET', ratekey) or '0'), now_us)
-    local nxt = tat + interval
-    wait = nxt - burst - now_us
-    if wait <= 0 then
-      redis.call('SET', ratekey, string.format('%d', nxt), 'PX', math.ceil((nxt - now_us) / 1000) + 1)
+    local nxt = now_us + interval
+    local old = tonumber(redis.call('SET', ratekey, string.format('%d', nxt), 'PX', math.ceil(interval / 1000) + 1, 'GET') or '0')
+    if old > now_us then
+      nxt = old + interval
+      wait = nxt - burst - now_us
+      local keep = old
+      if wait <= 0 then
+        keep = nxt
+      end
+      redis.call('SET', ratekey, string.format('%d', keep), 'PX', math.ceil((keep - now_us) / 1000) + 1)
     end
   end
   if prior then
@@ -117,18 +122,19 @@ for i = 0, n - 1 do
     out[#out + 1] = 5
     out[#out + 1] = string.format('%d', wait)
   else
-    local had = tonumber(redis.call('HGET', buyers, user) or '0')
-    if limit > 0 and had + qty > limit then
+    -- Counted first and taken back when over the limit: an accepted order
+    -- (the usual case) costs one call.
+    local has = redis.call('HINCRBY', buyers, user, qty)
+    if limit > 0 and has > limit then
+      if redis.call('HINCRBY', buyers, user, -qty) <= 0 then
+        redis.call('HDEL', buyers, user)
+      end
       out[#out + 1] = 4
       out[#out + 1] = ''
     else
-      local due = queue_add(ready, data, meta, oid, ARGV[6], ARGV[b + 5], now, ARGV[4], now)
-      if due and (first == nil or due < first) then
-        earliest = true
-      end
+      accepted[#accepted + 1] = ARGV[b + 5]
       left = left - qty
       taken = taken + qty
-      redis.call('HINCRBY', buyers, user, qty)
       if ridkey then
         redis.call('SET', ridkey, oid, 'PX', ARGV[5])
       end
@@ -138,6 +144,11 @@ for i = 0, n - 1 do
   end
 end
 if taken > 0 then
+  local first = queue_earliest(ready)
+  local due = queue_add(ready, data, meta, batch, ARGV[6], '[' .. table.concat(accepted, ',') .. ']', now, ARGV[4], now)
+  if first == nil or due < first then
+    redis.call('PUBLISH', wake, now)
+  end
   redis.call('HINCRBY', stock, 'left', -taken)
   -- The buyers hash lives as long as the stock hash (a finished sale's
   -- state expires); it is created by the first buyer, without a TTL.
@@ -147,9 +158,6 @@ if taken > 0 then
       redis.call('PEXPIRE', buyers, ttl)
     end
   end
-end
-if earliest then
-  redis.call('PUBLISH', wake, now)
 end
 out[2] = left
 return out

@@ -1,0 +1,89 @@
+// Package orderid makes and reads order ids. An order id names its SKU and
+// the batch it was accepted in: the orders a buy script accepts together are
+// one task in their SKU's queue, and the task's id is the batch part of each
+// order's id, so a queued order is found from its id alone.
+//
+// An id is "<sku>-<24 characters>": 15 bytes in a lower-case base32 — the
+// batch's 6-byte millisecond time and 4 random bytes, then the order's
+// 2-byte index in its batch and 3 random bytes. Ids are unique, roughly
+// time-ordered and not guessable; the batch id is the id's first 16
+// characters after the SKU.
+package orderid
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var encoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+const (
+	batchBytes = 10
+	orderBytes = 5
+	// MaxLen is the longest order id: a 20-digit SKU, a dash, 24 characters.
+	MaxLen = 45
+	// MaxBatch is the most orders one batch can name.
+	MaxBatch = 1 << 16
+)
+
+// Batch makes the ids of one batch's orders.
+type Batch struct {
+	sku  uint64
+	head [batchBytes]byte
+	tail []byte // the random part of each order's id, 3 bytes per order
+	id   string
+}
+
+// NewBatch starts a batch of at most n of sku's orders at now (1 <= n <=
+// MaxBatch). Its random bytes are read at once, so making an order's id
+// reads none.
+func NewBatch(sku uint64, now time.Time, n int) *Batch {
+	n = min(max(n, 1), MaxBatch)
+	b := &Batch{sku: sku}
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b.head[i] = byte(ms)
+		ms >>= 8
+	}
+	random := make([]byte, 4+3*n)
+	_, _ = rand.Read(random)
+	copy(b.head[6:], random[:4])
+	b.tail = random[4:]
+	b.id = strconv.FormatUint(sku, 10) + "-" + encoding.EncodeToString(b.head[:])
+	return b
+}
+
+// ID is the batch's id: the id of its task in the SKU's queue.
+func (b *Batch) ID() string { return b.id }
+
+// Order returns the id of the batch's i-th order (0 <= i < n).
+func (b *Batch) Order(i int) string {
+	var raw [batchBytes + orderBytes]byte
+	copy(raw[:], b.head[:])
+	binary.BigEndian.PutUint16(raw[batchBytes:], uint16(i%MaxBatch)) //nolint:gosec // i%MaxBatch fits in 16 bits
+	copy(raw[batchBytes+2:], b.tail[3*i:3*i+3])
+	return strconv.FormatUint(b.sku, 10) + "-" + encoding.EncodeToString(raw[:])
+}
+
+// Parse returns the SKU and the batch id an order id names; false for a
+// string that is not an order id.
+func Parse(id string) (sku uint64, batch string, ok bool) {
+	i := strings.IndexByte(id, '-')
+	if i <= 0 || len(id) > MaxLen || len(id)-i-1 != 24 {
+		return 0, "", false
+	}
+	for _, c := range id[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return 0, "", false
+		}
+	}
+	sku, err := strconv.ParseUint(id[:i], 10, 64)
+	if err != nil || sku == 0 {
+		return 0, "", false
+	}
+	return sku, id[:i+1+16], true
+}
