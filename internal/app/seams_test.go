@@ -280,7 +280,8 @@ func TestStockCutsRacingTheDrainFailNoOrder(t *testing.T) {
 	for {
 		var sold int64
 		require.NoError(t, db.Raw("SELECT sold FROM skus WHERE id = ?", sku).Scan(&sold).Error)
-		if sold == n {
+		if sold >= n-1 {
+			// sold+1 would be all Redis has taken: a cut to it is allowed.
 			break
 		}
 		// Above what SQL has sold, below what Redis has taken: refused.
