@@ -19,22 +19,26 @@ import (
 	"github.com/seckill/seckill/migrations"
 )
 
+// dialects opens a fresh database of each dialect.
+var dialects = []struct {
+	dialect string
+	goose   goose.Dialect
+	open    func(t *testing.T) *sql.DB
+}{
+	{migrations.MySQL, goose.DialectMySQL, func(t *testing.T) *sql.DB {
+		db, err := sql.Open("mysql", testsvc.MySQL(t))
+		require.NoError(t, err)
+		return db
+	}},
+	{migrations.SQLite, goose.DialectSQLite3, func(t *testing.T) *sql.DB {
+		db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/m.db")
+		require.NoError(t, err)
+		return db
+	}},
+}
+
 func TestUpIsIdempotent(t *testing.T) {
-	for _, tc := range []struct {
-		dialect string
-		open    func(t *testing.T) *sql.DB
-	}{
-		{migrations.MySQL, func(t *testing.T) *sql.DB {
-			db, err := sql.Open("mysql", testsvc.MySQL(t))
-			require.NoError(t, err)
-			return db
-		}},
-		{migrations.SQLite, func(t *testing.T) *sql.DB {
-			db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/m.db")
-			require.NoError(t, err)
-			return db
-		}},
-	} {
+	for _, tc := range dialects {
 		t.Run(tc.dialect, func(t *testing.T) {
 			ctx := context.Background()
 			db := tc.open(t)
@@ -57,10 +61,45 @@ func TestUpIsIdempotent(t *testing.T) {
 			assert.Zero(t, n)
 
 			// The columns outside checks read exist in both dialects.
-			_, err = db.ExecContext(ctx, `SELECT stock_total, sold FROM skus`)
+			_, err = db.ExecContext(ctx, `SELECT stock_total, sold, buckets FROM skus`)
 			require.NoError(t, err)
 			_, err = db.ExecContext(ctx, `SELECT sku_id, user_id, qty, status, fence FROM orders`)
 			require.NoError(t, err)
+		})
+	}
+}
+
+// SKUs created before the buckets column keep their stock in one bucket, and
+// the migration goes down and up again.
+func TestBucketsDefaultToOne(t *testing.T) {
+	for _, tc := range dialects {
+		t.Run(tc.dialect, func(t *testing.T) {
+			ctx := context.Background()
+			db := tc.open(t)
+			defer db.Close()
+			p, err := goose.NewProvider(tc.goose, db, os.DirFS(tc.dialect))
+			require.NoError(t, err)
+			_, err = p.UpTo(ctx, 2)
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, `INSERT INTO skus (name, price_cents, stock_total, sold, per_user_limit, starts_at, ends_at, created_at, updated_at)
+				VALUES ('old', 100, 10, 0, 1, '2026-11-11 00:00:00', '2026-11-11 01:00:00', '2026-11-11 00:00:00', '2026-11-11 00:00:00')`)
+			require.NoError(t, err)
+
+			applied, err := migrations.Up(ctx, db, tc.dialect)
+			require.NoError(t, err)
+			assert.Contains(t, applied, int64(3))
+			var buckets int
+			require.NoError(t, db.QueryRowContext(ctx, `SELECT buckets FROM skus WHERE name = 'old'`).Scan(&buckets))
+			assert.Equal(t, 1, buckets)
+
+			_, err = p.DownTo(ctx, 2)
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, `SELECT buckets FROM skus`)
+			require.Error(t, err, "the column is gone")
+			_, err = migrations.Up(ctx, db, tc.dialect)
+			require.NoError(t, err)
+			require.NoError(t, db.QueryRowContext(ctx, `SELECT buckets FROM skus WHERE name = 'old'`).Scan(&buckets))
+			assert.Equal(t, 1, buckets)
 		})
 	}
 }

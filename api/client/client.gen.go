@@ -21,6 +21,7 @@ import (
 const (
 	ErrorErrorAdminDisabled    ErrorError = "admin_disabled"
 	ErrorErrorBelowSold        ErrorError = "below_sold"
+	ErrorErrorBucketsFixed     ErrorError = "buckets_fixed"
 	ErrorErrorBusy             ErrorError = "busy"
 	ErrorErrorCanceled         ErrorError = "canceled"
 	ErrorErrorInternal         ErrorError = "internal"
@@ -46,6 +47,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorAdminDisabled:
 		return true
 	case ErrorErrorBelowSold:
+		return true
+	case ErrorErrorBucketsFixed:
 		return true
 	case ErrorErrorBusy:
 		return true
@@ -287,8 +290,12 @@ func (e TaskViewState) Valid() bool {
 	}
 }
 
-// AdminSKU A SKU with its operational figures.
+// AdminSKU A SKU with its stock buckets and operational figures.
 type AdminSKU struct {
+	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
+	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
+	// when the SKU is created.
+	Buckets      Buckets   `json:"buckets"`
 	DeadLetters  int64     `json:"dead_letters"`
 	EndsAt       time.Time `json:"ends_at"`
 	Id           SKUId     `json:"id"`
@@ -320,6 +327,11 @@ type AdminSKUList struct {
 	// NextCursor Present only when more items may follow; pass it as `cursor`.
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
+
+// Buckets How many Redis hash tags the SKU's stock is split over, so that the
+// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
+// when the SKU is created.
+type Buckets = int
 
 // DeadLetters defines model for DeadLetters.
 type DeadLetters struct {
@@ -525,6 +537,13 @@ type SKUList struct {
 // SKUSpec A SKU to create or update. Absent numbers count as 0. The name is
 // trimmed of surrounding white space and must then be 1-200 characters.
 type SKUSpec struct {
+	// Buckets How many Redis hash tags the SKU's stock is split over (1-64), so
+	// that the buys of one hot SKU spread over that many Redis Cluster
+	// shards. 0 or absent: 1 for a new SKU, the current count for an
+	// existing one. Fixed when the SKU is created: another count for an
+	// existing SKU is 409 `buckets_fixed`.
+	Buckets *int `json:"buckets,omitempty"`
+
 	// EndsAt RFC 3339, after starts_at, year 9000 or earlier.
 	EndsAt time.Time `json:"ends_at"`
 
@@ -544,6 +563,30 @@ type SKUSpec struct {
 // SKUState `upcoming` before starts_at, `ended` from ends_at on, otherwise
 // `sold_out` when no unit is left, `live` when some are.
 type SKUState string
+
+// SeededSKU A SKU as its creation or update answers it; what shoppers see, and its stock buckets.
+type SeededSKU struct {
+	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
+	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
+	// when the SKU is created.
+	Buckets      Buckets   `json:"buckets"`
+	EndsAt       time.Time `json:"ends_at"`
+	Id           SKUId     `json:"id"`
+	Name         string    `json:"name"`
+	PerUserLimit int       `json:"per_user_limit"`
+
+	// PriceCents Unit price in cents.
+	PriceCents int64     `json:"price_cents"`
+	StartsAt   time.Time `json:"starts_at"`
+
+	// State `upcoming` before starts_at, `ended` from ends_at on, otherwise
+	// `sold_out` when no unit is left, `live` when some are.
+	State SKUState `json:"state"`
+
+	// StockLeft Units left in Redis (from SQL when Redis has no state for the SKU).
+	StockLeft  int64 `json:"stock_left"`
+	StockTotal int64 `json:"stock_total"`
+}
 
 // SetStockRequest defines model for SetStockRequest.
 type SetStockRequest struct {
@@ -781,7 +824,10 @@ type ClientInterface interface {
 	// `id` (or with 0) the database picks the next id; once the largest id
 	// (9223372036854775807) is used that is refused with 400. A stock below
 	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. Another change of the same SKU running is 503 `busy`.
+	// changes nothing. `buckets` is fixed when the SKU is created: an update
+	// without it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. Another change of the same SKU
+	// running is 503 `busy`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -796,7 +842,10 @@ type ClientInterface interface {
 	// `id` (or with 0) the database picks the next id; once the largest id
 	// (9223372036854775807) is used that is refused with 400. A stock below
 	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. Another change of the same SKU running is 503 `busy`.
+	// changes nothing. `buckets` is fixed when the SKU is created: an update
+	// without it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. Another change of the same SKU
+	// running is 503 `busy`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1061,7 +1110,10 @@ func (c *Client) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams,
 // `id` (or with 0) the database picks the next id; once the largest id
 // (9223372036854775807) is used that is refused with 400. A stock below
 // the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. Another change of the same SKU running is 503 `busy`.
+// changes nothing. `buckets` is fixed when the SKU is created: an update
+// without it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. Another change of the same SKU
+// running is 503 `busy`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1086,7 +1138,10 @@ func (c *Client) UpsertSKUWithBody(ctx context.Context, contentType string, body
 // `id` (or with 0) the database picks the next id; once the largest id
 // (9223372036854775807) is used that is refused with 400. A stock below
 // the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. Another change of the same SKU running is 503 `busy`.
+// changes nothing. `buckets` is fixed when the SKU is created: an update
+// without it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. Another change of the same SKU
+// running is 503 `busy`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2505,7 +2560,10 @@ type ClientWithResponsesInterface interface {
 	// `id` (or with 0) the database picks the next id; once the largest id
 	// (9223372036854775807) is used that is refused with 400. A stock below
 	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. Another change of the same SKU running is 503 `busy`.
+	// changes nothing. `buckets` is fixed when the SKU is created: an update
+	// without it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. Another change of the same SKU
+	// running is 503 `busy`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2520,7 +2578,10 @@ type ClientWithResponsesInterface interface {
 	// `id` (or with 0) the database picks the next id; once the largest id
 	// (9223372036854775807) is used that is refused with 400. A stock below
 	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. Another change of the same SKU running is 503 `busy`.
+	// changes nothing. `buckets` is fixed when the SKU is created: an update
+	// without it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. Another change of the same SKU
+	// running is 503 `busy`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2876,9 +2937,9 @@ type UpsertSKUResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *SKU
+	JSON200 *SeededSKU
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *SKU
+	JSON201 *SeededSKU
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -2896,12 +2957,12 @@ type UpsertSKUResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r UpsertSKUResponse) GetJSON200() *SKU {
+func (r UpsertSKUResponse) GetJSON200() *SeededSKU {
 	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r UpsertSKUResponse) GetJSON201() *SKU {
+func (r UpsertSKUResponse) GetJSON201() *SeededSKU {
 	return r.JSON201
 }
 
@@ -4378,7 +4439,10 @@ func (c *ClientWithResponses) AdminListSKUsWithResponse(ctx context.Context, par
 // `id` (or with 0) the database picks the next id; once the largest id
 // (9223372036854775807) is used that is refused with 400. A stock below
 // the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. Another change of the same SKU running is 503 `busy`.
+// changes nothing. `buckets` is fixed when the SKU is created: an update
+// without it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. Another change of the same SKU
+// running is 503 `busy`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4399,7 +4463,10 @@ func (c *ClientWithResponses) UpsertSKUWithBodyWithResponse(ctx context.Context,
 // `id` (or with 0) the database picks the next id; once the largest id
 // (9223372036854775807) is used that is refused with 400. A stock below
 // the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. Another change of the same SKU running is 503 `busy`.
+// changes nothing. `buckets` is fixed when the SKU is created: an update
+// without it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. Another change of the same SKU
+// running is 503 `busy`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4883,14 +4950,14 @@ func ParseUpsertSKUResponse(rsp *http.Response) (*UpsertSKUResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest SKU
+		var dest SeededSKU
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest SKU
+		var dest SeededSKU
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -76,6 +76,12 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			{"admin stock largest id unknown", "PUT", "/admin/skus/9223372036854775807/stock", "", `{"stock_total":5}`, 404, "unknown_sku"},
 			{"admin sku id above int64", "POST", "/admin/skus", "", `{"id":9223372036854775808,"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
 			{"admin sku id max uint64", "POST", "/admin/skus", "", `{"id":18446744073709551615,"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku buckets negative", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"buckets":-1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku buckets 65", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"buckets":65,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku buckets string", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"buckets":"4","starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku buckets fraction", "POST", "/admin/skus", "", `{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"buckets":1.5,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, 400, "invalid_request"},
+			{"admin sku buckets of an existing sku", "POST", "/admin/skus", "", fmt.Sprintf(`{"id":%d,"name":"x","price_cents":1,"stock":10,"per_user_limit":2,"buckets":65,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, sku), 400, "invalid_request"},
+			{"admin sku buckets changed with a cut", "POST", "/admin/skus", "", fmt.Sprintf(`{"id":%d,"name":"x","price_cents":1,"stock":5,"per_user_limit":2,"buckets":2,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`, sku), 409, "buckets_fixed"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := s.do(0, tc.method, tc.path, tc.user, tc.body)
@@ -116,6 +122,60 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 	r := s.do(0, "GET", "/admin/skus/1/audit", "", nil)
 	assert.Equal(t, http.StatusForbidden, r.Status)
 	assert.Equal(t, "admin_disabled", r.str("error"))
+}
+
+// A SKU's bucket count is set when it is created and never changes: an
+// update without it keeps it, one asking for another is 409 buckets_fixed
+// and writes nothing, in SQL or in Redis, even with a stock cut in it. Admin
+// views show the count; the shopper's view does not.
+func TestAdminSKUBucketsAreFixed(t *testing.T) {
+	check := func(t *testing.T, s *deployment) {
+		now := time.Now().UTC().Truncate(time.Second)
+		spec := map[string]any{"name": "Phone", "price_cents": 100, "stock": 10, "per_user_limit": 2, "buckets": 4,
+			"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
+		r := s.do(0, "POST", "/admin/skus", "", spec)
+		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+		assert.Equal(t, int64(4), r.num("buckets"), r.Raw)
+		sku := uint64(r.num("id"))
+		plain := s.seed(5, 1)
+		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 1).Status)
+
+		shopper := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
+		require.Equal(t, http.StatusOK, shopper.Status, shopper.Raw)
+		assert.NotContains(t, shopper.Body, "buckets", "shoppers do not see buckets")
+		counts := map[uint64]int64{}
+		for _, it := range s.listAll(0, "/admin/skus?limit=100", map[uint64]bool{sku: true, plain: true}) {
+			counts[it.ID] = it.Buckets
+		}
+		assert.Equal(t, map[uint64]int64{sku: 4, plain: 1}, counts, "the admin list shows each SKU's buckets; not given, 1")
+
+		spec["id"] = sku
+		for _, keep := range []any{4, nil} {
+			if keep == nil {
+				delete(spec, "buckets")
+			} else {
+				spec["buckets"] = keep
+			}
+			again := s.do(0, "POST", "/admin/skus", "", spec)
+			require.Equal(t, http.StatusOK, again.Status, "buckets %v: %s", keep, again.Raw)
+			assert.Equal(t, int64(4), again.num("buckets"), "buckets %v keeps 4", keep)
+		}
+
+		before := s.audit(sku)
+		spec["buckets"], spec["name"], spec["stock"] = 8, "Renamed", 5
+		r = s.do(0, "POST", "/admin/skus", "", spec)
+		assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
+		assert.Equal(t, "buckets_fixed", r.str("error"), r.Raw)
+		assert.Contains(t, r.str("detail"), "has 4, asked for 8", r.Raw)
+		after := s.audit(sku)
+		assert.Equal(t, before.StockTotal, after.StockTotal, "SQL keeps its stock")
+		assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "Redis keeps its stock: the cut was not applied")
+		shopper = s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
+		assert.Equal(t, "Phone", shopper.str("name"), "the refused update wrote nothing")
+		assert.Equal(t, int64(9), shopper.num("stock_left"))
+	}
+	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{})) })
+	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
 }
 
 // The largest SKU id works end to end on both SQL backends; once it is used,

@@ -17,6 +17,7 @@ type listedSKU struct {
 	ID           uint64 `json:"id"`
 	State        string `json:"state"`
 	StockLeft    int64  `json:"stock_left"`
+	Buckets      int64  `json:"buckets"`
 	Sold         int64  `json:"sold"`
 	RedisLeft    *int64 `json:"redis_left"`
 	QueuedOrders int64  `json:"queued_orders"`

@@ -22,6 +22,10 @@ var (
 	ErrNotFound  = errors.New("unknown sku")
 	ErrInvalid   = errors.New("invalid sku")
 	ErrBelowSold = errors.New("stock_total below units already sold")
+	// ErrBucketsFixed: an update asked for another bucket count than the
+	// SKU was created with. The count names the hash tags its Redis stock
+	// lives under, so it cannot change while the SKU exists.
+	ErrBucketsFixed = errors.New("a sku's stock buckets are fixed when it is created")
 )
 
 // MaxID is the largest SKU id: ids run from 1 to MaxID, the range of a
@@ -40,6 +44,7 @@ const (
 	MaxPerUserLimit = 1000
 	MaxPriceCents   = 1_000_000_000_00
 	MaxNameLen      = 200
+	MaxBuckets      = 64
 )
 
 // SKU is one item on sale: the row of table skus.
@@ -50,6 +55,7 @@ type SKU struct {
 	StockTotal   int64     `gorm:"column:stock_total"`
 	Sold         int64     `gorm:"column:sold"`
 	PerUserLimit int       `gorm:"column:per_user_limit"`
+	Buckets      int       `gorm:"column:buckets"`
 	StartsAt     time.Time `gorm:"column:starts_at"`
 	EndsAt       time.Time `gorm:"column:ends_at"`
 	CreatedAt    time.Time `gorm:"column:created_at"`
@@ -81,14 +87,26 @@ func (s *SKU) State(now time.Time, left int64) string {
 	}
 }
 
+// CheckBuckets reports whether an update asking for asked buckets fits the
+// SKU: 0 (not given) and the SKU's own count do; any other count is
+// refused with ErrBucketsFixed, naming both counts.
+func (s *SKU) CheckBuckets(asked int) error {
+	if asked != 0 && asked != s.Buckets {
+		return fmt.Errorf("%w: sku %d has %d, asked for %d", ErrBucketsFixed, s.ID, s.Buckets, asked)
+	}
+	return nil
+}
+
 // Spec is what an admin gives to create or update a SKU. ID 0 lets the
-// database choose; a given ID makes seeding idempotent.
+// database choose; a given ID makes seeding idempotent. Buckets 0 means
+// not given: a new SKU gets 1 bucket, an existing one keeps its count.
 type Spec struct {
 	ID           uint64    `json:"id,omitempty" yaml:"id"`
 	Name         string    `json:"name" yaml:"name"`
 	PriceCents   int64     `json:"price_cents" yaml:"price_cents"`
 	Stock        int64     `json:"stock" yaml:"stock"`
 	PerUserLimit int       `json:"per_user_limit" yaml:"per_user_limit"`
+	Buckets      int       `json:"buckets,omitempty" yaml:"buckets"`
 	StartsAt     time.Time `json:"starts_at" yaml:"starts_at"`
 	EndsAt       time.Time `json:"ends_at" yaml:"ends_at"`
 }
@@ -110,6 +128,8 @@ func (s *Spec) Validate() error {
 		return bad("stock must be from 0 to %d", MaxStock)
 	case s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit:
 		return bad("per_user_limit must be from 1 to %d", MaxPerUserLimit)
+	case s.Buckets < 0 || s.Buckets > MaxBuckets:
+		return bad("buckets must be from 1 to %d", MaxBuckets)
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return bad("starts_at and ends_at are required (RFC 3339)")
 	case !s.EndsAt.After(s.StartsAt):
@@ -187,8 +207,10 @@ func (s *Store) End(ctx context.Context, id uint64, startsAt, at time.Time) erro
 
 // Upsert creates the SKU, or, when spec.ID names an existing one, updates its
 // name, price, limit, window and stock_total (never below what is sold:
-// ErrBelowSold). It returns the stored SKU, whether it was created, and its
-// previous stock_total (0 when created).
+// ErrBelowSold). A new SKU gets spec.Buckets buckets (1 when not given); an
+// existing one keeps its count, and a spec asking for another is refused
+// with ErrBucketsFixed, writing nothing. It returns the stored SKU, whether
+// it was created, and its previous stock_total (0 when created).
 func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, prevTotal int64, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, 0, err
@@ -200,6 +222,9 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 		if spec.ID != 0 {
 			e := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", spec.ID).Error
 			if e == nil {
+				if e = cur.CheckBuckets(spec.Buckets); e != nil {
+					return e
+				}
 				if spec.Stock < cur.Sold {
 					return fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, spec.Stock)
 				}
@@ -235,8 +260,8 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 		}
 		cur = SKU{
 			ID: spec.ID, Name: spec.Name, PriceCents: spec.PriceCents, StockTotal: spec.Stock,
-			PerUserLimit: spec.PerUserLimit, StartsAt: spec.StartsAt.UTC(), EndsAt: spec.EndsAt.UTC(),
-			CreatedAt: now, UpdatedAt: now,
+			PerUserLimit: spec.PerUserLimit, Buckets: max(spec.Buckets, 1),
+			StartsAt: spec.StartsAt.UTC(), EndsAt: spec.EndsAt.UTC(), CreatedAt: now, UpdatedAt: now,
 		}
 		created = true
 		if e := tx.Create(&cur).Error; e != nil {
@@ -249,7 +274,7 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrInvalid) {
+		if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrBucketsFixed) || errors.Is(err, ErrInvalid) {
 			return nil, false, 0, err
 		}
 		return nil, false, 0, fmt.Errorf("catalog: upsert: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,6 +67,60 @@ func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, created)
 	assert.NotZero(t, auto.ID)
+}
+
+// A SKU's bucket count is set when it is created (1 when not given) and
+// kept by every update: one without a count keeps it, one asking for another
+// is refused with ErrBucketsFixed and writes nothing.
+func TestBucketsAreFixedAtCreation(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	st := catalog.NewStore(db, nil)
+	start := time.Now().UTC().Truncate(time.Second)
+	spec := func(id uint64, buckets int) catalog.Spec {
+		return catalog.Spec{ID: id, Name: "Phone", PriceCents: 100, Stock: 10, PerUserLimit: 1, Buckets: buckets, StartsAt: start, EndsAt: start.Add(time.Hour)}
+	}
+	stored := func(id uint64) catalog.SKU {
+		t.Helper()
+		var sku catalog.SKU
+		require.NoError(t, db.Take(&sku, "id = ?", id).Error)
+		return sku
+	}
+
+	sku, created, _, err := st.Upsert(ctx, spec(1, 0))
+	require.NoError(t, err)
+	require.True(t, created)
+	assert.Equal(t, 1, sku.Buckets, "not given: one bucket")
+	sku, _, _, err = st.Upsert(ctx, spec(2, catalog.MaxBuckets))
+	require.NoError(t, err)
+	assert.Equal(t, catalog.MaxBuckets, sku.Buckets)
+	auto, _, _, err := st.Upsert(ctx, spec(0, 0))
+	require.NoError(t, err)
+	assert.Equal(t, 1, stored(auto.ID).Buckets, "an id chosen by the database: one bucket")
+
+	sku, _, _, err = st.Upsert(ctx, spec(13, 4))
+	require.NoError(t, err)
+	assert.Equal(t, 4, sku.Buckets)
+	for _, keep := range []int{4, 0} {
+		s := spec(13, keep)
+		s.Stock = 12
+		sku, created, _, err = st.Upsert(ctx, s)
+		require.NoError(t, err, "buckets %d", keep)
+		assert.False(t, created)
+		assert.Equal(t, 4, sku.Buckets, "buckets %d keeps 4", keep)
+		assert.Equal(t, int64(12), sku.StockTotal)
+	}
+
+	before := stored(13)
+	for _, other := range []int{1, 8} {
+		s := spec(13, other)
+		s.Name, s.Stock = "Renamed", 20
+		_, _, _, err = st.Upsert(ctx, s)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, catalog.ErrBucketsFixed), "%v", err)
+		assert.ErrorContains(t, err, fmt.Sprintf("sku 13 has 4, asked for %d", other))
+		assert.Equal(t, before, stored(13), "the refused update wrote nothing")
+	}
 }
 
 // newCache returns a store on a fresh database and a cache in front of it

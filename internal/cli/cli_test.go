@@ -211,20 +211,29 @@ func get(t *testing.T, url string, want int) string {
 	return b.String()
 }
 
-func TestSeedVerifyAndQueue(t *testing.T) {
-	rdb, prefix := testsvc.Redis(t)
-	_ = rdb
+// onServices returns a runner of command lines against the test Redis and
+// a fresh MySQL database, and that database.
+func onServices(t *testing.T) (run func(args ...string) (string, error), db *sql.DB) {
+	t.Helper()
+	_, prefix := testsvc.Redis(t)
 	dsn := testsvc.MySQL(t)
 	env := envOf(map[string]string{
 		"SECKILL_REDIS_ADDRS":      testsvc.Env(t, testsvc.EnvRedis),
 		"SECKILL_REDIS_KEY_PREFIX": prefix,
 		"SECKILL_MYSQL_DSN":        dsn,
 	})
-	run := func(args ...string) (string, error) {
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return func(args ...string) (string, error) {
 		var out bytes.Buffer
 		err := Run(context.Background(), args, env, &out, &bytes.Buffer{})
 		return out.String(), err
-	}
+	}, db
+}
+
+func TestSeedVerifyAndQueue(t *testing.T) {
+	run, db := onServices(t)
 	dir := t.TempDir()
 	yamlFile := dir + "/skus.yaml"
 	require.NoError(t, os.WriteFile(yamlFile, []byte(`
@@ -265,9 +274,6 @@ func TestSeedVerifyAndQueue(t *testing.T) {
 	assert.Equal(t, ExitBadConfig, ExitCode(err))
 
 	// A violation makes verify exit 1.
-	db, err := sql.Open("mysql", dsn)
-	require.NoError(t, err)
-	defer db.Close()
 	_, err = db.Exec("UPDATE skus SET sold = 1 WHERE id = 12")
 	require.NoError(t, err)
 	out, err = run("verify", "--sku", "12")
@@ -293,4 +299,77 @@ func TestSeedVerifyAndQueue(t *testing.T) {
 	var skus int64
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM skus").Scan(&skus))
 	assert.Equal(t, int64(3), skus, "the refused seeds wrote nothing")
+}
+
+// A SKU's buckets come from --buckets, a YAML key or an optional CSV column;
+// left out, a new SKU gets 1 and a re-seed keeps the count, and a re-seed
+// asking for another count fails naming both and writes nothing.
+func TestSeedBuckets(t *testing.T) {
+	run, db := onServices(t)
+	buckets := func(id int) int {
+		t.Helper()
+		var n int
+		require.NoError(t, db.QueryRow("SELECT buckets FROM skus WHERE id = ?", id).Scan(&n))
+		return n
+	}
+	sku := func(extra ...string) []string {
+		return append([]string{"seed", "--id", "21", "--name", "Hot", "--price-cents", "1"}, extra...)
+	}
+
+	out, err := run(sku("--stock", "8", "--buckets", "4")...)
+	require.NoError(t, err)
+	assert.Contains(t, out, `"created":true`)
+	assert.Contains(t, out, `"buckets":4`)
+	out, err = run(sku("--stock", "9")...)
+	require.NoError(t, err, "a re-seed without --buckets keeps the count")
+	assert.Contains(t, out, `"buckets":4`)
+	assert.Equal(t, 4, buckets(21))
+
+	_, err = run(sku("--stock", "5", "--buckets", "8")...)
+	require.Error(t, err)
+	assert.Equal(t, ExitFailure, ExitCode(err))
+	assert.Contains(t, err.Error(), `seed "Hot": a sku's stock buckets are fixed when it is created: sku 21 has 4, asked for 8`)
+	var stock int64
+	require.NoError(t, db.QueryRow("SELECT stock_total FROM skus WHERE id = 21").Scan(&stock))
+	assert.Equal(t, int64(9), stock, "the refused seed wrote nothing")
+	assert.Equal(t, 4, buckets(21))
+
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	const window = "2026-11-11T00:00:00Z,2036-11-11T01:00:00Z"
+	yamlSKU := func(id int, extra string) string {
+		return fmt.Sprintf("- {id: %d, name: Y, price_cents: 1, stock: 3, per_user_limit: 1, starts_at: 2026-11-11T00:00:00Z, ends_at: 2036-11-11T01:00:00Z%s}\n", id, extra)
+	}
+	_, err = run("seed", "--file", write("b.yaml", yamlSKU(22, ", buckets: 16")+yamlSKU(23, "")))
+	require.NoError(t, err)
+	_, err = run("seed", "--file", write("b.csv", "id,name,price_cents,stock,per_user_limit,starts_at,ends_at,buckets\n"+
+		"24,C,1,3,1,"+window+",2\n25,C,1,3,1,"+window+",\n"))
+	require.NoError(t, err)
+	_, err = run("seed", "--file", write("plain.csv", "id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n26,C,1,3,1,"+window+"\n"))
+	require.NoError(t, err, "a CSV file without the buckets column")
+	_, err = run("seed", "--file", write("again.yaml", yamlSKU(22, "")))
+	require.NoError(t, err, "a re-seed without the key keeps the count")
+	for id, want := range map[int]int{22: 16, 23: 1, 24: 2, 25: 1, 26: 1} {
+		assert.Equal(t, want, buckets(id), "sku %d", id)
+	}
+
+	for _, bad := range [][]string{
+		sku("--stock", "1", "--buckets", "65"),
+		sku("--stock", "1", "--buckets", "-1"),
+		sku("--stock", "1", "--buckets", "two"),
+		{"seed", "--file", write("flags.yaml", yamlSKU(27, "")), "--buckets", "2"},
+		{"seed", "--file", write("big.yaml", yamlSKU(27, ", buckets: 65"))},
+		{"seed", "--file", write("bad.csv", "id,name,price_cents,stock,per_user_limit,starts_at,ends_at,buckets\n27,C,1,3,1,"+window+",1.5\n")},
+	} {
+		_, err := run(bad...)
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v: %v", bad, err)
+	}
+	var skus int64
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM skus").Scan(&skus))
+	assert.Equal(t, int64(6), skus, "the refused seeds wrote nothing")
+	assert.Equal(t, 4, buckets(21))
 }

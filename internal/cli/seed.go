@@ -27,19 +27,26 @@ func seedCmd(e *env) *cobra.Command {
 		Short: "Seed sale inventory (SKUs) from flags or a YAML/CSV file",
 		Long: `seed writes SKUs to MySQL and warms their stock in Redis. Give one SKU with
 flags, or many with --file: a YAML list of objects, or a CSV file with the
-header id,name,price_cents,stock,per_user_limit,starts_at,ends_at. Times are
-RFC 3339. A SKU with an id that exists is updated (name, price, limit,
-window and stock_total, never below what is sold), so re-running a seed file
-changes nothing.`,
+header id,name,price_cents,stock,per_user_limit,starts_at,ends_at and
+optionally buckets. Times are RFC 3339. A SKU with an id that exists is
+updated (name, price, limit, window and stock_total, never below what is
+sold), so re-running a seed file changes nothing.
+
+buckets (--buckets, 1 to 64) splits a SKU's stock in Redis over that many
+hash tags, so that one hot SKU's buys spread over as many Redis Cluster
+shards (see docs/SCALING.md). It is fixed when the SKU is created: left out
+(or 0, or an empty CSV cell), a new SKU gets 1 and an existing one keeps its
+count; another count for an existing SKU is refused and nothing is written.`,
 		Example: `  seckill seed --id 1 --name "Phone X" --price-cents 99900 --stock 10 --per-user-limit 1 \
       --starts-at 2026-11-11T00:00:00Z --ends-at 2026-11-11T01:00:00Z
+  seckill seed --id 2 --name "Hot Phone" --price-cents 99900 --stock 100000 --buckets 16
   seckill seed --file skus.yaml
   seckill seed --file skus.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var specs []catalog.Spec
 			if file != "" {
-				if cmd.Flags().Changed("name") || cmd.Flags().Changed("stock") {
+				if cmd.Flags().Changed("name") || cmd.Flags().Changed("stock") || cmd.Flags().Changed("buckets") {
 					return usageError{errors.New("give either --file or the SKU flags, not both")}
 				}
 				var err error
@@ -97,6 +104,7 @@ changes nothing.`,
 	f.Int64Var(&spec.PriceCents, "price-cents", 0, "price in cents")
 	f.Int64Var(&spec.Stock, "stock", 0, "units on sale")
 	f.IntVar(&spec.PerUserLimit, "per-user-limit", 1, "most units one shopper may buy")
+	f.IntVar(&spec.Buckets, "buckets", 0, "Redis hash tags the stock is split over, 1 to 64; fixed at creation (left out: 1 when new, kept when the SKU exists)")
 	f.StringVar(&starts, "starts-at", "", "sale start, RFC 3339 (default now)")
 	f.StringVar(&ends, "ends-at", "", "sale end, RFC 3339 (default 1h after the start)")
 	return cmd
@@ -114,6 +122,7 @@ func parseTime(flag, s string) (time.Time, error) {
 }
 
 // readSpecs reads SKUs from a YAML list or a CSV file with a header row.
+// A SKU without buckets has Buckets 0 (not given).
 func readSpecs(path string) ([]catalog.Spec, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -177,6 +186,9 @@ func readCSV(r io.Reader) ([]catalog.Spec, error) {
 		s.PriceCents = num("price_cents", 64)
 		s.Stock = num("stock", 64)
 		s.PerUserLimit = int(num("per_user_limit", 32))
+		if b := get("buckets"); b != "" {
+			s.Buckets = int(num("buckets", 32))
+		}
 		var err error
 		if s.StartsAt, err = parseTime("starts_at", get("starts_at")); err != nil {
 			errs = append(errs, err)

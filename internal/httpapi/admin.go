@@ -14,7 +14,7 @@ import (
 
 // Admin is what the admin endpoints need.
 type Admin interface {
-	UpsertSKU(ctx context.Context, spec catalog.Spec) (*sale.SKUView, bool, error)
+	UpsertSKU(ctx context.Context, spec catalog.Spec) (*sale.SeededSKU, bool, error)
 	SetStock(ctx context.Context, id uint64, total int64) (*sale.SKUView, error)
 	Audit(ctx context.Context, id uint64) (*sale.Report, error)
 	Reconcile(ctx context.Context, id uint64) (*sale.Report, error)
@@ -32,6 +32,7 @@ type skuRequest struct {
 	PriceCents   int64     `json:"price_cents"`
 	Stock        int64     `json:"stock"`
 	PerUserLimit int       `json:"per_user_limit"`
+	Buckets      int       `json:"buckets"`
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
 }

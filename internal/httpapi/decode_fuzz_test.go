@@ -140,6 +140,10 @@ func FuzzSKURequest(f *testing.F) {
 		`{"name":"   ","stock":1,"per_user_limit":1}`, `{"name":"x","stock":1,"per_user_limit":1,"id":-3}`,
 		`{"id":9223372036854775807,"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
 		`{"id":9223372036854775808,"name":"x","stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"buckets":64,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"buckets":65,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"buckets":-1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
+		`{"name":"x","stock":1,"per_user_limit":1,"buckets":1.5}`, `{"name":"x","stock":1,"per_user_limit":1,"buckets":"2"}`,
 	} {
 		f.Add([]byte(b))
 	}
@@ -169,6 +173,8 @@ func FuzzSKURequest(f *testing.F) {
 			t.Fatalf("accepted stock %d", spec.Stock)
 		case spec.PerUserLimit < 1 || spec.PerUserLimit > catalog.MaxPerUserLimit:
 			t.Fatalf("accepted per_user_limit %d", spec.PerUserLimit)
+		case spec.Buckets < 0 || spec.Buckets > catalog.MaxBuckets:
+			t.Fatalf("accepted buckets %d", spec.Buckets)
 		case !spec.EndsAt.After(spec.StartsAt) || spec.StartsAt.Year() < 2000 || spec.EndsAt.Year() > 9000:
 			t.Fatalf("accepted window %s .. %s", spec.StartsAt.Format(time.RFC3339Nano), spec.EndsAt.Format(time.RFC3339Nano))
 		}

@@ -43,6 +43,7 @@ var rules = []rule{
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},
 	{is(catalog.ErrBelowSold), Error{Status: http.StatusConflict, Code: "below_sold"}},
 	{is(stock.ErrBelowTaken), Error{Status: http.StatusConflict, Code: "below_sold"}},
+	{is(catalog.ErrBucketsFixed), Error{Status: http.StatusConflict, Code: "buckets_fixed"}},
 	{is(stock.ErrRateLimited), Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}},
 	{is(stock.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},
 	{is(stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},

@@ -33,6 +33,7 @@ func TestErrorTable(t *testing.T) {
 		{fmt.Errorf("x: %w", stock.ErrBusy), http.StatusServiceUnavailable, "busy"},
 		{fmt.Errorf("x: %w", catalog.ErrNotFound), http.StatusNotFound, "unknown_sku"},
 		{fmt.Errorf("x: %w", order.ErrQueued), http.StatusConflict, "order_queued"},
+		{(&catalog.SKU{ID: 7, Buckets: 4}).CheckBuckets(8), http.StatusConflict, "buckets_fixed"},
 		{fmt.Errorf("redis: %w", context.Canceled), http.StatusServiceUnavailable, "canceled"},
 		{fmt.Errorf("redis: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, "unavailable"},
 		{errors.New("boom at 10.0.0.1:3306"), http.StatusInternalServerError, "internal"},

@@ -108,14 +108,14 @@ func (s *stubShop) Cancel(_ context.Context, user, orderID string) (*order.View,
 // otherwise echoes its input.
 type stubAdmin struct{}
 
-func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SKUView, bool, error) {
+func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SeededSKU, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
 	}
 	v := stubSKU(max(spec.ID, 1))
 	v.Name, v.PriceCents, v.StockTotal, v.StockLeft, v.PerUserLimit = spec.Name, spec.PriceCents, spec.Stock, spec.Stock, spec.PerUserLimit
 	v.StartsAt, v.EndsAt = spec.StartsAt.UTC(), spec.EndsAt.UTC()
-	return v, spec.ID == 0, nil
+	return &sale.SeededSKU{SKUView: *v, Buckets: max(spec.Buckets, 1)}, spec.ID == 0, nil
 }
 
 func (stubAdmin) SetStock(_ context.Context, id uint64, total int64) (*sale.SKUView, error) {

@@ -125,10 +125,11 @@ func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 	return views, nil
 }
 
-// AdminSKUView is a SKU as an admin lists it: the shopper's view and the
-// figures of its audit.
+// AdminSKUView is a SKU as an admin lists it: the shopper's view, its
+// stock buckets and the figures of its audit.
 type AdminSKUView struct {
 	SKUView
+	Buckets      int    `json:"buckets"`
 	Sold         int64  `json:"sold"`
 	RedisLeft    *int64 `json:"redis_left"` // null when Redis has no state for the SKU
 	QueuedOrders int64  `json:"queued_orders"`
@@ -160,7 +161,7 @@ func (s *Service) AdminSKUs(ctx context.Context, after uint64, limit int) ([]Adm
 		sku := skus[i]
 		sku.StockTotal, sku.Sold = r.StockTotal, r.Sold
 		out = append(out, AdminSKUView{
-			SKUView: *s.skuView(&sku, left), Sold: r.Sold, RedisLeft: r.RedisLeft,
+			SKUView: *s.skuView(&sku, left), Buckets: sku.Buckets, Sold: r.Sold, RedisLeft: r.RedisLeft,
 			QueuedOrders: r.QueuedOrders, DeadLetters: r.DeadLetters,
 		})
 	}

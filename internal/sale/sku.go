@@ -78,6 +78,13 @@ type SKUView struct {
 	State        string    `json:"state"`
 }
 
+// SeededSKU is a SKU as an admin's create or update of it answers: the
+// shopper's view and its stock buckets, which shoppers do not see.
+type SeededSKU struct {
+	SKUView
+	Buckets int `json:"buckets"`
+}
+
 // SKU returns the SKU as a shopper sees it, with the units left in Redis.
 // Errors: catalog.ErrNotFound.
 func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
@@ -108,16 +115,18 @@ func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
 // UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and in
 // Redis. Re-running the same spec changes nothing. A stock below what is
 // sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
-// and changes nothing. An existing SKU Redis has lost is rebuilt from SQL,
-// never created afresh. Errors also: catalog.ErrInvalid, stock.ErrBusy.
-func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+// and changes nothing; so is a bucket count other than the existing SKU's
+// (catalog.ErrBucketsFixed), while a spec without one keeps it. An existing
+// SKU Redis has lost is rebuilt from SQL, never created afresh. Errors
+// also: catalog.ErrInvalid, stock.ErrBusy.
+func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
 	}
 	if spec.ID == 0 {
 		return s.createSKU(ctx, spec)
 	}
-	var view *SKUView
+	var view *SeededSKU
 	created := false
 	err := s.exclusive(ctx, spec.ID, func(ctx context.Context) error {
 		cur, err := s.skus.Get(ctx, spec.ID)
@@ -128,6 +137,10 @@ func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, b
 		if err != nil {
 			return err
 		}
+		// Before a cut lowers Redis: a refused count writes nothing.
+		if err := cur.CheckBuckets(spec.Buckets); err != nil {
+			return err
+		}
 		next := *cur
 		next.StockTotal, next.PerUserLimit, next.EndsAt = spec.Stock, spec.PerUserLimit, spec.EndsAt
 		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
@@ -135,15 +148,19 @@ func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SKUView, b
 			return sku, err
 		})
 		if err == nil {
-			view = s.skuView(sku, left)
+			view = s.seededView(sku, left)
 		}
 		return err
 	})
 	return view, created, err
 }
 
+func (s *Service) seededView(sku *catalog.SKU, left int64) *SeededSKU {
+	return &SeededSKU{SKUView: *s.skuView(sku, left), Buckets: sku.Buckets}
+}
+
 // createSKU creates a SKU in SQL, then its state in Redis.
-func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SKUView, bool, error) {
+func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
 	sku, created, _, err := s.skus.Upsert(ctx, spec)
 	if err != nil {
 		return nil, false, err
@@ -155,7 +172,7 @@ func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SKUView, b
 	if err != nil {
 		return nil, false, err
 	}
-	return s.skuView(sku, left), created, nil
+	return s.seededView(sku, left), created, nil
 }
 
 // SetStock sets a SKU's stock_total (a top-up or a cut, never below what is
@@ -212,7 +229,8 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 	}
 	sku, err := write(ctx)
 	if err != nil {
-		if cut && !lost && (errors.Is(err, catalog.ErrBelowSold) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound)) {
+		if cut && !lost && (errors.Is(err, catalog.ErrBelowSold) || errors.Is(err, catalog.ErrBucketsFixed) ||
+			errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound)) {
 			// SQL refused and kept the old total: Redis may have it back.
 			// After any other error SQL may hold the cut, so Redis keeps it
 			// too (it can only undersell until the change is retried).
