@@ -328,6 +328,23 @@ type AdminSKUList struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// BucketReport The check of one bucket of a split SKU: the units its shoppers took in Redis equal its queued orders' units and its active orders' units in SQL.
+type BucketReport struct {
+	// ActiveUnits Units of the bucket's pending_payment and paid orders.
+	ActiveUnits int64 `json:"active_units"`
+	Bucket      int   `json:"bucket"`
+	Consistent  bool  `json:"consistent"`
+
+	// Queued Units of the bucket's orders accepted, not yet in SQL.
+	Queued int64 `json:"queued"`
+
+	// RedisLeft Units left in the bucket; null when Redis has no state for it.
+	RedisLeft *int64 `json:"redis_left"`
+
+	// RedisTaken Units taken from the bucket (its share, plus units received, less units lent, less units left).
+	RedisTaken int64 `json:"redis_taken"`
+}
+
 // Buckets How many Redis hash tags the SKU's stock is split over, so that the
 // buys of one hot SKU spread over that many Redis Cluster shards. Fixed
 // when the SKU is created.
@@ -468,14 +485,20 @@ type ReadyStatus string
 type Report struct {
 	// ActiveUnits Units of pending_payment and paid orders.
 	ActiveUnits int64 `json:"active_units"`
-	Cancelled   int64 `json:"cancelled"`
-	Consistent  bool  `json:"consistent"`
-	DeadLetters int64 `json:"dead_letters"`
+
+	// Buckets Each bucket of a SKU whose stock is split (absent for one bucket).
+	Buckets     *[]BucketReport `json:"buckets,omitempty"`
+	Cancelled   int64           `json:"cancelled"`
+	Consistent  bool            `json:"consistent"`
+	DeadLetters int64           `json:"dead_letters"`
 
 	// Duplicates Order ids written more than once.
 	Duplicates int64 `json:"duplicates"`
 	Expired    int64 `json:"expired"`
 	Failed     int64 `json:"failed"`
+
+	// InFlight Units one bucket lent another that were not received (a move cut short between its two steps): on sale nowhere until the SKU is reconciled. Always 0 for a SKU of one bucket.
+	InFlight *int64 `json:"in_flight,omitempty"`
 
 	// Orders Order rows in SQL.
 	Orders int64 `json:"orders"`

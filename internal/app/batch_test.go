@@ -39,7 +39,7 @@ func TestQueuedOrdersAreFoundInTheirBatch(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("u%d", i), r.str("user_id"))
 			assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "someone-else", nil).Status)
 		}
-		st, err := s.apps[0].Stock.Queue(sku).Stats(context.Background())
+		st, err := s.apps[0].Stock.Queue(stock.Part{SKU: sku}).Stats(context.Background())
 		require.NoError(t, err)
 		assert.LessOrEqual(t, st.Due, int64(n), "at most one task per order")
 		t.Logf("%d orders in %d tasks", n, st.Due)
@@ -114,7 +114,7 @@ func TestARedeliveredBatchWritesEachOrderOnce(t *testing.T) {
 // batchOf makes the orders of one batch of sku, one unit for each user.
 func batchOf(sku uint64, users ...string) (*orderid.Batch, []stock.OrderTask) {
 	now := time.Now()
-	b := orderid.NewBatch(sku, now, len(users))
+	b := orderid.NewBatch(sku, 0, now, len(users))
 	orders := make([]stock.OrderTask, len(users))
 	for i, u := range users {
 		orders[i] = stock.OrderTask{OrderID: b.Order(i), SKU: sku, User: u, Qty: 1, PriceCents: 99900, CreatedMS: now.UnixMilli()}
@@ -128,7 +128,7 @@ func (s *deployment) enqueueBatch(sku uint64, b *orderid.Batch, orders []stock.O
 	s.t.Helper()
 	payload, err := json.Marshal(orders)
 	require.NoError(s.t, err)
-	_, err = s.apps[0].Stock.Queue(sku).Enqueue(context.Background(),
+	_, err = s.apps[0].Stock.Queue(stock.Part{SKU: sku}).Enqueue(context.Background(),
 		queue.Task{ID: b.ID(), Type: stock.TaskCreate, Payload: payload, MaxAttempts: attempts})
 	require.NoError(s.t, err)
 }

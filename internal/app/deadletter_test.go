@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // deadLetter buys one unit and fails its order task until it is a dead
@@ -19,7 +21,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, ord
 	t.Helper()
 	r := s.buy(0, sku, user, 1)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-	q := s.apps[0].Stock.Queue(sku)
+	q := s.apps[0].Stock.Queue(stock.Part{SKU: sku})
 	ctx := context.Background()
 	for {
 		claimed, err := q.Claim(ctx, 10, time.Minute)
@@ -104,7 +106,7 @@ func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
 	// keeps its units when dropped.
 	sku = s.seed(2, 1)
 	last, lastOrder := deadLetter(t, s, sku, "written")
-	q := s.apps[0].Stock.Queue(sku)
+	q := s.apps[0].Stock.Queue(stock.Part{SKU: sku})
 	in, err := q.Inspect(context.Background(), last)
 	require.NoError(t, err)
 	require.NoError(t, s.apps[0].DB.Exec(

@@ -106,7 +106,7 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 			_, err := store.Configure(ctx, sku, stock.Config{Total: 10, Limit: 5, Expires: time.Now().Add(time.Hour)}, true)
 			require.NoError(t, err)
 			buy := func() error {
-				_, res, err := store.Buy(ctx, sku, []stock.Request{{User: "u", Qty: 1, Created: time.Now()}}, stock.Guard{})
+				_, res, err := store.Buy(ctx, stock.Part{SKU: sku}, []stock.Request{{User: "u", Qty: 1, Created: time.Now()}}, stock.Guard{})
 				if err == nil {
 					err = res[0].Err
 				}
@@ -128,11 +128,11 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
 			time.Sleep(200 * time.Millisecond)
-			st, ok, err := store.State(ctx, sku)
+			st, ok, err := store.State(ctx, stock.Part{SKU: sku})
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.Equal(t, int64(8), st.Left, "each buy took its unit once")
-			qs, err := store.Queue(sku).Stats(ctx)
+			qs, err := store.Queue(stock.Part{SKU: sku}).Stats(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, int64(2), qs.Due+qs.Delayed, "one order task per buy")
 		})

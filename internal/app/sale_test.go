@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
 )
@@ -20,7 +21,13 @@ import (
 // end up in SQL, each once, and the audit is clean.
 func flashSale(t *testing.T, s *deployment, stock int64, buyers int) {
 	t.Helper()
-	sku := s.seed(stock, 1)
+	flashSaleOf(t, s, s.seed(stock, 1), stock, buyers)
+}
+
+// flashSaleOf runs flashSale on sku, seeded with stock units and a limit
+// of one.
+func flashSaleOf(t *testing.T, s *deployment, sku uint64, stock int64, buyers int) sale.Report {
+	t.Helper()
 	var accepted, soldOut, busy atomic.Int64
 	var mu sync.Mutex
 	other := map[int]int{}
@@ -61,6 +68,7 @@ func flashSale(t *testing.T, s *deployment, stock int64, buyers int) {
 	var distinct int64
 	require.NoError(t, s.apps[0].DB.Raw("SELECT COUNT(DISTINCT user_id) FROM orders WHERE sku_id = ?", sku).Scan(&distinct).Error)
 	assert.Equal(t, stock, distinct, "no shopper twice")
+	return rep
 }
 
 func TestFlashSale(t *testing.T) {

@@ -71,7 +71,7 @@ type Drainer struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	running map[uint64]*consumerRun
+	running map[stock.Part]*consumerRun
 }
 
 // New returns a drainer of the SKUs in skus, writing to db: payment
@@ -106,15 +106,15 @@ func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, 
 		o.Log = slog.Default()
 	}
 	return &Drainer{db: db, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
-		running: map[uint64]*consumerRun{}}
+		running: map[stock.Part]*consumerRun{}}
 }
 
 // Run drains until ctx is cancelled, then lets running batches finish (or
-// hands them back to their queues) and returns. It runs a consumer for every
-// SKU whose sale, plus its payment window, has not long ended, looks for new
-// SKUs every SKURefresh, and stops the consumer of a SKU that dropped out of
-// that list once its queue has nothing left to run (dead letters stay for
-// an operator).
+// hands them back to their queues) and returns. It runs a consumer for the
+// queue of every bucket of every SKU whose sale, plus its payment window,
+// has not long ended, looks for new SKUs every SKURefresh, and stops the
+// consumer of a SKU that dropped out of that list once its queue has
+// nothing left to run (dead letters stay for an operator).
 func (d *Drainer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -127,10 +127,12 @@ func (d *Drainer) Run(ctx context.Context) error {
 			d.log.Warn("drain: list skus", "err", err.Error())
 		}
 		if err == nil {
-			listed := make(map[uint64]bool, len(skus))
+			listed := make(map[stock.Part]bool, len(skus))
 			for _, sku := range skus {
-				listed[sku.ID] = true
-				d.start(ctx, &wg, sku.ID)
+				for _, p := range stock.Parts(sku.ID, sku.Buckets) {
+					listed[p] = true
+					d.start(ctx, &wg, p)
+				}
 			}
 			d.stopFinished(ctx, listed)
 		}
@@ -142,16 +144,16 @@ func (d *Drainer) Run(ctx context.Context) error {
 	}
 }
 
-func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
+func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, p stock.Part) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.running[sku] != nil {
+	if d.running[p] != nil {
 		return
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	run := &consumerRun{cancel: cancel}
-	d.running[sku] = run
-	q := d.store.Queue(sku)
+	d.running[p] = run
+	q := d.store.Queue(p)
 	if d.o.Watch != nil {
 		d.o.Watch(q)
 	}
@@ -170,10 +172,10 @@ func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, sku uint64) {
 		// Stopped by a failure of its own (its wake-up subscription could
 		// not be set up, say): the next SKU refresh starts it again, so a
 		// passing fault never leaves a SKU's orders undrained.
-		d.log.Error("drain: consumer stopped; it restarts at the next sku refresh", "sku", sku, "err", err.Error())
+		d.log.Error("drain: consumer stopped; it restarts at the next sku refresh", "sku", p.SKU, "bucket", p.Bucket, "err", err.Error())
 		d.mu.Lock()
-		if d.running[sku] == run {
-			delete(d.running, sku)
+		if d.running[p] == run {
+			delete(d.running, p)
 			if d.o.Unwatch != nil {
 				d.o.Unwatch(q)
 			}
@@ -188,24 +190,24 @@ type consumerRun struct{ cancel context.CancelFunc }
 
 // stopFinished stops the consumers of SKUs not listed any more whose queue
 // has no task pending or in flight.
-func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
+func (d *Drainer) stopFinished(ctx context.Context, listed map[stock.Part]bool) {
 	d.mu.Lock()
-	var gone []uint64
-	for sku := range d.running {
-		if !listed[sku] {
-			gone = append(gone, sku)
+	var gone []stock.Part
+	for p := range d.running {
+		if !listed[p] {
+			gone = append(gone, p)
 		}
 	}
 	d.mu.Unlock()
-	for _, sku := range gone {
-		q := d.store.Queue(sku)
+	for _, p := range gone {
+		q := d.store.Queue(p)
 		st, err := q.Stats(ctx)
 		if err != nil || st.Due+st.Delayed+st.InFlight > 0 {
 			continue
 		}
 		d.mu.Lock()
-		run := d.running[sku]
-		delete(d.running, sku)
+		run := d.running[p]
+		delete(d.running, p)
 		d.mu.Unlock()
 		if run != nil {
 			run.cancel()
@@ -213,8 +215,8 @@ func (d *Drainer) stopFinished(ctx context.Context, listed map[uint64]bool) {
 		if d.o.Unwatch != nil {
 			d.o.Unwatch(q)
 		}
-		d.store.Forget(sku)
-		d.log.Info("drain: sale over and drained; consumer stopped", "sku", sku)
+		d.store.Forget(p)
+		d.log.Info("drain: sale over and drained; consumer stopped", "sku", p.SKU, "bucket", p.Bucket)
 	}
 }
 

@@ -182,12 +182,17 @@ func notWritten(tx *gorm.DB, rows []order.Order) ([]order.Order, map[uint64]bool
 // (enqueueing one again is a no-op; a deadline that finds its order paid
 // does nothing).
 func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []order.Order) error {
-	bySKU := map[uint64][]order.Order{}
+	// In the queue of the bucket each order was taken from.
+	byPart := map[stock.Part][]order.Order{}
 	for _, o := range rows {
-		bySKU[o.SKU] = append(bySKU[o.SKU], o)
+		p, ok := stock.PartOf(o.OrderID)
+		if !ok || p.SKU != o.SKU {
+			p = stock.Part{SKU: o.SKU}
+		}
+		byPart[p] = append(byPart[p], o)
 	}
-	for sku, os := range bySKU {
-		if _, err := d.store.Queue(sku).EnqueueBatch(ctx, order.Deadlines(os)); err != nil {
+	for p, os := range byPart {
+		if _, err := d.store.Queue(p).EnqueueBatch(ctx, order.Deadlines(os)); err != nil {
 			return fmt.Errorf("drain: schedule payment deadlines: %w", err)
 		}
 	}

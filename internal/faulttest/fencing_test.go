@@ -38,11 +38,11 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	}
 	unchanged := func(left int64, queued int64) {
 		t.Helper()
-		st, ok, err := store.State(ctx, sku)
+		st, ok, err := store.State(ctx, stock.Part{SKU: sku})
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, left, st.Left, "units left")
-		qs, err := store.Queue(sku).Stats(ctx)
+		qs, err := store.Queue(stock.Part{SKU: sku}).Stats(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, queued, qs.Due+qs.Delayed+qs.InFlight, "orders queued")
 	}
@@ -56,12 +56,12 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	require.Greater(t, b.Fence(), a.Fence())
 
 	// A wakes up and writes under the lock it no longer holds.
-	_, _, err = store.Buy(ctx, sku, req("a"), guard(a))
+	_, _, err = store.Buy(ctx, stock.Part{SKU: sku}, req("a"), guard(a))
 	assert.ErrorIs(t, err, stock.ErrStale, "expired holder")
 	unchanged(10, 0)
 
 	// B writes: accepted, and its fence is now the highest seen.
-	left, res, err := store.Buy(ctx, sku, req("b"), guard(b))
+	left, res, err := store.Buy(ctx, stock.Part{SKU: sku}, req("b"), guard(b))
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	assert.Equal(t, int64(9), left)
@@ -70,7 +70,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	// The lock key names A's token again (as a failover to a replica that
 	// missed B's acquisition could leave it), but B's newer fence was used.
 	require.NoError(t, rdb.Set(ctx, a.Key(), a.Token(), time.Second).Err())
-	_, _, err = store.Buy(ctx, sku, req("a2"), guard(a))
+	_, _, err = store.Buy(ctx, stock.Part{SKU: sku}, req("a2"), guard(a))
 	assert.ErrorIs(t, err, stock.ErrStale, "older fence than one already used")
 	unchanged(9, 1)
 	require.NoError(t, rdb.Del(ctx, a.Key()).Err())
@@ -80,7 +80,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	c, err := locks.TryLock(ctx, stock.Tag(sku), 100*time.Millisecond, lock.WithFencing())
 	require.NoError(t, err)
 	time.Sleep(150 * time.Millisecond)
-	_, _, err = store.Buy(ctx, sku, req("c"), guard(c))
+	_, _, err = store.Buy(ctx, stock.Part{SKU: sku}, req("c"), guard(c))
 	assert.ErrorIs(t, err, stock.ErrStale, "expired, no new holder")
 	unchanged(9, 1)
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // Cursor is where a page of a shopper's orders continues: with the
@@ -91,11 +93,13 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]uint64, len(skus))
+	homes := make([]stock.Part, len(skus))
+	buckets := make(map[uint64]int, len(skus))
 	for i := range skus {
-		ids[i] = skus[i].ID
+		homes[i] = stock.Home(skus[i].ID, skus[i].Buckets, user)
+		buckets[skus[i].ID] = skus[i].Buckets
 	}
-	held, err := s.store.Held(ctx, user, ids)
+	held, err := s.store.Held(ctx, user, homes)
 	if err != nil || len(held) == 0 {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 		if units <= open[sku] {
 			continue // every unit held is in SQL: nothing of theirs is queued
 		}
-		tasks, _, err := s.store.QueuedOrders(ctx, sku)
+		tasks, _, err := s.store.QueuedOrders(ctx, stock.Home(sku, buckets[sku], user))
 		if err != nil {
 			return nil, err
 		}

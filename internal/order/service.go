@@ -41,7 +41,7 @@ type Limiter interface {
 // Seller).
 type Seller interface {
 	SoldOut(sku uint64) bool
-	Buy(ctx context.Context, sku uint64, r stock.Request) (stock.Result, error)
+	Buy(ctx context.Context, sku uint64, buckets int, r stock.Request) (stock.Result, error)
 }
 
 // Service runs a shopper's operations on their orders.
@@ -127,19 +127,19 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	now := s.o.Now()
 	switch {
 	case now.Before(sku.StartsAt):
-		return s.refuse(ctx, sku.ID, user, in, ErrNotStarted)
+		return s.refuse(ctx, sku, user, in, ErrNotStarted)
 	case !now.Before(sku.EndsAt):
-		return s.refuse(ctx, sku.ID, user, in, ErrEnded)
+		return s.refuse(ctx, sku, user, in, ErrEnded)
 	case in.Qty > sku.PerUserLimit:
-		return s.refuse(ctx, sku.ID, user, in, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit))
+		return s.refuse(ctx, sku, user, in, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit))
 	case s.seller.SoldOut(sku.ID):
 		// Known here already: no order id to make, no Redis call.
-		return s.refuse(ctx, sku.ID, user, in, stock.ErrSoldOut)
+		return s.refuse(ctx, sku, user, in, stock.ErrSoldOut)
 	}
 	if err := s.admit(ctx, in); err != nil {
 		return Placed{}, err
 	}
-	res, err := s.seller.Buy(ctx, sku.ID, stock.Request{
+	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
 		PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
 	})
@@ -148,7 +148,7 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 		errors.Is(err, stock.ErrStateLost):
 		// The buy script answers a replay before anything else, but these
 		// may come before it runs (the sold-out flag, a rebuild's pause).
-		return s.refuse(ctx, sku.ID, user, in, err)
+		return s.refuse(ctx, sku, user, in, err)
 	case err != nil:
 		return Placed{}, err
 	}
@@ -172,14 +172,14 @@ func (s *Service) replayed(ctx context.Context, user, orderID string) Placed {
 // refuse answers a buy request that is refused with err, unless it carries
 // a request id that already got an order: then the answer is that order.
 // Only a request with a request id costs a Redis lookup here.
-func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceInput, err error) (Placed, error) {
+func (s *Service) refuse(ctx context.Context, sku *catalog.SKU, user string, in PlaceInput, err error) (Placed, error) {
 	if in.RequestID == "" {
 		return Placed{}, err
 	}
 	if aerr := s.admit(ctx, in); aerr != nil {
 		return Placed{}, aerr
 	}
-	id, ok, lost, lerr := s.store.RequestOrder(ctx, sku, user, in.RequestID)
+	id, ok, lost, lerr := s.store.RequestOrder(ctx, stock.Home(sku.ID, sku.Buckets, user), user, in.RequestID)
 	if lerr != nil {
 		return Placed{}, lerr
 	}
@@ -191,7 +191,7 @@ func (s *Service) refuse(ctx context.Context, sku uint64, user string, in PlaceI
 		// that reached it (the rebuild remembers them in Redis again).
 		var o Order
 		qerr := s.db.WithContext(ctx).Select("order_id").
-			Take(&o, "sku_id = ? AND user_id = ? AND request_id = ?", sku, user, in.RequestID).Error
+			Take(&o, "sku_id = ? AND user_id = ? AND request_id = ?", sku.ID, user, in.RequestID).Error
 		if qerr == nil {
 			return s.replayed(ctx, user, o.OrderID), nil
 		}
@@ -222,7 +222,7 @@ func (s *Service) admit(ctx context.Context, in PlaceInput) error {
 // Get returns the user's order: from SQL once it is there, from its SKU's
 // queue (status queued) before. Another user's order is ErrNotFound.
 func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) {
-	sku, batch, ok := orderid.Parse(orderID)
+	sku, bucket, batch, ok := orderid.Parse(orderID)
 	if !ok {
 		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
@@ -236,7 +236,7 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	t, err := s.queued(ctx, sku, batch, orderID)
+	t, err := s.queued(ctx, stock.Part{SKU: sku, Bucket: bucket}, batch, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
 		if o, err2 := find(ctx, s.db, orderID); err2 == nil && o.User == user {
@@ -269,8 +269,8 @@ func find(ctx context.Context, db *gorm.DB, orderID string) (*Order, error) {
 
 // queued returns an order still in its SKU's queue, in the task of the
 // batch it was accepted in.
-func (s *Service) queued(ctx context.Context, sku uint64, batch, orderID string) (stock.OrderTask, error) {
-	info, err := s.store.Lookup(sku).Inspect(ctx, batch)
+func (s *Service) queued(ctx context.Context, p stock.Part, batch, orderID string) (stock.OrderTask, error) {
+	info, err := s.store.Lookup(p).Inspect(ctx, batch)
 	if errors.Is(err, queue.ErrNotFound) {
 		return stock.OrderTask{}, ErrNotFound
 	}

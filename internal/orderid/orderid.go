@@ -3,11 +3,13 @@
 // one task in their SKU's queue, and the task's id is the batch part of each
 // order's id, so a queued order is found from its id alone.
 //
-// An id is "<sku>-<24 characters>": 15 bytes in a lower-case base32 — the
-// batch's 6-byte millisecond time and 4 random bytes, then the order's
-// 2-byte index in its batch and 3 random bytes. Ids are unique, roughly
-// time-ordered and not guessable; the batch id is the id's first 16
-// characters after the SKU.
+// An id is "<sku>-<24 characters>", or "<sku>.<bucket>-<24 characters>" for
+// an order taken from bucket 1 to 63 of a SKU whose stock is split (bucket 0
+// is not written): 15 bytes in a lower-case base32 — the batch's 6-byte
+// millisecond time and 4 random bytes, then the order's 2-byte index in its
+// batch and 3 random bytes. Ids are unique, roughly time-ordered and not
+// guessable; the batch id is the id up to the first 16 characters after the
+// dash.
 package orderid
 
 import (
@@ -24,26 +26,33 @@ var encoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPaddin
 const (
 	batchBytes = 10
 	orderBytes = 5
-	// MaxLen is the longest order id: a 20-digit SKU, a dash, 24 characters.
-	MaxLen = 45
+	// MaxLen is the longest order id: a 20-digit SKU, a 2-digit bucket, a
+	// dot, a dash and 24 characters.
+	MaxLen = 48
+	// MaxBucket is the highest bucket an id can name.
+	MaxBucket = 63
 	// MaxBatch is the most orders one batch can name.
 	MaxBatch = 1 << 16
 )
 
 // Batch makes the ids of one batch's orders.
 type Batch struct {
-	sku  uint64
+	pfx  string // "<sku>-" or "<sku>.<bucket>-"
 	head [batchBytes]byte
 	tail []byte // the random part of each order's id, 3 bytes per order
 	id   string
 }
 
-// NewBatch starts a batch of at most n of sku's orders at now (1 <= n <=
-// MaxBatch). Its random bytes are read at once, so making an order's id
-// reads none.
-func NewBatch(sku uint64, now time.Time, n int) *Batch {
+// NewBatch starts a batch of at most n of sku's orders taken from bucket
+// (0 to MaxBucket) at now (1 <= n <= MaxBatch). Its random bytes are read
+// at once, so making an order's id reads none.
+func NewBatch(sku uint64, bucket int, now time.Time, n int) *Batch {
 	n = min(max(n, 1), MaxBatch)
-	b := &Batch{sku: sku}
+	pfx := strconv.FormatUint(sku, 10)
+	if bucket > 0 {
+		pfx += "." + strconv.Itoa(bucket%(MaxBucket+1))
+	}
+	b := &Batch{pfx: pfx + "-"}
 	ms := uint64(now.UnixMilli())
 	for i := 5; i >= 0; i-- {
 		b.head[i] = byte(ms)
@@ -53,7 +62,7 @@ func NewBatch(sku uint64, now time.Time, n int) *Batch {
 	_, _ = rand.Read(random)
 	copy(b.head[6:], random[:4])
 	b.tail = random[4:]
-	b.id = strconv.FormatUint(sku, 10) + "-" + encoding.EncodeToString(b.head[:])
+	b.id = b.pfx + encoding.EncodeToString(b.head[:])
 	return b
 }
 
@@ -66,24 +75,42 @@ func (b *Batch) Order(i int) string {
 	copy(raw[:], b.head[:])
 	binary.BigEndian.PutUint16(raw[batchBytes:], uint16(i%MaxBatch)) //nolint:gosec // i%MaxBatch fits in 16 bits
 	copy(raw[batchBytes+2:], b.tail[3*i:3*i+3])
-	return strconv.FormatUint(b.sku, 10) + "-" + encoding.EncodeToString(raw[:])
+	return b.pfx + encoding.EncodeToString(raw[:])
 }
 
-// Parse returns the SKU and the batch id an order id names; false for a
-// string that is not an order id.
-func Parse(id string) (sku uint64, batch string, ok bool) {
+// Parse returns the SKU, the bucket and the batch id an order id names;
+// false for a string that is not an order id.
+func Parse(id string) (sku uint64, bucket int, batch string, ok bool) {
 	i := strings.IndexByte(id, '-')
 	if i <= 0 || len(id) > MaxLen || len(id)-i-1 != 24 {
-		return 0, "", false
+		return 0, 0, "", false
 	}
 	for _, c := range id[i+1:] {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
-			return 0, "", false
+			return 0, 0, "", false
 		}
 	}
-	sku, err := strconv.ParseUint(id[:i], 10, 64)
-	if err != nil || sku == 0 {
-		return 0, "", false
+	sku, bucket, ok = ParseHead(id[:i])
+	if !ok {
+		return 0, 0, "", false
 	}
-	return sku, id[:i+1+16], true
+	return sku, bucket, id[:i+1+16], true
+}
+
+// ParseHead reads the part of an order id before its dash: "<sku>" or
+// "<sku>.<bucket>".
+func ParseHead(head string) (sku uint64, bucket int, ok bool) {
+	if dot := strings.IndexByte(head, '.'); dot >= 0 {
+		b := head[dot+1:]
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 || n > MaxBucket || strconv.Itoa(n) != b {
+			return 0, 0, false
+		}
+		bucket, head = n, head[:dot]
+	}
+	sku, err := strconv.ParseUint(head, 10, 64)
+	if err != nil || sku == 0 || strconv.FormatUint(sku, 10) != head {
+		return 0, 0, false
+	}
+	return sku, bucket, true
 }

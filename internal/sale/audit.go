@@ -6,30 +6,49 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/stock"
 	"gorm.io/gorm"
 )
 
 // Report is the invariant check of one SKU.
 type Report struct {
-	SKU            uint64   `json:"sku_id"`
-	StockTotal     int64    `json:"stock_total"`
-	Sold           int64    `json:"sold"`
-	RedisLeft      *int64   `json:"redis_left"` // null when Redis has no state for the SKU
-	Queued         int64    `json:"queued"`     // units accepted, not yet in SQL
-	QueuedOrders   int64    `json:"queued_orders"`
-	Orders         int64    `json:"orders"` // rows in SQL
-	PendingPayment int64    `json:"pending_payment"`
-	Paid           int64    `json:"paid"`
-	Cancelled      int64    `json:"cancelled"`
-	Expired        int64    `json:"expired"`
-	Failed         int64    `json:"failed"`
-	ActiveUnits    int64    `json:"active_units"` // units of pending_payment and paid orders
-	DeadLetters    int64    `json:"dead_letters"`
-	Duplicates     int64    `json:"duplicates"`
-	OverLimitUsers int64    `json:"over_limit_users"`
-	Consistent     bool     `json:"consistent"`
-	Violations     []string `json:"violations"`
+	SKU            uint64 `json:"sku_id"`
+	StockTotal     int64  `json:"stock_total"`
+	Sold           int64  `json:"sold"`
+	RedisLeft      *int64 `json:"redis_left"` // null when Redis has no state for the SKU
+	Queued         int64  `json:"queued"`     // units accepted, not yet in SQL
+	QueuedOrders   int64  `json:"queued_orders"`
+	Orders         int64  `json:"orders"` // rows in SQL
+	PendingPayment int64  `json:"pending_payment"`
+	Paid           int64  `json:"paid"`
+	Cancelled      int64  `json:"cancelled"`
+	Expired        int64  `json:"expired"`
+	Failed         int64  `json:"failed"`
+	ActiveUnits    int64  `json:"active_units"` // units of pending_payment and paid orders
+	DeadLetters    int64  `json:"dead_letters"`
+	Duplicates     int64  `json:"duplicates"`
+	OverLimitUsers int64  `json:"over_limit_users"`
+	// InFlight is the units lent by one bucket to another and not received
+	// (a move that failed between its two steps): on sale nowhere until a
+	// reconcile.
+	InFlight   int64    `json:"in_flight"`
+	Consistent bool     `json:"consistent"`
+	Violations []string `json:"violations"`
+	// Buckets reports each bucket of a SKU whose stock is split.
+	Buckets []BucketReport `json:"buckets,omitempty"`
+}
+
+// BucketReport is the check of one bucket of a split SKU: the units its
+// shoppers took in Redis equal its queued orders' and its active orders'
+// in SQL.
+type BucketReport struct {
+	Bucket      int    `json:"bucket"`
+	RedisLeft   *int64 `json:"redis_left"` // null when Redis has no state for the bucket
+	RedisTaken  int64  `json:"redis_taken"`
+	Queued      int64  `json:"queued"`
+	ActiveUnits int64  `json:"active_units"`
+	Consistent  bool   `json:"consistent"`
 }
 
 // Audit checks one SKU's invariants: sold <= stock_total, sold equals the
@@ -55,22 +74,36 @@ func (s *Service) Audit(ctx context.Context, id uint64) (*Report, error) {
 }
 
 func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
-	if _, err := s.skus.Get(ctx, id); err != nil {
+	known, err := s.skus.Get(ctx, id)
+	if err != nil {
 		return nil, err // catalog.ErrNotFound before any Redis read
 	}
 	r := &Report{SKU: id, Violations: []string{}}
-	st, ok, err := s.store.State(ctx, id)
+	parts := stock.Parts(id, known.Buckets)
+	sts, oks, err := s.store.States(ctx, parts)
 	if err != nil {
 		return nil, err
 	}
-	if ok {
-		r.RedisLeft = &st.Left
+	all := true
+	var left, moved int64
+	for i := range parts {
+		all = all && oks[i]
+		left += sts[i].Left
+		moved += sts[i].Moved
 	}
-	queued, dead, err := s.store.QueuedOrders(ctx, id)
-	if err != nil {
-		return nil, err
+	if all {
+		r.RedisLeft = &left
+		r.InFlight = -moved
 	}
-	r.DeadLetters = dead
+	var queued []stock.OrderTask
+	for _, p := range parts {
+		q, dead, err := s.store.QueuedOrders(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		queued = append(queued, q...)
+		r.DeadLetters += dead
+	}
 	// Read SQL after the queue: an order drained in between shows in SQL
 	// and is dropped from the queued ones below, never counted twice.
 	sku, err := s.skus.Get(ctx, id)
@@ -111,6 +144,7 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		id, order.StatusPendingPayment, order.StatusPaid, sku.PerUserLimit).Scan(&r.OverLimitUsers).Error; err != nil {
 		return nil, fmt.Errorf("sale: audit: %w", err)
 	}
+	queuedIn := make([]int64, len(parts))
 	if len(queued) > 0 {
 		inSQL, err := existing(s.db.WithContext(ctx), queued)
 		if err != nil {
@@ -120,7 +154,15 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 			if !inSQL[t.OrderID] {
 				r.Queued += int64(t.Qty)
 				r.QueuedOrders++
+				if p, ok := stock.PartOf(t.OrderID); ok && p.Bucket < len(parts) {
+					queuedIn[p.Bucket] += int64(t.Qty)
+				}
 			}
+		}
+	}
+	if len(parts) > 1 {
+		if r.Buckets, err = s.auditBuckets(ctx, id, sts, oks, queuedIn); err != nil {
+			return nil, err
 		}
 	}
 
@@ -146,12 +188,54 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	case r.RedisLeft == nil && !expired:
 		fail("redis has no state for the sku: reconcile it")
 	case r.RedisLeft != nil:
-		if got := *r.RedisLeft + r.Queued + r.ActiveUnits; got != r.StockTotal {
-			fail("redis_left %d + queued %d + active %d = %d != stock_total %d", *r.RedisLeft, r.Queued, r.ActiveUnits, got, r.StockTotal)
+		if got := *r.RedisLeft + r.InFlight + r.Queued + r.ActiveUnits; got != r.StockTotal {
+			fail("redis_left %d + in_flight %d + queued %d + active %d = %d != stock_total %d",
+				*r.RedisLeft, r.InFlight, r.Queued, r.ActiveUnits, got, r.StockTotal)
+		}
+	}
+	if r.InFlight != 0 {
+		fail("%d units moving between buckets were not received: reconcile the sku", r.InFlight)
+	}
+	for _, b := range r.Buckets {
+		if !b.Consistent && b.RedisLeft != nil {
+			fail("bucket %d: redis_taken %d != queued %d + active %d", b.Bucket, b.RedisTaken, b.Queued, b.ActiveUnits)
 		}
 	}
 	r.Consistent = len(r.Violations) == 0
 	return r, nil
+}
+
+// auditBuckets checks each bucket of a split SKU: the units taken in its
+// Redis state against its queued orders (queued, by bucket) and its active
+// orders in SQL (an order id names its bucket).
+func (s *Service) auditBuckets(ctx context.Context, id uint64, sts []stock.State, oks []bool, queued []int64) ([]BucketReport, error) {
+	var rows []struct {
+		Head  string
+		Units int64
+	}
+	if err := s.db.WithContext(ctx).Model(&order.Order{}).
+		Select("SUBSTR(order_id, 1, INSTR(order_id, '-') - 1) AS head, COALESCE(SUM(qty), 0) AS units").
+		Where("sku_id = ? AND status IN ?", id, []string{order.StatusPendingPayment, order.StatusPaid}).
+		Group("head").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("sale: audit buckets: %w", err)
+	}
+	active := make([]int64, len(sts))
+	for _, row := range rows {
+		if sku, b, ok := orderid.ParseHead(row.Head); ok && sku == id && b < len(sts) {
+			active[b] += row.Units
+		}
+	}
+	out := make([]BucketReport, len(sts))
+	for i, st := range sts {
+		b := BucketReport{Bucket: i, Queued: queued[i], ActiveUnits: active[i]}
+		if oks[i] {
+			l := st.Left
+			b.RedisLeft, b.RedisTaken = &l, st.Taken()
+			b.Consistent = b.RedisTaken == b.Queued+b.ActiveUnits
+		}
+		out[i] = b
+	}
+	return out, nil
 }
 
 // existing returns which of the tasks' orders are in SQL.

@@ -108,7 +108,7 @@ func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 			continue
 		}
 		g.Go(func() error {
-			st, ok, err := s.store.State(gctx, sku.ID)
+			st, ok, err := s.store.Sum(gctx, sku.ID, sku.Buckets)
 			if err != nil {
 				return err
 			}
@@ -200,7 +200,7 @@ func (s *Service) EndSale(ctx context.Context, id uint64) (*SKUView, error) {
 				return fmt.Errorf("order: end sku %d: %w", id, err)
 			}
 		}
-		st, ok, err := s.store.State(ctx, id)
+		st, ok, err := s.store.Sum(ctx, id, next.Buckets)
 		if err != nil {
 			return err
 		}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
@@ -48,50 +51,85 @@ type QueueReport struct {
 	Next      []TaskView `json:"next"` // the first pending tasks by due time
 }
 
-// Queue reports the depths of sku's queue and its first n pending tasks.
+// Queue reports the depths of sku's queue (of all its buckets' queues
+// together) and its first n pending tasks.
 func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, error) {
-	if _, err := s.skus.Get(ctx, sku); err != nil {
-		return nil, err
-	}
-	q := s.store.Lookup(sku)
-	st, err := q.Stats(ctx)
+	k, err := s.skus.Get(ctx, sku)
 	if err != nil {
 		return nil, err
 	}
-	r := &QueueReport{SKU: sku, Due: st.Due, Delayed: st.Delayed, InFlight: st.InFlight, Dead: st.Dead, Next: []TaskView{}}
-	if !st.OldestDue.IsZero() {
-		t := st.OldestDue.UTC()
-		r.OldestDue = &t
+	n = min(max(n, 0), queue.MaxList)
+	r := &QueueReport{SKU: sku, Next: []TaskView{}}
+	var next []queue.Info
+	for _, p := range stock.Parts(sku, k.Buckets) {
+		q := s.store.Lookup(p)
+		st, err := q.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.Due, r.Delayed, r.InFlight, r.Dead = r.Due+st.Due, r.Delayed+st.Delayed, r.InFlight+st.InFlight, r.Dead+st.Dead
+		if t := st.OldestDue.UTC(); !st.OldestDue.IsZero() && (r.OldestDue == nil || t.Before(*r.OldestDue)) {
+			r.OldestDue = &t
+		}
+		peek, err := q.Peek(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		next = append(next, peek...)
 	}
-	next, err := q.Peek(ctx, min(max(n, 0), queue.MaxList))
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range next {
+	slices.SortStableFunc(next, func(a, b queue.Info) int { return a.At.Compare(b.At) })
+	for _, in := range next[:min(n, len(next))] {
 		r.Next = append(r.Next, taskView(in))
 	}
 	return r, nil
 }
 
-// DeadLetters lists sku's dead letters from offset, at most n.
+// DeadLetters lists sku's dead letters (bucket after bucket) from offset,
+// at most n.
 func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([]TaskView, error) {
-	if _, err := s.skus.Get(ctx, sku); err != nil {
-		return nil, err
-	}
-	list, err := s.store.Lookup(sku).ListDead(ctx, max(offset, 0), min(max(n, 0), queue.MaxList))
+	k, err := s.skus.Get(ctx, sku)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TaskView, 0, len(list))
-	for _, in := range list {
+	offset, n = max(offset, 0), min(max(n, 0), queue.MaxList)
+	var list []queue.Info
+	for _, p := range stock.Parts(sku, k.Buckets) {
+		if len(list) >= offset+n {
+			break
+		}
+		more, err := s.store.Lookup(p).ListDead(ctx, 0, offset+n-len(list))
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, more...)
+	}
+	out := make([]TaskView, 0, n)
+	for _, in := range list[min(offset, len(list)):] {
 		out = append(out, taskView(in))
 	}
 	return out, nil
 }
 
+// partOfTask is the bucket of sku whose queue holds task id: an order
+// task's id is its batch id, which names the bucket ("<sku>.<bucket>-…"),
+// and a payment deadline's names its first order after a prefix.
+func (s *Service) partOfTask(ctx context.Context, sku uint64, id string) stock.Part {
+	if i := strings.LastIndexByte(id, ':'); i >= 0 {
+		id = id[i+1:]
+	}
+	if j := strings.IndexByte(id, '-'); j > 0 {
+		if got, b, ok := orderid.ParseHead(id[:j]); ok && got == sku && b > 0 {
+			if k, err := s.skus.Get(ctx, sku); err == nil && b < k.Buckets {
+				return stock.Part{SKU: sku, Bucket: b}
+			}
+		}
+	}
+	return stock.Part{SKU: sku}
+}
+
 // RequeueDead puts a dead letter back in work with fresh attempts.
 func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error {
-	err := s.store.Lookup(sku).RequeueDead(ctx, id)
+	err := s.store.Lookup(s.partOfTask(ctx, sku, id)).RequeueDead(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
 	}
@@ -106,7 +144,7 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	if _, err := s.skus.Get(ctx, sku); err != nil {
 		return err
 	}
-	q := s.store.Lookup(sku)
+	q := s.store.Lookup(s.partOfTask(ctx, sku, id))
 	in, err := q.Inspect(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || err == nil && in.State != queue.StateDead {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
@@ -145,7 +183,11 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 				"order_id", t.OrderID, "sku", t.SKU)
 			continue
 		}
-		if _, err := s.store.ReturnWhenFree(ctx, t.SKU, t.OrderID, t.User, t.Qty); err != nil {
+		p, ok := stock.PartOf(t.OrderID)
+		if !ok || p.SKU != t.SKU {
+			p = stock.Part{SKU: t.SKU}
+		}
+		if _, err := s.store.ReturnWhenFree(ctx, p, t.OrderID, t.User, t.Qty); err != nil {
 			return err
 		}
 		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",

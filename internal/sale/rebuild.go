@@ -33,12 +33,17 @@ func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
 // reconcile is Reconcile under the SKU's admin lock.
 func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 	const pause = 30 * time.Second
-	token, err := s.store.Pause(ctx, id, pause)
+	sku, err := s.skus.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.rebuild(ctx, id, token); err != nil {
-		_ = s.store.Unpause(context.WithoutCancel(ctx), id, token)
+	parts := stock.Parts(id, sku.Buckets)
+	token, err := s.store.Pause(ctx, parts, pause)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rebuild(ctx, id, parts, token); err != nil {
+		_ = s.store.Unpause(context.WithoutCancel(ctx), parts, token)
 		return nil, err
 	}
 	s.o.Log.Info("redis state rebuilt from sql", "sku", id)
@@ -59,26 +64,41 @@ func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
 		Where("sku_id = ? AND status = ?", id, order.StatusPendingPayment).Order("expires_at").Scan(&rows).Error; err != nil {
 		return fmt.Errorf("sale: reschedule payment deadlines: %w", err)
 	}
-	if _, err := s.store.Lookup(id).EnqueueBatch(ctx, order.Deadlines(rows)); err != nil {
-		return fmt.Errorf("sale: reschedule payment deadlines: %w", err)
+	byPart := map[stock.Part][]order.Order{}
+	for _, o := range rows {
+		p, ok := stock.PartOf(o.OrderID)
+		if !ok || p.SKU != id {
+			p = stock.Part{SKU: id}
+		}
+		byPart[p] = append(byPart[p], o)
+	}
+	for p, os := range byPart {
+		if _, err := s.store.Lookup(p).EnqueueBatch(ctx, order.Deadlines(os)); err != nil {
+			return fmt.Errorf("sale: reschedule payment deadlines: %w", err)
+		}
 	}
 	return nil
 }
 
-// rebuild computes sku's Redis state while buyers, returns and stock
-// changes are paused, and writes it. The queue is read first, in one
-// script; then SQL, in one REPEATABLE READ snapshot: a batch the drain
-// commits meanwhile is either in it (active) or not (still counted as
-// queued), never neither, which would leave a unit too many in Redis.
-func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
-	queued, _, err := s.store.QueuedOrders(ctx, id)
-	if err != nil {
-		return err
+// rebuild computes the Redis state of sku's parts while buyers, returns,
+// moves between buckets and stock changes are paused, and writes it. The
+// queues are read first, each in one script; then SQL, in one REPEATABLE
+// READ snapshot: a batch the drain commits meanwhile is either in it
+// (active) or not (still counted as queued), never neither, which would
+// leave a unit too many in Redis.
+func (s *Service) rebuild(ctx context.Context, id uint64, parts []stock.Part, token string) error {
+	var queued []stock.OrderTask
+	for _, p := range parts {
+		q, _, err := s.store.QueuedOrders(ctx, p)
+		if err != nil {
+			return err
+		}
+		queued = append(queued, q...)
 	}
 	r := stock.Rebuilt{Buyers: map[string]int64{}}
 	var sku catalog.SKU
 	var sold, active, waiting int64
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Take(&sku, "id = ?", id).Error; err != nil {
 			return fmt.Errorf("sale: rebuild: %w", err)
 		}
@@ -128,9 +148,54 @@ func (s *Service) rebuild(ctx context.Context, id uint64, token string) error {
 	if err != nil {
 		return err
 	}
-	r.Config = s.config(&sku)
-	r.Left = max(0, sku.StockTotal-max(sold, active)-waiting)
-	return s.store.Rebuild(ctx, id, token, r)
+	left := max(0, sku.StockTotal-max(sold, active)-waiting)
+	split := splitRebuilt(id, s.config(&sku), r, len(parts), left)
+	// Bucket 0 holds every unit left and is written last; the others hold
+	// only what their shoppers took. A rebuild that stops part-way leaves
+	// the buckets it wrote with nothing to sell and bucket 0 as it was (and
+	// paused until the pause expires): it can undersell, never oversell.
+	for i := len(parts) - 1; i >= 0; i-- {
+		if err := s.store.Rebuild(ctx, parts[i], token, split[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitRebuilt divides SKU id's rebuilt state r over its buckets: each
+// shopper's units and request ids to their home bucket, each closed order
+// to the bucket it was taken from, and the units left, left, to bucket 0.
+// Each bucket's total is what its shoppers hold, bucket 0's the rest.
+func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, buckets int, left int64) []stock.Rebuilt {
+	split := make([]stock.Rebuilt, buckets)
+	for i := range split {
+		split[i] = stock.Rebuilt{Config: cfg, Buyers: map[string]int64{}}
+		split[i].Total = 0
+	}
+	home := func(user string) *stock.Rebuilt { return &split[stock.Home(id, buckets, user).Bucket] }
+	for user, n := range r.Buyers {
+		h := home(user)
+		h.Buyers[user] = n
+		h.Total += n
+	}
+	for _, q := range r.Requests {
+		h := home(q.User)
+		h.Requests = append(h.Requests, q)
+	}
+	for _, oid := range r.Returned {
+		b := 0
+		if p, ok := stock.PartOf(oid); ok && p.SKU == id && p.Bucket < buckets {
+			b = p.Bucket
+		}
+		split[b].Returned = append(split[b].Returned, oid)
+	}
+	held := int64(0)
+	for i := 1; i < buckets; i++ {
+		held += split[i].Total
+	}
+	split[0].Total = cfg.Total - held
+	split[0].Left = left
+	return split
 }
 
 // snapshotTx is the isolation of a transaction whose reads must be one
@@ -151,7 +216,7 @@ func (s *Service) RebuildMissing(ctx context.Context) error {
 		return err
 	}
 	for _, sku := range skus {
-		if _, ok, err := s.store.State(ctx, sku.ID); err != nil {
+		if _, ok, err := s.store.Sum(ctx, sku.ID, sku.Buckets); err != nil {
 			return err
 		} else if ok {
 			continue

@@ -92,7 +92,7 @@ func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, ok, err := s.store.State(ctx, id)
+	st, ok, err := s.store.Sum(ctx, id, sku.Buckets)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 		if _, err := s.reconcile(ctx, cur.ID); err != nil {
 			return nil, 0, err
 		}
-		st, _, err := s.store.State(ctx, cur.ID)
+		st, _, err := s.store.Sum(ctx, cur.ID, cur.Buckets)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -284,7 +284,7 @@ func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Cont
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
-	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Expires: s.stateExpiry(sku), Ends: sku.EndsAt}
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Buckets: sku.Buckets, Expires: s.stateExpiry(sku), Ends: sku.EndsAt}
 }
 
 // stateExpiry is when sku's Redis state may expire: StateRetention after

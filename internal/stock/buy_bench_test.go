@@ -22,7 +22,7 @@ func BenchmarkStoreBuy(b *testing.B) {
 			id := strconv.Itoa(n)
 			reqs[i] = Request{User: "u" + id, Qty: 1, PriceCents: 99900, Created: now}
 		}
-		_, res, err := s.Buy(ctx, sku, reqs, Guard{})
+		_, res, err := s.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
 		if err != nil || res[0].Err != nil {
 			b.Fatal(err, res[0].Err)
 		}

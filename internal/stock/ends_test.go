@@ -34,7 +34,7 @@ func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
 	replay := buy("alice", "r-1")
 	require.NoError(t, replay.Err, "a replay is answered after the end")
 	assert.Equal(t, first.OrderID, replay.OrderID)
-	st, ok, err := store.State(ctx, sku)
+	st, ok, err := store.State(ctx, Part{SKU: sku})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.EqualValues(t, 9, st.Left, "nothing taken after the end")
@@ -42,7 +42,7 @@ func TestTheBuyScriptKeepsTheSalesEnd(t *testing.T) {
 	// A stock written before the end was kept (Ends zero) has no end in Redis.
 	_, err = store.Configure(ctx, sku+1, Config{Total: 1, Limit: 1, Expires: now.Add(time.Hour)}, true)
 	require.NoError(t, err)
-	_, res, err := store.Buy(ctx, sku+1, []Request{{User: "carol", Qty: 1, Created: now}}, Guard{})
+	_, res, err := store.Buy(ctx, Part{SKU: sku + 1}, []Request{{User: "carol", Qty: 1, Created: now}}, Guard{})
 	require.NoError(t, err)
 	assert.NoError(t, res[0].Err)
 }

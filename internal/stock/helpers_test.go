@@ -37,7 +37,7 @@ type buyer struct {
 // returns the answer; an error from Redis fails the test.
 func (b *buyer) buy(sku uint64, user, rid string) Result {
 	b.t.Helper()
-	_, res, err := b.store.Buy(b.ctx, sku, []Request{{User: user, Qty: 1, RequestID: rid, Created: b.now()}}, Guard{})
+	_, res, err := b.store.Buy(b.ctx, Part{SKU: sku}, []Request{{User: user, Qty: 1, RequestID: rid, Created: b.now()}}, Guard{})
 	require.NoError(b.t, err)
 	return res[0]
 }

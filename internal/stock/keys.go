@@ -1,16 +1,63 @@
 package stock
 
-import "strconv"
+import (
+	"hash/fnv"
+	"strconv"
+
+	"github.com/seckill/seckill/internal/orderid"
+)
 
 // Tag is the hash tag of a SKU, "{sku:42}". Every key of the SKU — stock,
 // buyers, request ids, its lock (internal/lock) and its order queue
 // (internal/queue) — carries it, so one script can touch them all, on
 // standalone Redis and in one Redis Cluster slot alike.
-func Tag(sku uint64) string { return "{sku:" + strconv.FormatUint(sku, 10) + "}" }
+func Tag(sku uint64) string { return Part{SKU: sku}.Tag() }
 
-// keys holds the Redis names of one SKU's stock state.
+// MaxBuckets is the most buckets a SKU's stock can be split into.
+const MaxBuckets = 64
+
+// Part is one bucket of a SKU's stock: a share of its units with its own
+// buyers, request ids, rate budgets, lock and order queue under its own
+// hash tag, so the buckets of one SKU land on different Cluster slots.
+// Bucket 0 carries the SKU's tag, "{sku:42}": a SKU of one bucket is laid
+// out as one that is not split. Bucket b > 0 carries "{sku:42:b}".
+type Part struct {
+	SKU    uint64
+	Bucket int
+}
+
+// Tag is the part's hash tag.
+func (p Part) Tag() string {
+	if p.Bucket == 0 {
+		return "{sku:" + strconv.FormatUint(p.SKU, 10) + "}"
+	}
+	return "{sku:" + strconv.FormatUint(p.SKU, 10) + ":" + strconv.Itoa(p.Bucket) + "}"
+}
+
+// Home is the bucket of sku's stock (of buckets) user buys from: always
+// the same one, so the shopper's limit, request ids and rate budget are
+// kept in one place.
+func Home(sku uint64, buckets int, user string) Part {
+	if buckets <= 1 {
+		return Part{SKU: sku}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return Part{SKU: sku, Bucket: int(h.Sum32() % uint32(min(buckets, MaxBuckets)))} //nolint:gosec // at most MaxBuckets
+}
+
+// Parts lists the buckets of sku, bucket 0 first.
+func Parts(sku uint64, buckets int) []Part {
+	ps := make([]Part, max(min(buckets, MaxBuckets), 1))
+	for i := range ps {
+		ps[i] = Part{SKU: sku, Bucket: i}
+	}
+	return ps
+}
+
+// keys holds the Redis names of one part's stock state.
 type keys struct {
-	stock    string // HASH total, left, limit, fence
+	stock    string // HASH total, left, limit, fence, ends, moved, epoch
 	buyers   string // HASH user id -> units bought
 	staging  string // HASH buyers being rebuilt
 	returned string // SET ids of orders whose units came back
@@ -18,10 +65,12 @@ type keys struct {
 	paused   string // STRING token of a rebuild in progress (with a TTL)
 	rid      string // prefix of request-id keys (see requestID)
 	ratePfx  string // prefix of per-shopper rate keys (see rate)
+	lent     string // HASH transfer id -> units lent to another bucket, not yet settled
+	received string // SET ids of transfers received from another bucket
 }
 
-func newKeys(prefix string, sku uint64) keys {
-	base := prefix + Tag(sku) + ":"
+func newKeys(prefix string, p Part) keys {
+	base := prefix + p.Tag() + ":"
 	return keys{
 		stock:    base + "stock",
 		buyers:   base + "buyers",
@@ -31,6 +80,8 @@ func newKeys(prefix string, sku uint64) keys {
 		paused:   base + "paused",
 		rid:      base + "rid:",
 		ratePfx:  base + "rate:",
+		lent:     base + "lent",
+		received: base + "received",
 	}
 }
 
@@ -50,4 +101,11 @@ func (k keys) requestID(user, requestID string) string {
 // TTL): ratePfx + len(user) + ":" + user.
 func (k keys) rate(user string) string {
 	return k.ratePfx + strconv.Itoa(len(user)) + ":" + user
+}
+
+// PartOf returns the part of its SKU an order was taken from, which its id
+// names (internal/orderid); false for a string that is not an order id.
+func PartOf(orderID string) (Part, bool) {
+	sku, bucket, _, ok := orderid.Parse(orderID)
+	return Part{SKU: sku, Bucket: bucket}, ok
 }

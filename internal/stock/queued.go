@@ -2,11 +2,11 @@ package stock
 
 import "context"
 
-// QueuedOrders returns the orders in sku's queue (pending, in flight or
+// QueuedOrders returns the orders in p's queue (pending, in flight or
 // dead), read in one step, and how many of them are in dead letters. An
 // order that does not decode is left out (the drain dead-letters its task).
-func (s *Store) QueuedOrders(ctx context.Context, sku uint64) ([]OrderTask, int64, error) {
-	snap, err := s.Lookup(sku).Snapshot(ctx, TaskCreate)
+func (s *Store) QueuedOrders(ctx context.Context, p Part) ([]OrderTask, int64, error) {
+	snap, err := s.Lookup(p).Snapshot(ctx, TaskCreate)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -54,7 +54,7 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 		require.ErrorIs(t, buy(scarce, "carol", "").Err, ErrSoldOut, "sold out is answered, not charged")
 	}
 	advance(time.Second)
-	_, err := store.Return(ctx, scarce, bought.OrderID, "carol", 1)
+	_, err := store.Return(ctx, Part{SKU: scarce}, bought.OrderID, "carol", 1)
 	require.NoError(t, err)
 	require.NoError(t, buy(scarce, "carol", "").Err, "carol's budget was not spent on sold-out answers")
 
@@ -64,7 +64,7 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = Request{User: "dave", Qty: 1, Created: clock()}
 	}
-	_, res, err := store.Buy(ctx, sku, reqs, Guard{})
+	_, res, err := store.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
 	require.NoError(t, err)
 	for i, r := range res {
 		if i < 3 {

@@ -63,7 +63,7 @@ type Seller struct {
 	o     SellerOptions
 
 	soldOut sync.Map // uint64 -> *atomic.Int64: Unix nanos until which the SKU is known sold out
-	lines   sync.Map // uint64 -> *line
+	lines   sync.Map // Part -> *line
 	rebuild sync.Map // uint64 -> struct{}: rebuilds in progress
 
 	done chan struct{}
@@ -145,24 +145,30 @@ func (s *Seller) clearSoldOut(sku uint64) {
 	}
 }
 
-// Buy takes req.Qty units of sku for req.User and enqueues the order, or
-// says why not: ErrSoldOut, ErrLimitExceeded, ErrBusy (lock not obtained in
-// time, or state being rebuilt), ErrStateLost (Redis lost the SKU; a rebuild
-// has started), ErrClosed, or a Redis error. A SKU known sold out is refused
-// without a Redis call.
-func (s *Seller) Buy(ctx context.Context, sku uint64, req Request) (Result, error) {
+// Buy takes req.Qty units of sku (its stock split into buckets) for
+// req.User and enqueues the order, or says why not: ErrSoldOut,
+// ErrLimitExceeded, ErrBusy (lock not obtained in time, or state being
+// rebuilt), ErrStateLost (Redis lost the SKU; a rebuild has started),
+// ErrClosed, or a Redis error. A SKU known sold out is refused without a
+// Redis call.
+//
+// The shopper always buys from their home bucket (Home); when it has too
+// few units left, units are moved to it from the other buckets (Borrow), so
+// a shopper is told sold out only when no bucket has any left.
+func (s *Seller) Buy(ctx context.Context, sku uint64, buckets int, req Request) (Result, error) {
 	if s.SoldOut(sku) {
 		return Result{}, ErrSoldOut
 	}
+	home := Home(sku, buckets, req.User)
 	if s.o.BatchMax <= 1 {
-		res, err := s.execute(ctx, sku, []Request{req}, nil)
+		res, err := s.execute(ctx, home, buckets, []Request{req}, nil)
 		if err != nil {
 			return Result{}, err
 		}
 		return res[0], res[0].Err
 	}
 	p := &pending{req: req, reply: make(chan reply, 1)}
-	if err := s.enqueue(ctx, sku, p); err != nil {
+	if err := s.enqueue(ctx, home, buckets, p); err != nil {
 		return Result{}, err
 	}
 	// Once queued the request is answered: its batch runs with its own
@@ -203,10 +209,12 @@ func (l *lease) release() {
 	l.m = nil
 }
 
-// execute runs one batch: lock (for StrategyLock), script, unlock. With a
-// lease, the lock it holds is used, or the one acquired is kept in it (the
-// caller releases it); without, the lock is released at once.
-func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request, l *lease) ([]Result, error) {
+// execute runs one batch in part p of a SKU of buckets: lock (for
+// StrategyLock), script, unlock. With a lease, the lock it holds is used,
+// or the one acquired is kept in it (the caller releases it); without, the
+// lock is released at once.
+func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Request, l *lease) ([]Result, error) {
+	sku := p.SKU
 	var g Guard
 	if s.o.Strategy == StrategyLock {
 		m := (*lock.Mutex)(nil)
@@ -215,7 +223,7 @@ func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request, l *lea
 		}
 		if m == nil {
 			var err error
-			m, err = s.locks.Lock(ctx, Tag(sku), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
+			m, err = s.locks.Lock(ctx, p.Tag(), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
 			if err != nil {
 				if errors.Is(err, lock.ErrNotObtained) {
 					return nil, fmt.Errorf("%w: %w", ErrBusy, err)
@@ -230,7 +238,10 @@ func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request, l *lea
 		}
 		g = Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}
 	}
-	left, res, err := s.store.Buy(ctx, sku, reqs, g)
+	left, res, err := s.store.Buy(ctx, p, reqs, g)
+	if err == nil && buckets > 1 {
+		left, err = s.borrow(ctx, p, buckets, reqs, res, g)
+	}
 	if err != nil {
 		// Lost, overtaken or unknown: take the lock afresh next time.
 		l.release()
@@ -246,6 +257,54 @@ func (s *Seller) execute(ctx context.Context, sku uint64, reqs []Request, l *lea
 		s.markSoldOut(sku)
 	}
 	return res, nil
+}
+
+// borrow serves the requests of a batch in p that were refused as sold out
+// with units moved from the other buckets, changing their results in res.
+// It returns the units left in every bucket as far as it knows: 0 when
+// no other bucket had any, more when it did not need to ask. A failure to
+// move units answers those requests ErrBusy: units may be left.
+func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) (int64, error) {
+	for range 3 {
+		var idx []int
+		var need int64
+		for i, r := range res {
+			if errors.Is(r.Err, ErrSoldOut) {
+				idx = append(idx, i)
+				need += int64(reqs[i].Qty)
+			}
+		}
+		if len(idx) == 0 {
+			return 1, nil
+		}
+		got, moving, err := s.store.Borrow(ctx, p, buckets, need)
+		if err != nil {
+			s.o.Log.Warn("stock: moving units between buckets failed", "sku", p.SKU, "bucket", p.Bucket, "err", err.Error())
+			for _, i := range idx {
+				res[i] = Result{Err: fmt.Errorf("%w: %w", ErrBusy, err)}
+			}
+			return 1, nil
+		}
+		if got == 0 && moving {
+			// Units are on their way to a bucket: not sold out yet.
+			return 1, nil
+		}
+		if got == 0 {
+			return 0, nil
+		}
+		again := make([]Request, len(idx))
+		for j, i := range idx {
+			again[j] = reqs[i]
+		}
+		_, res2, err := s.store.Buy(ctx, p, again, g)
+		if err != nil {
+			return 0, err
+		}
+		for j, i := range idx {
+			res[i] = res2[j]
+		}
+	}
+	return 1, nil
 }
 
 func (s *Seller) stateLost(sku uint64) {
@@ -276,16 +335,17 @@ type reply struct {
 // for LineIdle stops and leaves the map, so a process that serves sale after
 // sale keeps no goroutine of a finished one.
 type line struct {
-	ch   chan *pending
-	mu   sync.RWMutex // senders share it; closing takes it alone
-	shut bool
-	stop chan struct{} // closed when the line stops
+	buckets int // of the SKU the line's part belongs to
+	ch      chan *pending
+	mu      sync.RWMutex // senders share it; closing takes it alone
+	shut    bool
+	stop    chan struct{} // closed when the line stops
 }
 
-// enqueue hands p to sku's line, starting one if needed.
-func (s *Seller) enqueue(ctx context.Context, sku uint64, p *pending) error {
+// enqueue hands p to the line of part, starting one if needed.
+func (s *Seller) enqueue(ctx context.Context, part Part, buckets int, p *pending) error {
 	for {
-		l := s.line(sku)
+		l := s.line(part, buckets)
 		l.mu.RLock()
 		if l.shut {
 			// It stopped after we found it; the next call finds a new one.
@@ -305,12 +365,12 @@ func (s *Seller) enqueue(ctx context.Context, sku uint64, p *pending) error {
 	}
 }
 
-func (s *Seller) line(sku uint64) *line {
-	if l, ok := s.lines.Load(sku); ok {
+func (s *Seller) line(p Part, buckets int) *line {
+	if l, ok := s.lines.Load(p); ok {
 		return l.(*line)
 	}
-	l := &line{ch: make(chan *pending, 4*s.o.BatchMax), stop: make(chan struct{})}
-	actual, loaded := s.lines.LoadOrStore(sku, l)
+	l := &line{ch: make(chan *pending, 4*s.o.BatchMax), stop: make(chan struct{}), buckets: buckets}
+	actual, loaded := s.lines.LoadOrStore(p, l)
 	if loaded {
 		return actual.(*line)
 	}
@@ -320,14 +380,14 @@ func (s *Seller) line(sku uint64) *line {
 		workers = 4
 	}
 	for range workers {
-		s.wg.Go(func() { s.runLine(sku, l) })
+		s.wg.Go(func() { s.runLine(p, l) })
 	}
 	return l
 }
 
 // idle stops l if no request is waiting on it: no sender is inside
 // enqueue (they hold the read lock), so none can send after it is shut.
-func (s *Seller) idle(sku uint64, l *line) bool {
+func (s *Seller) idle(p Part, l *line) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.shut {
@@ -337,12 +397,12 @@ func (s *Seller) idle(sku uint64, l *line) bool {
 		return false
 	}
 	l.shut = true
-	s.lines.CompareAndDelete(sku, l)
+	s.lines.CompareAndDelete(p, l)
 	close(l.stop)
 	return true
 }
 
-func (s *Seller) runLine(sku uint64, l *line) {
+func (s *Seller) runLine(p Part, l *line) {
 	batch := make([]*pending, 0, s.o.BatchMax)
 	reqs := make([]Request, 0, s.o.BatchMax)
 	timer := time.NewTimer(time.Hour)
@@ -359,15 +419,15 @@ func (s *Seller) runLine(sku uint64, l *line) {
 		batch = batch[:0]
 		idle.Reset(s.o.LineIdle)
 		select {
-		case p := <-l.ch:
-			batch = append(batch, p)
+		case q := <-l.ch:
+			batch = append(batch, q)
 		case <-s.done:
 			s.fail(l, ErrClosed)
 			return
 		case <-l.stop:
 			return
 		case <-idle.C:
-			if s.idle(sku, l) {
+			if s.idle(p, l) {
 				return
 			}
 			continue
@@ -375,8 +435,8 @@ func (s *Seller) runLine(sku uint64, l *line) {
 	fill:
 		for len(batch) < s.o.BatchMax {
 			select {
-			case p := <-l.ch:
-				batch = append(batch, p)
+			case q := <-l.ch:
+				batch = append(batch, q)
 			default:
 				break fill
 			}
@@ -388,8 +448,8 @@ func (s *Seller) runLine(sku uint64, l *line) {
 		wait:
 			for len(batch) < s.o.BatchMax {
 				select {
-				case p := <-l.ch:
-					batch = append(batch, p)
+				case q := <-l.ch:
+					batch = append(batch, q)
 				case <-timer.C:
 					break wait
 				}
@@ -398,17 +458,17 @@ func (s *Seller) runLine(sku uint64, l *line) {
 		}
 		crowded = len(batch) > 1
 		reqs = reqs[:0]
-		for _, p := range batch {
-			reqs = append(reqs, p.req)
+		for _, q := range batch {
+			reqs = append(reqs, q.req)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.o.LockWait+5*time.Second)
-		res, err := s.execute(ctx, sku, reqs, held)
+		res, err := s.execute(ctx, p, l.buckets, reqs, held)
 		cancel()
-		for i, p := range batch {
+		for i, q := range batch {
 			if err != nil {
-				p.reply <- reply{err: err}
+				q.reply <- reply{err: err}
 			} else {
-				p.reply <- reply{res: res[i]}
+				q.reply <- reply{res: res[i]}
 			}
 		}
 		if held != nil && held.m != nil && (len(l.ch) == 0 || time.Since(held.since) >= s.o.LockHold) {

@@ -44,9 +44,9 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 					n++
 					user := fmt.Sprintf("u%d-%d", round, i)
 					wg.Go(func() {
-						res, err := s.Buy(ctx, sku, Request{User: user, Qty: 1, Created: time.Now()})
+						res, err := s.Buy(ctx, sku, 1, Request{User: user, Qty: 1, Created: time.Now()})
 						assert.NoError(t, err)
-						gotSKU, _, ok := orderid.Parse(res.OrderID)
+						gotSKU, _, _, ok := orderid.Parse(res.OrderID)
 						assert.True(t, ok && gotSKU == sku, res.OrderID)
 					})
 				}
@@ -54,7 +54,7 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 				time.Sleep(time.Duration(round) * 2 * time.Millisecond)
 			}
 			assert.Eventually(t, func() bool { return s.Lines() == 0 }, 5*time.Second, 10*time.Millisecond)
-			st, _, err := store.State(ctx, sku)
+			st, _, err := store.State(ctx, Part{SKU: sku})
 			require.NoError(t, err)
 			assert.Equal(t, int64(1000-n), st.Left)
 		})
@@ -119,7 +119,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 		wg.Go(func() {
 			n := i % 2
 			user := fmt.Sprintf("u%d", i)
-			_, err := sellers[n].Buy(ctx, sku, Request{User: user, Qty: 1, Created: time.Now()})
+			_, err := sellers[n].Buy(ctx, sku, 1, Request{User: user, Qty: 1, Created: time.Now()})
 			if assert.NoError(t, err) {
 				accepted[n].Add(1)
 			}
@@ -128,7 +128,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(1000), accepted[0].Load())
 	assert.Equal(t, int64(1000), accepted[1].Load())
-	st, _, err := store.State(ctx, sku)
+	st, _, err := store.State(ctx, Part{SKU: sku})
 	require.NoError(t, err)
 	assert.Equal(t, int64(100000-2000), st.Left)
 	t.Logf("%d lock acquisitions for %d buy scripts", counts.acquires.Load(), counts.buys.Load())

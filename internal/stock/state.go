@@ -19,6 +19,9 @@ var ErrBelowTaken = errors.New("stock total below units already taken")
 type Config struct {
 	Total int64
 	Limit int // per-user limit; 0 = none
+	// Buckets is how many parts the stock is split into, each under its
+	// own hash tag (see Part); 0 or 1: one. Fixed when the SKU is created.
+	Buckets int
 	// Expires is when the SKU's state may go: its sale and payment window
 	// are long over.
 	Expires time.Time
@@ -48,52 +51,172 @@ func (c Config) endsMs() int64 {
 // otherwise Configure changes nothing and returns ErrStateLost (rebuild it
 // from SQL). ErrBusy while a rebuild is in progress. It returns the units
 // left.
+//
+// A SKU of several buckets (c.Buckets) is created with the total spread
+// evenly over them. A top-up goes to bucket 0, and a cut is taken from the
+// units left of bucket after bucket; the buckets then lend each other what
+// their shoppers need (Lend). A change of several buckets is not atomic:
+// one that fails part-way has changed some buckets and not others, which
+// can only leave fewer units on sale than SQL has (until the change is
+// made again or the SKU is reconciled), never more.
 func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created bool) (int64, error) {
-	k := newKeys(s.o.Prefix, sku)
+	if c.Buckets <= 1 {
+		return s.configure(ctx, Part{SKU: sku}, c, configSet, c.Total, created)
+	}
+	parts := Parts(sku, c.Buckets)
+	if created {
+		var left int64
+		n := int64(len(parts))
+		for _, p := range parts {
+			share := c.Total / n
+			if int64(p.Bucket) < c.Total%n {
+				share++
+			}
+			l, err := s.configure(ctx, p, c, configSet, share, true)
+			if err != nil {
+				return 0, err
+			}
+			left += l
+		}
+		return left, nil
+	}
+	st, ok, err := s.Sum(ctx, sku, c.Buckets)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+	}
+	delta := c.Total - st.Total
+	var left int64
+	if delta >= 0 {
+		for _, p := range parts {
+			add := int64(0)
+			if p.Bucket == 0 {
+				add = delta
+			}
+			l, err := s.configure(ctx, p, c, configAdd, add, false)
+			if err != nil {
+				return 0, err
+			}
+			left += l
+		}
+		return left, nil
+	}
+	want := -delta
+	cut := make([]int64, len(parts))
+	for i, p := range parts {
+		l, err := s.configureCut(ctx, p, c, want, &cut[i])
+		if err != nil {
+			return 0, errors.Join(err, s.giveBack(ctx, parts, c, cut))
+		}
+		want -= cut[i]
+		left += l
+	}
+	if want > 0 {
+		if err := s.giveBack(ctx, parts, c, cut); err != nil {
+			return 0, err
+		}
+		return left + -delta - want, fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
+	}
+	return left, nil
+}
+
+// configure modes: set the part's total, add units to it, or cut up to n
+// of its units left.
+const (
+	configSet = "set"
+	configAdd = "add"
+	configCut = "cut"
+)
+
+// configure runs configure.lua on one part: mode with n units (see the
+// script), and c's limit, end and expiry. It returns the part's units left.
+func (s *Store) configure(ctx context.Context, p Part, c Config, mode string, n int64, created bool) (int64, error) {
+	left, _, err := s.configureN(ctx, p, c, mode, n, created)
+	return left, err
+}
+
+// configureCut cuts up to want units left from p, adding what it cut to
+// *cut, and returns p's units left.
+func (s *Store) configureCut(ctx context.Context, p Part, c Config, want int64, cut *int64) (int64, error) {
+	left, n, err := s.configureN(ctx, p, c, configCut, want, false)
+	*cut += n
+	return left, err
+}
+
+// giveBack returns the units a failed cut took from each part.
+func (s *Store) giveBack(ctx context.Context, parts []Part, c Config, cut []int64) error {
+	var errs []error
+	for i, p := range parts {
+		if cut[i] > 0 {
+			if _, err := s.configure(context.WithoutCancel(ctx), p, c, configAdd, cut[i], false); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) configureN(ctx context.Context, p Part, c Config, mode string, n int64, created bool) (left, applied int64, err error) {
+	k := newKeys(s.o.Prefix, p)
+	sku := p.SKU
 	create := 0
 	if created {
 		create = 1
 	}
 	// A change an admin is told of is on the replicas first: a failover
 	// must not bring back an ended sale or a total that was cut.
-	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, c.Total, c.Limit, create, c.Expires.UnixMilli(), c.endsMs())
+	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, n, c.Limit, create, c.Expires.UnixMilli(), c.endsMs(), mode)
 	if err != nil {
-		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
+		return 0, 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}
 	raw, err := cmd.Slice()
 	if err != nil {
-		return 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
+		return 0, 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}
 	switch toInt(raw[0]) {
 	case -1:
-		return toInt(raw[1]), fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
+		return toInt(raw[1]), 0, fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
 	case -2:
-		return 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+		return 0, 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
 	case -4:
-		return 0, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+		return 0, 0, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
 	}
 	s.announce(ctx, sku)
-	return toInt(raw[1]), nil
+	if len(raw) > 2 {
+		applied = toInt(raw[2])
+	}
+	return toInt(raw[1]), applied, nil
 }
 
-// State is what Redis holds for a SKU.
+// State is what Redis holds for a SKU, or for one part of it.
 type State struct {
 	Total, Left int64
 	Limit       int
 	Fence       int64
 	Buyers      int64 // distinct users holding units
+	// Moved is the units a part received from the other buckets less the
+	// units it lent them. Over a whole SKU it is minus the units lent and
+	// not yet received (in flight).
+	Moved int64
 }
 
-// Held returns the units user holds in each of skus (the buyers hash the
-// buy script keeps: queued and persisted orders that are not closed), in one
-// round trip; SKUs where the shopper holds none are left out.
-func (s *Store) Held(ctx context.Context, user string, skus []uint64) (map[uint64]int64, error) {
+// Taken is the units buyers hold: the total and what was moved in, less
+// what is left.
+func (st State) Taken() int64 { return st.Total + st.Moved - st.Left }
+
+// Held returns the units user holds in each of homes (the user's home
+// bucket of each SKU: the buyers hash the buy script keeps, of queued and
+// persisted orders that are not closed), in one round trip, by SKU; SKUs
+// where the shopper holds none are left out.
+func (s *Store) Held(ctx context.Context, user string, homes []Part) (map[uint64]int64, error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(skus))
-	for i, sku := range skus {
-		cmds[i] = pipe.HGet(ctx, newKeys(s.o.Prefix, sku).buyers, user)
+	cmds := make([]*redis.StringCmd, len(homes))
+	for i, p := range homes {
+		cmds[i] = pipe.HGet(ctx, newKeys(s.o.Prefix, p).buyers, user)
 	}
-	if len(skus) > 0 {
+	if len(homes) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("stock: units held by %q: %w", user, err)
 		}
@@ -101,51 +224,98 @@ func (s *Store) Held(ctx context.Context, user string, skus []uint64) (map[uint6
 	held := map[uint64]int64{}
 	for i, c := range cmds {
 		if n, err := c.Int64(); err == nil && n > 0 {
-			held[skus[i]] = n
+			held[homes[i].SKU] = n
 		}
 	}
 	return held, nil
 }
 
-// State reads sku's Redis state; ok is false when Redis has none.
-func (s *Store) State(ctx context.Context, sku uint64) (st State, ok bool, err error) {
-	k := newKeys(s.o.Prefix, sku)
-	pipe := s.rdb.Pipeline()
-	h := pipe.HMGet(ctx, k.stock, "total", "left", "limit", "fence")
-	b := pipe.HLen(ctx, k.buyers)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return st, false, fmt.Errorf("stock: state of sku %d: %w", sku, err)
+// State reads part p's Redis state; ok is false when Redis has none.
+func (s *Store) State(ctx context.Context, p Part) (st State, ok bool, err error) {
+	sts, oks, err := s.States(ctx, []Part{p})
+	if err != nil {
+		return st, false, err
 	}
-	v := h.Val()
-	if len(v) < 4 || v[0] == nil {
-		return st, false, nil
-	}
-	st.Total, st.Left, st.Limit, st.Fence = toInt(v[0]), toInt(v[1]), int(toInt(v[2])), toInt(v[3])
-	st.Buyers = b.Val()
-	return st, true, nil
+	return sts[0], oks[0], nil
 }
 
-// Pause keeps buyers of sku out (they get ErrBusy) for at most ttl while
-// its state is rebuilt; it returns the token Rebuild needs, or ErrBusy when
-// another rebuild holds the pause.
-func (s *Store) Pause(ctx context.Context, sku uint64, ttl time.Duration) (string, error) {
+// States reads the Redis state of each of parts in one round trip (one per
+// Cluster node); ok[i] is false when Redis has none for parts[i].
+func (s *Store) States(ctx context.Context, parts []Part) ([]State, []bool, error) {
+	pipe := s.rdb.Pipeline()
+	hs := make([]*redis.SliceCmd, len(parts))
+	bs := make([]*redis.IntCmd, len(parts))
+	for i, p := range parts {
+		k := newKeys(s.o.Prefix, p)
+		hs[i] = pipe.HMGet(ctx, k.stock, "total", "left", "limit", "fence", "moved")
+		bs[i] = pipe.HLen(ctx, k.buyers)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("stock: state of sku %d: %w", parts[0].SKU, err)
+	}
+	sts, oks := make([]State, len(parts)), make([]bool, len(parts))
+	for i := range parts {
+		v := hs[i].Val()
+		if len(v) < 5 || v[0] == nil {
+			continue
+		}
+		sts[i] = State{Total: toInt(v[0]), Left: toInt(v[1]), Limit: int(toInt(v[2])), Fence: toInt(v[3]),
+			Moved: toInt(v[4]), Buyers: bs[i].Val()}
+		oks[i] = true
+	}
+	return sts, oks, nil
+}
+
+// Sum reads the state of every bucket of sku (of buckets) and adds them
+// up; ok is false when Redis has no state for one of them.
+func (s *Store) Sum(ctx context.Context, sku uint64, buckets int) (st State, ok bool, err error) {
+	sts, oks, err := s.States(ctx, Parts(sku, buckets))
+	if err != nil {
+		return st, false, err
+	}
+	ok = true
+	for i, p := range sts {
+		ok = ok && oks[i]
+		st.Total += p.Total
+		st.Left += p.Left
+		st.Moved += p.Moved
+		st.Buyers += p.Buyers
+		st.Limit = max(st.Limit, p.Limit)
+		st.Fence = max(st.Fence, p.Fence)
+	}
+	return st, ok, nil
+}
+
+// Pause keeps buyers of every part of parts out (they get ErrBusy), and
+// keeps units from moving between them, for at most ttl while their state
+// is rebuilt; it returns the token Rebuild needs, or ErrBusy when another
+// rebuild holds the pause of one of them (then none is paused).
+func (s *Store) Pause(ctx context.Context, parts []Part, ttl time.Duration) (string, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	tok := hex.EncodeToString(b[:])
-	ok, err := s.rdb.SetNX(ctx, newKeys(s.o.Prefix, sku).paused, tok, ttl).Result()
-	if err != nil {
-		return "", fmt.Errorf("stock: pause sku %d: %w", sku, err)
-	}
-	if !ok {
-		return "", fmt.Errorf("%w: sku %d is being rebuilt", ErrBusy, sku)
+	for i, p := range parts {
+		ok, err := s.rdb.SetNX(ctx, newKeys(s.o.Prefix, p).paused, tok, ttl).Result()
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: sku %d is being rebuilt", ErrBusy, p.SKU)
+		} else if err != nil {
+			err = fmt.Errorf("stock: pause sku %d: %w", p.SKU, err)
+		}
+		if err != nil {
+			return "", errors.Join(err, s.Unpause(context.WithoutCancel(ctx), parts[:i], tok))
+		}
 	}
 	return tok, nil
 }
 
-// Unpause lifts the pause set with token without rebuilding (the rebuild
-// failed).
-func (s *Store) Unpause(ctx context.Context, sku uint64, token string) error {
-	return unpauseScript.Run(ctx, s.rdb, []string{newKeys(s.o.Prefix, sku).paused}, token).Err()
+// Unpause lifts the pause of parts set with token without rebuilding (the
+// rebuild failed).
+func (s *Store) Unpause(ctx context.Context, parts []Part, token string) error {
+	var errs []error
+	for _, p := range parts {
+		errs = append(errs, unpauseScript.Run(ctx, s.rdb, []string{newKeys(s.o.Prefix, p).paused}, token).Err())
+	}
+	return errors.Join(errs...)
 }
 
 // Rebuilt is a SKU's Redis state computed from SQL and its queue.
@@ -166,10 +336,14 @@ type Replay struct {
 	Created                  time.Time
 }
 
-// Rebuild replaces sku's Redis state with r and lifts the pause set with
-// token. It fails when the pause expired meanwhile (nothing is replaced).
-func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, r Rebuilt) error {
-	k := newKeys(s.o.Prefix, sku)
+// Rebuild replaces part p's Redis state with r and lifts p's pause set
+// with token. It fails when the pause expired meanwhile (nothing is
+// replaced). Units lent to or by p and not settled are forgotten (r
+// counts every order, so they are on sale again), and a transfer begun
+// before cannot be received after: the token becomes p's epoch.
+func (s *Store) Rebuild(ctx context.Context, p Part, token string, r Rebuilt) error {
+	k := newKeys(s.o.Prefix, p)
+	sku := p.SKU
 	if err := s.rdb.Del(ctx, k.staging, k.retstage).Err(); err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
@@ -216,7 +390,7 @@ func (s *Store) Rebuild(ctx context.Context, sku uint64, token string, r Rebuilt
 	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
-	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused, k.returned, k.retstage},
+	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused, k.returned, k.retstage, k.lent, k.received},
 		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli(), r.endsMs()).Int()
 	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)

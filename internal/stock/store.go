@@ -26,11 +26,17 @@ var (
 	configureLua string
 	//go:embed lua/rebuild.lua
 	rebuildLua string
+	//go:embed lua/lend.lua
+	lendLua string
+	//go:embed lua/receive.lua
+	receiveLua string
 
 	buyScript       = redis.NewScript(queue.EnqueueLua + "\n" + buyLua)
 	returnScript    = redis.NewScript(returnLua)
 	configureScript = redis.NewScript(configureLua)
 	rebuildScript   = redis.NewScript(rebuildLua)
+	lendScript      = redis.NewScript(lendLua)
+	receiveScript   = redis.NewScript(receiveLua)
 	// KEYS[1] pause marker; ARGV[1] token. Deletes the marker if it is ours.
 	unpauseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 )
@@ -111,25 +117,25 @@ func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
 // Prefix is the key prefix.
 func (s *Store) Prefix() string { return s.o.Prefix }
 
-// Queue returns the order queue of sku: accepted orders wait there for the
-// drain, and payment deadlines for their time. The queue is kept for the
-// next call until Forget; use Lookup for a SKU named by a caller that may
-// not exist.
-func (s *Store) Queue(sku uint64) *queue.Queue {
-	if q, ok := s.queues.Load(sku); ok {
+// Queue returns the order queue of part p of a SKU: accepted orders wait
+// there for the drain, and payment deadlines for their time. The queue is
+// kept for the next call until Forget; use Lookup for a SKU named by a
+// caller that may not exist.
+func (s *Store) Queue(p Part) *queue.Queue {
+	if q, ok := s.queues.Load(p); ok {
 		return q.(*queue.Queue)
 	}
-	actual, _ := s.queues.LoadOrStore(sku, s.newQueue(sku))
+	actual, _ := s.queues.LoadOrStore(p, s.newQueue(p))
 	return actual.(*queue.Queue)
 }
 
-// Lookup returns sku's queue for a read or a one-off write without keeping
+// Lookup returns p's queue for a read or a one-off write without keeping
 // it: a request naming a made-up SKU costs no memory that outlives it.
-func (s *Store) Lookup(sku uint64) *queue.Queue {
-	if q, ok := s.queues.Load(sku); ok {
+func (s *Store) Lookup(p Part) *queue.Queue {
+	if q, ok := s.queues.Load(p); ok {
 		return q.(*queue.Queue)
 	}
-	return s.newQueue(sku)
+	return s.newQueue(p)
 }
 
 // Kept is the number of queues Queue keeps.
@@ -139,20 +145,22 @@ func (s *Store) Kept() int {
 	return n
 }
 
-// Forget drops the queue Queue kept for sku (its sale is over and drained).
-func (s *Store) Forget(sku uint64) { s.queues.Delete(sku) }
+// Forget drops the queue Queue kept for p (its sale is over and drained).
+func (s *Store) Forget(p Part) { s.queues.Delete(p) }
 
-func (s *Store) newQueue(sku uint64) *queue.Queue {
-	q, _ := queue.New(s.rdb, Tag(sku), s.o.Queue) // the name is never empty
+func (s *Store) newQueue(p Part) *queue.Queue {
+	q, _ := queue.New(s.rdb, p.Tag(), s.o.Queue) // the name is never empty
 	return q
 }
 
-// RequestOrder returns the order id a shopper's request id got for sku, if
-// Redis remembers it (for RequestIDTTL, and across a rebuild from SQL).
-// lost reports that Redis has no state for sku at all (it lost its data and
-// the SKU is not rebuilt yet): the request id may then be known to SQL only.
-func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID string) (id string, ok, lost bool, err error) {
-	k := newKeys(s.o.Prefix, sku)
+// RequestOrder returns the order id a shopper's request id got in p (the
+// shopper's home bucket), if Redis remembers it (for RequestIDTTL, and
+// across a rebuild from SQL). lost reports that Redis has no state for p at
+// all (it lost its data and the SKU is not rebuilt yet): the request id may
+// then be known to SQL only.
+func (s *Store) RequestOrder(ctx context.Context, p Part, user, requestID string) (id string, ok, lost bool, err error) {
+	k := newKeys(s.o.Prefix, p)
+	sku := p.SKU
 	pipe := s.rdb.Pipeline()
 	get := pipe.Get(ctx, k.requestID(user, requestID))
 	exists := pipe.Exists(ctx, k.stock)
@@ -160,7 +168,7 @@ func (s *Store) RequestOrder(ctx context.Context, sku uint64, user, requestID st
 		return "", false, false, fmt.Errorf("stock: request id of sku %d: %w", sku, err)
 	}
 	if id, err := get.Result(); err == nil {
-		if err := s.confirmRequest(ctx, sku, user, requestID); err != nil {
+		if err := s.confirmRequest(ctx, p, user, requestID); err != nil {
 			return "", false, false, err
 		}
 		return id, true, false, nil
@@ -195,7 +203,8 @@ type Guard struct {
 	Fence   int64
 }
 
-// Buy runs one script for a batch of requests for sku: for each, in order,
+// Buy runs one script for a batch of requests for part p of a SKU (the
+// requests' shoppers' home bucket): for each, in order,
 // it checks the request id, the units left and the user's limit and takes
 // the units — all or nothing per request — and it enqueues the accepted
 // orders as one task, atomically for the batch. Each request's order id
@@ -205,9 +214,10 @@ type Guard struct {
 // Errors (nothing written): ErrStateLost when Redis has no state for sku,
 // ErrStale when g's lock is no longer held or was overtaken, ErrBusy while
 // the state is being rebuilt; otherwise Redis errors.
-func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (int64, []Result, error) {
-	k := newKeys(s.o.Prefix, sku)
-	q := s.Queue(sku)
+func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64, []Result, error) {
+	k := newKeys(s.o.Prefix, p)
+	q := s.Queue(p)
+	sku := p.SKU
 	keys := make([]string, 0, 8+len(reqs))
 	keys = append(keys, q.EnqueueKeys()...)
 	lockKey := g.LockKey
@@ -220,7 +230,7 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 	if len(reqs) > orderid.MaxBatch {
 		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", sku, len(reqs))
 	}
-	batch := orderid.NewBatch(sku, now, len(reqs))
+	batch := orderid.NewBatch(sku, p.Bucket, now, len(reqs))
 	args := make([]any, 0, 10+6*len(reqs))
 	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst,
 		batch.ID(), len(reqs))
@@ -296,7 +306,7 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}
 	}
-	s.confirmReplays(ctx, sku, reqs, results)
+	s.confirmReplays(ctx, p, reqs, results)
 	return left, results, nil
 }
 
@@ -304,7 +314,7 @@ func (s *Store) Buy(ctx context.Context, sku uint64, reqs []Request, g Guard) (i
 // until enough replicas have that order, when the store waits for
 // replicas: the script's own WAIT covers only what it wrote, and a batch
 // that only replays wrote nothing.
-func (s *Store) confirmReplays(ctx context.Context, sku uint64, reqs []Request, results []Result) {
+func (s *Store) confirmReplays(ctx context.Context, p Part, reqs []Request, results []Result) {
 	if s.o.Replicas.Replicas() == 0 {
 		return
 	}
@@ -320,7 +330,7 @@ func (s *Store) confirmReplays(ctx context.Context, sku uint64, reqs []Request, 
 	if first < 0 {
 		return
 	}
-	err := s.confirmRequest(ctx, sku, reqs[first].User, reqs[first].RequestID)
+	err := s.confirmRequest(ctx, p, reqs[first].User, reqs[first].RequestID)
 	if err == nil {
 		return
 	}
@@ -333,9 +343,9 @@ func (s *Store) confirmReplays(ctx context.Context, sku uint64, reqs []Request, 
 
 // confirmRequest waits until enough replicas hold the order user's request
 // id got (see replica.Waiter.Confirm).
-func (s *Store) confirmRequest(ctx context.Context, sku uint64, user, requestID string) error {
-	if err := s.o.Replicas.Confirm(ctx, newKeys(s.o.Prefix, sku).requestID(user, requestID), s.o.RequestIDTTL); err != nil {
-		return fmt.Errorf("stock: request id of sku %d: %w", sku, err)
+func (s *Store) confirmRequest(ctx context.Context, p Part, user, requestID string) error {
+	if err := s.o.Replicas.Confirm(ctx, newKeys(s.o.Prefix, p).requestID(user, requestID), s.o.RequestIDTTL); err != nil {
+		return fmt.Errorf("stock: request id of sku %d: %w", p.SKU, err)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
--- return.lua: gives a closed order's units back to the SKU, once per order
--- however often it is called (expiry tasks are delivered at least once, a
--- shopper may cancel twice). The returned set outlives nothing it must: a
--- rebuild from SQL fills it with every order SQL has closed.
+-- return.lua: gives a closed order's units back to the SKU (the bucket it
+-- was taken from), once per order however often it is called (expiry tasks
+-- are delivered at least once, a shopper may cancel twice). The returned
+-- set outlives nothing it must: a rebuild from SQL fills it with every order
+-- SQL has closed.
 --
--- KEYS[1] stock hash
+-- KEYS[1] stock hash: total, left, moved (units received from other buckets
+--         less units lent to them)
 -- KEYS[2] buyers hash
 -- KEYS[3] returned set: ids of orders whose units came back
 -- KEYS[4] pause marker, set while the state is being rebuilt
@@ -29,10 +31,13 @@ if ttl > 0 then
 end
 local qty = tonumber(ARGV[3])
 local left = redis.call('HINCRBY', KEYS[1], 'left', qty)
-local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
-if left > total then
-  redis.call('HSET', KEYS[1], 'left', total)
-  left = total
+-- A bucket holds at most its share plus what it received from the other
+-- buckets, less what it lent them.
+local cur = redis.call('HMGET', KEYS[1], 'total', 'moved')
+local cap = tonumber(cur[1]) + (tonumber(cur[2]) or 0)
+if left > cap then
+  redis.call('HSET', KEYS[1], 'left', cap)
+  left = cap
 end
 if redis.call('HINCRBY', KEYS[2], ARGV[2], -qty) <= 0 then
   redis.call('HDEL', KEYS[2], ARGV[2])

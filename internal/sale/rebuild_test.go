@@ -1,0 +1,51 @@
+package sale
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/seckill/seckill/internal/stock"
+)
+
+// A rebuilt state is divided so each shopper's units and request ids are
+// in their home bucket, each closed order in the bucket it came from, and
+// every unit left in bucket 0: the buckets' totals add up to the SKU's.
+func TestSplitRebuiltKeepsShoppersInTheirHomeBucket(t *testing.T) {
+	const sku, buckets = 42, 3
+	users := []string{"a", "b", "c", "d", "e", "f"}
+	r := stock.Rebuilt{Buyers: map[string]int64{}}
+	for i, u := range users {
+		r.Buyers[u] = int64(i + 1)
+		r.Requests = append(r.Requests, stock.Replay{User: u, RequestID: "r-" + u})
+	}
+	r.Returned = []string{"42.2-06h04xk4nr755csppbj17h0w", "42-06h04xk4nr755csppbj17h0w", "not-an-id"}
+	split := splitRebuilt(sku, stock.Config{Total: 100}, r, buckets, 79)
+
+	var total, held int64
+	for b, part := range split {
+		total += part.Total
+		for u, n := range part.Buyers {
+			assert.Equal(t, b, stock.Home(sku, buckets, u).Bucket, u)
+			held += n
+			if b > 0 {
+				assert.Zero(t, part.Left)
+			}
+		}
+		for _, q := range part.Requests {
+			assert.Equal(t, b, stock.Home(sku, buckets, q.User).Bucket)
+		}
+	}
+	assert.Equal(t, int64(100), total)
+	assert.Equal(t, int64(21), held)
+	assert.Equal(t, int64(79), split[0].Left)
+	assert.Equal(t, []string{"42.2-06h04xk4nr755csppbj17h0w"}, split[2].Returned)
+	assert.ElementsMatch(t, []string{"42-06h04xk4nr755csppbj17h0w", "not-an-id"}, split[0].Returned)
+	for b := 1; b < buckets; b++ {
+		var n int64
+		for _, u := range split[b].Buyers {
+			n += u
+		}
+		assert.Equal(t, n, split[b].Total, "bucket %d holds only what its shoppers took", b)
+	}
+}
