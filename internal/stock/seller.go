@@ -240,7 +240,11 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 	}
 	left, res, err := s.store.Buy(ctx, p, reqs, g)
 	if err == nil && buckets > 1 {
-		left, err = s.borrow(ctx, p, buckets, reqs, res, g)
+		// The bucket's own left says nothing of the others'.
+		left = 1
+		if s.borrow(ctx, p, buckets, reqs, res, g) {
+			left = 0
+		}
 	}
 	if err != nil {
 		// Lost, overtaken or unknown: take the lock afresh next time.
@@ -261,10 +265,10 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 
 // borrow serves the requests of a batch in p that were refused as sold out
 // with units moved from the other buckets, changing their results in res.
-// It returns the units left in every bucket as far as it knows: 0 when
-// no other bucket had any, more when it did not need to ask. A failure to
-// move units answers those requests ErrBusy: units may be left.
-func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) (int64, error) {
+// It reports whether the SKU is sold out: no other bucket had units to
+// lend or on their way. A failure to move units answers those requests
+// ErrBusy: units may be left.
+func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) (soldOut bool) {
 	for range 3 {
 		var idx []int
 		var need int64
@@ -275,22 +279,20 @@ func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request
 			}
 		}
 		if len(idx) == 0 {
-			return 1, nil
+			return false
 		}
 		got, moving, err := s.store.Borrow(ctx, p, buckets, need)
 		if err != nil {
 			s.o.Log.Warn("stock: moving units between buckets failed", "sku", p.SKU, "bucket", p.Bucket, "err", err.Error())
-			for _, i := range idx {
-				res[i] = Result{Err: fmt.Errorf("%w: %w", ErrBusy, err)}
-			}
-			return 1, nil
+			s.busy(p.SKU, res, idx, err)
+			return false
 		}
 		if got == 0 && moving {
 			// Units are on their way to a bucket: not sold out yet.
-			return 1, nil
+			return false
 		}
 		if got == 0 {
-			return 0, nil
+			return true
 		}
 		again := make([]Request, len(idx))
 		for j, i := range idx {
@@ -298,13 +300,27 @@ func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request
 		}
 		_, res2, err := s.store.Buy(ctx, p, again, g)
 		if err != nil {
-			return 0, err
+			// The batch's first run stands: its accepted orders are
+			// answered as accepted.
+			s.busy(p.SKU, res, idx, err)
+			return false
 		}
 		for j, i := range idx {
 			res[i] = res2[j]
 		}
 	}
-	return 1, nil
+	return false
+}
+
+// busy answers the requests idx of a batch ErrBusy because of err (a
+// rebuild starts when err says Redis lost a bucket's state).
+func (s *Seller) busy(sku uint64, res []Result, idx []int, err error) {
+	if errors.Is(err, ErrStateLost) {
+		s.stateLost(sku)
+	}
+	for _, i := range idx {
+		res[i] = Result{Err: fmt.Errorf("%w: %w", ErrBusy, err)}
+	}
 }
 
 func (s *Seller) stateLost(sku uint64) {
