@@ -203,3 +203,73 @@ func TestABucketMoveCutShortUndersellsUntilAReconcile(t *testing.T) {
 	rep = s.drained(sku)
 	assert.Equal(t, int64(units), rep.Sold)
 }
+
+// userIn returns a shopper name whose home is bucket b of sku.
+func userIn(sku uint64, buckets, b int, prefix string) string {
+	for i := 0; ; i++ {
+		u := fmt.Sprintf("%s%d", prefix, i)
+		if stock.Home(sku, buckets, u).Bucket == b {
+			return u
+		}
+	}
+}
+
+// Queued orders of any bucket are found by their id and in the shopper's
+// list; the queue report adds the buckets up; a dead letter of bucket 2 is
+// listed, requeued and dropped by its id, and dropping it gives its unit
+// back to its bucket.
+func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, cluster: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	const buckets = 3
+	sku := s.seedBuckets(6, 1, buckets)
+	for b := range buckets {
+		user := userIn(sku, buckets, b, "q")
+		id := s.order(0, sku, user)
+		p, _ := stock.PartOf(id)
+		assert.Equal(t, b, p.Bucket, id)
+		got := s.do(0, "GET", "/api/v1/orders/"+id, user, nil)
+		require.Equal(t, http.StatusOK, got.Status, got.Raw)
+		assert.Equal(t, "queued", got.str("status"))
+		list := s.do(0, "GET", "/api/v1/orders", user, nil)
+		require.Equal(t, http.StatusOK, list.Status, list.Raw)
+		items, _ := list.Body["items"].([]any)
+		require.Len(t, items, 1, list.Raw)
+		assert.Equal(t, id, items[0].(map[string]any)["order_id"])
+	}
+	q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
+	require.Equal(t, http.StatusOK, q.Status, q.Raw)
+	assert.Equal(t, int64(3), q.num("due"))
+	next, _ := q.Body["next"].([]any)
+	assert.Len(t, next, 3)
+
+	// A SKU of its own, so bucket 2's queue holds only the dead letter.
+	sku2 := s.seedBuckets(6, 1, buckets)
+	task, orderID := deadLetter(t, s, sku2, userIn(sku2, buckets, 2, "d"))
+	p, _ := stock.PartOf(orderID)
+	require.Equal(t, 2, p.Bucket)
+	list := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead", sku2), "", nil)
+	require.Equal(t, http.StatusOK, list.Status, list.Raw)
+	dead, _ := list.Body["dead"].([]any)
+	require.Len(t, dead, 1)
+	assert.Equal(t, task, dead[0].(map[string]any)["id"])
+	req := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku2, task), "", nil)
+	require.Equal(t, http.StatusOK, req.Status, req.Raw)
+	assert.Zero(t, s.audit(sku2).DeadLetters)
+
+	// Dead again, then dropped: its unit is on sale again.
+	ctx := t.Context()
+	claimed, err := s.apps[0].Stock.Queue(p).Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	for _, c := range claimed {
+		if c.ID == task {
+			_, err := s.apps[0].Stock.Queue(p).Nack(ctx, c, fmt.Errorf("injected failure"))
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, int64(1), s.audit(sku2).DeadLetters)
+	del := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku2, task), "", nil)
+	require.Equal(t, http.StatusOK, del.Status, del.Raw)
+	rep := s.audit(sku2)
+	assert.Zero(t, rep.DeadLetters)
+	assert.Equal(t, int64(6), *rep.RedisLeft, "the dropped order's unit is back")
+}
