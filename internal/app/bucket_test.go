@@ -273,3 +273,27 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 	assert.Zero(t, rep.DeadLetters)
 	assert.Equal(t, int64(6), *rep.RedisLeft, "the dropped order's unit is back")
 }
+
+// Unpaid orders of every bucket expire once, each from its bucket's queue,
+// and their units return to the bucket they came from and sell again.
+func TestUnpaidOrdersOfBucketsExpireOnce(t *testing.T) {
+	s := startSale(t, saleOpts{instances: 2, cluster: true, env: map[string]string{"SECKILL_ORDER_PAYMENT_TIMEOUT": "1s"}})
+	const buckets = 3
+	sku := s.seedBuckets(3, 1, buckets)
+	users := map[string]string{}
+	for b := range buckets {
+		u := userIn(sku, buckets, b, "x")
+		users[u] = s.order(b, sku, u)
+	}
+	for u, id := range users {
+		s.waitStatus(u, id, "expired")
+	}
+	rep := s.drained(sku)
+	assert.Equal(t, int64(3), rep.Expired)
+	assert.Equal(t, int64(3), *rep.RedisLeft, "each unit returned exactly once")
+	requireBucketsConsistent(t, rep, buckets)
+	for b := range buckets {
+		assert.Equal(t, http.StatusAccepted, s.buy(b, sku, userIn(sku, buckets, (b+1)%buckets, "y"), 1).Status)
+	}
+	assert.Equal(t, "sold_out", s.buy(0, sku, "z", 1).str("error"))
+}
