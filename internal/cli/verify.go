@@ -23,9 +23,10 @@ func verifyCmd(e *env) *cobra.Command {
 		Long: `verify audits SKUs and prints one JSON report per SKU: stock_total, sold,
 units left in Redis, queued, pending_payment, paid, cancelled, expired,
 failed, dead letters, duplicate orders, and whether
-redis_left + queued + active units == stock_total and sold <= stock_total.
-It exits 1 when any SKU violates an invariant. Without --sku it checks every
-SKU.`,
+redis_left + in_flight + queued + active units == stock_total and
+sold <= stock_total. A SKU split into buckets is also reported per bucket
+(units taken in Redis against its queued and active orders). It exits 1
+when any SKU violates an invariant. Without --sku it checks every SKU.`,
 		Example: `  seckill verify --sku 42
   seckill verify                 # every SKU`,
 		Args: cobra.NoArgs,
