@@ -239,3 +239,51 @@ func TestConfigureSpreadsTheTotalOverBuckets(t *testing.T) {
 	assert.Equal(t, int64(20), st.Total)
 	assert.Equal(t, int64(6), st.Taken())
 }
+
+// A rebuild that stops after writing some buckets (its process died) leaves
+// those with nothing to sell and bucket 0 as it was once the pause expires:
+// the SKU undersells, never oversells, and a move begun before the rebuild
+// is not received after it.
+func TestARebuildStoppedPartWayUndersells(t *testing.T) {
+	b := newBucketSale(t, StrategyAtomic, 9, 1, 3)
+	parts := Parts(b.sku, b.buckets)
+	// A move from bucket 1 to 0 begun before the rebuild, never received.
+	fk := newKeys(b.store.o.Prefix, parts[1])
+	raw, err := lendScript.Run(b.ctx, b.store.rdb, []string{fk.stock, fk.paused, fk.lent}, "old", 1, 0).Slice()
+	require.NoError(t, err)
+	lent, epoch := toInt(raw[1]), fmt.Sprint(raw[2])
+	require.Positive(t, lent)
+
+	token, err := b.store.Pause(b.ctx, parts, 300*time.Millisecond)
+	require.NoError(t, err)
+	cfg := Config{Total: 9, Limit: 1, Buckets: 3, Expires: time.Now().Add(time.Hour)}
+	for _, p := range parts[1:] {
+		r := Rebuilt{Config: cfg, Buyers: map[string]int64{}}
+		r.Total = 0
+		require.NoError(t, b.store.Rebuild(b.ctx, p, token, r))
+	}
+	// The process dies here: bucket 0 is never written.
+	code, err := b.store.receive(b.ctx, newKeys(b.store.o.Prefix, parts[0]), "old", lent, epoch)
+	require.ErrorIs(t, err, ErrBusy, "bucket 0 is still paused")
+	assert.Equal(t, int64(-4), code)
+	time.Sleep(400 * time.Millisecond)
+
+	var sold atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Go(func() {
+			if _, err := b.buy(i, fmt.Sprintf("p%d", i), 1); err == nil {
+				sold.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	// At most bucket 0's own 3 units: a move from bucket 0 (old epoch) to a
+	// rebuilt bucket is refused and its units are lost until a reconcile.
+	assert.LessOrEqual(t, sold.Load(), int64(3))
+	assert.Positive(t, sold.Load())
+	st, queued := b.state(t)
+	assert.Equal(t, sold.Load(), queued)
+	assert.Equal(t, sold.Load(), st.Taken())
+	assert.Equal(t, int64(3), st.Taken()+st.Left-st.Moved, "bucket 0's units: sold, left or in flight")
+}
