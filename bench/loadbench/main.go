@@ -14,7 +14,13 @@
 // (or uses -redis) and uses its own database on the MySQL server of
 // SECKILL_TEST_MYSQL_DSN (dropped at the end).
 //
+// With -buckets it runs only the stock-buckets run (buckets.go): one hot SKU
+// split into each of the given bucket counts, on the Redis Cluster of
+// -cluster, and how its orders, script calls and Redis CPU spread over the
+// Cluster's masters.
+//
 //	cd bench && go run ./loadbench            # about 3 minutes
+//	cd bench && go run ./loadbench -buckets 1,3,6
 package main
 
 import (
@@ -57,6 +63,8 @@ type config struct {
 	defaults   bool
 	drainEnv   string
 	serveEnv   string
+	buckets    string
+	cluster    string
 }
 
 func main() {
@@ -85,6 +93,8 @@ func main() {
 	flag.StringVar(&cfg.serveEnv, "serve-env", "", "comma-separated SECKILL_...=value settings added to every seckill server, e.g. SECKILL_REDIS_POOL_SIZE=100")
 	flag.StringVar(&cfg.profile, "profile", "", "run the servers in this process's seckill mode and write a CPU profile per server into this directory")
 	flag.BoolVar(&cfg.defaults, "defaults", false, "run only the shipped defaults' rows (sold-out, hot SKU lock and atomic, at -c and -c64, and the flash crowd), then verify")
+	flag.StringVar(&cfg.buckets, "buckets", "", "run only the stock-buckets run: one hot SKU per comma-separated bucket count (e.g. 1,3,6), on the Redis Cluster of -cluster")
+	flag.StringVar(&cfg.cluster, "cluster", envOr("SECKILL_TEST_REDIS_CLUSTER_ADDRS", ""), "Redis Cluster addresses (comma-separated) of the -buckets run")
 	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1) and drain")
 	flag.Parse()
 	if err := run(cfg, os.Stdout); err != nil {
@@ -202,7 +212,12 @@ func run(cfg config, out io.Writer) error {
 	}
 
 	redisAddr := cfg.redis
-	if redisAddr == "" {
+	if cfg.buckets != "" {
+		if cfg.cluster == "" {
+			return errors.New("-buckets needs -cluster (or SECKILL_TEST_REDIS_CLUSTER_ADDRS)")
+		}
+		redisAddr = cfg.cluster
+	} else if redisAddr == "" {
 		addr, pid, stop, err := startRedis(dir)
 		if err != nil {
 			return err
@@ -219,7 +234,11 @@ func run(cfg config, out io.Writer) error {
 		}
 	}()
 	prefix := "loadbench:" + b.tag + ":"
-	defer cleanRedis(redisAddr, prefix)
+	if cfg.buckets != "" {
+		defer cleanCluster(strings.Split(redisAddr, ","), prefix)
+	} else {
+		defer cleanRedis(redisAddr, prefix)
+	}
 
 	dsn, dropDB, err := createDB(cfg.mysql, "loadbench_"+b.tag)
 	if err != nil {
@@ -252,9 +271,13 @@ func run(cfg config, out io.Writer) error {
 	if b.mysqlPID == 0 {
 		b.mysqlPID = findProc("mysqld")
 	}
-	machine := describeMachine(redisAddr)
+	machine := describeMachine(strings.Split(redisAddr, ",")[0])
 	fmt.Fprintln(out, machine)
 	fmt.Fprintf(out, "wrk -t%d -c%d, %s per run; load at start: %s\n\n", cfg.threads, cfg.conns, cfg.duration, loadavg())
+
+	if cfg.buckets != "" {
+		return b.bucketRuns(out, cfg.buckets)
+	}
 
 	if cfg.only != "" {
 		for _, v := range strings.Split(cfg.only, ",") {

@@ -223,12 +223,22 @@ func newAPI(url string) *api {
 
 // seed creates a SKU on sale for the next hours and returns its id.
 func (a *api) seed(name string, stock int64) (int64, error) {
+	return a.seedBuckets(name, stock, 0)
+}
+
+// seedBuckets is seed with the SKU's stock split into buckets (0: the
+// server's default, one).
+func (a *api) seedBuckets(name string, stock int64, buckets int) (int64, error) {
 	now := time.Now().UTC()
 	price, limit := int64(99900), 1
-	r, err := a.c.UpsertSKUWithResponse(context.Background(), client.SKUSpec{
+	spec := client.SKUSpec{
 		Name: name, PriceCents: &price, Stock: &stock, PerUserLimit: limit,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(6 * time.Hour),
-	})
+	}
+	if buckets > 0 {
+		spec.Buckets = &buckets
+	}
+	r, err := a.c.UpsertSKUWithResponse(context.Background(), spec)
 	if err != nil {
 		return 0, err
 	}
