@@ -287,3 +287,30 @@ func TestARebuildStoppedPartWayUndersells(t *testing.T) {
 	assert.Equal(t, sold.Load(), st.Taken())
 	assert.Equal(t, int64(3), st.Taken()+st.Left-st.Moved, "bucket 0's units: sold, left or in flight")
 }
+
+// A move that never lands (its process died) does not keep every sold-out
+// answer going to Redis: the SKU is refused from memory, for a shorter
+// while than when nothing is moving.
+func TestAStuckMoveStillLetsTheSoldOutFlagRefuse(t *testing.T) {
+	b := newBucketSale(t, StrategyAtomic, 6, 1, 3)
+	fk := newKeys(b.store.o.Prefix, Part{SKU: b.sku, Bucket: 1})
+	_, err := lendScript.Run(b.ctx, b.store.rdb, []string{fk.stock, fk.paused, fk.lent}, "stuck", 2, 2).Slice()
+	require.NoError(t, err)
+	sold := 0
+	for i := 0; i < 40; i++ {
+		_, err := b.buy(0, fmt.Sprintf("s%d", i), 1)
+		if err == nil {
+			sold++
+			continue
+		}
+		require.ErrorIs(t, err, ErrSoldOut)
+		if !b.sellers[0].SoldOut(b.sku) {
+			continue // refused before the others were asked
+		}
+		assert.Equal(t, 4, sold, "the 2 units moving are on sale nowhere")
+		assert.Eventually(t, func() bool { return !b.sellers[0].SoldOut(b.sku) }, time.Second/2, 10*time.Millisecond,
+			"rechecked soon: the move may land")
+		return
+	}
+	t.Fatal("the sold-out flag was never set")
+}

@@ -127,10 +127,18 @@ func (s *Seller) SoldOut(sku uint64) bool {
 	return ok && time.Now().UnixNano() < v.(*atomic.Int64).Load()
 }
 
-func (s *Seller) markSoldOut(sku uint64) {
+// markSoldOut refuses sku without a Redis call for d, unless stock comes
+// back earlier.
+func (s *Seller) markSoldOut(sku uint64, d time.Duration) {
 	v, _ := s.soldOut.LoadOrStore(sku, new(atomic.Int64))
-	v.(*atomic.Int64).Store(time.Now().Add(s.o.SoldOutRecheck).UnixNano())
+	v.(*atomic.Int64).Store(time.Now().Add(d).UnixNano())
 }
+
+// movingRecheck is how long a SKU split into buckets is refused without a
+// Redis call when it has no units left to lend but some moving between
+// buckets: such a move lands in milliseconds, and one that never lands (its
+// process died) must not keep every sold-out answer going to Redis.
+const movingRecheck = 100 * time.Millisecond
 
 // Lines is the number of SKUs with a combining line running.
 func (s *Seller) Lines() int {
@@ -239,12 +247,14 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 		g = Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}
 	}
 	left, res, err := s.store.Buy(ctx, p, reqs, g)
-	if err == nil && buckets > 1 {
+	var recheck time.Duration // how long the SKU is known sold out
+	switch {
+	case err != nil:
+	case buckets > 1:
 		// The bucket's own left says nothing of the others'.
-		left = 1
-		if s.borrow(ctx, p, buckets, reqs, res, g) {
-			left = 0
-		}
+		recheck = s.borrow(ctx, p, buckets, reqs, res, g)
+	case left <= 0:
+		recheck = s.o.SoldOutRecheck
 	}
 	if err != nil {
 		// Lost, overtaken or unknown: take the lock afresh next time.
@@ -257,18 +267,19 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 	case err != nil:
 		return nil, err
 	}
-	if left <= 0 {
-		s.markSoldOut(sku)
+	if recheck > 0 {
+		s.markSoldOut(sku, recheck)
 	}
 	return res, nil
 }
 
 // borrow serves the requests of a batch in p that were refused as sold out
 // with units moved from the other buckets, changing their results in res.
-// It reports whether the SKU is sold out: no other bucket had units to
-// lend or on their way. A failure to move units answers those requests
-// ErrBusy: units may be left.
-func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) (soldOut bool) {
+// It returns how long the SKU is known sold out: SoldOutRecheck when no
+// other bucket had units to lend or moving, movingRecheck when none had
+// units to lend but some are moving, 0 when it is not known sold out. A
+// failure to move units answers those requests ErrBusy: units may be left.
+func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) time.Duration {
 	for range 3 {
 		var idx []int
 		var need int64
@@ -279,20 +290,20 @@ func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request
 			}
 		}
 		if len(idx) == 0 {
-			return false
+			return 0
 		}
 		got, moving, err := s.store.Borrow(ctx, p, buckets, need)
 		if err != nil {
 			s.o.Log.Warn("stock: moving units between buckets failed", "sku", p.SKU, "bucket", p.Bucket, "err", err.Error())
 			s.busy(p.SKU, res, idx, err)
-			return false
+			return 0
 		}
 		if got == 0 && moving {
-			// Units are on their way to a bucket: not sold out yet.
-			return false
+			// Units are on their way to a bucket: not sold out for long.
+			return min(movingRecheck, s.o.SoldOutRecheck)
 		}
 		if got == 0 {
-			return true
+			return s.o.SoldOutRecheck
 		}
 		again := make([]Request, len(idx))
 		for j, i := range idx {
@@ -303,13 +314,13 @@ func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request
 			// The batch's first run stands: its accepted orders are
 			// answered as accepted.
 			s.busy(p.SKU, res, idx, err)
-			return false
+			return 0
 		}
 		for j, i := range idx {
 			res[i] = res2[j]
 		}
 	}
-	return false
+	return 0
 }
 
 // busy answers the requests idx of a batch ErrBusy because of err (a

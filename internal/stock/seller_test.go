@@ -157,8 +157,8 @@ func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "one subscription per seller")
 
 	for _, s := range sellers {
-		s.markSoldOut(sku)
-		s.markSoldOut(other)
+		s.markSoldOut(sku, time.Hour)
+		s.markSoldOut(other, time.Hour)
 	}
 	require.NoError(t, rdb.Publish(ctx, channel, "not-a-sku").Err())
 	require.NoError(t, rdb.Publish(ctx, channel, strconv.Itoa(sku)).Err())
