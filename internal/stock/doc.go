@@ -21,4 +21,12 @@
 // Returning the units of a closed order (lua/return.lua) happens once per
 // order however often it is asked; Rebuild replaces a SKU's state with one
 // computed from SQL after Redis lost it.
+//
+// A SKU's stock may be split into buckets (Part), each with its own hash
+// tag, so one hot SKU's scripts run on several Cluster shards. A shopper
+// buys from their home bucket (Home), where their limit, request ids and
+// rate budget are kept; a bucket that runs short borrows units from the
+// others in two steps (lua/lend.lua, lua/receive.lua) that can leave units
+// in flight, never in two buckets at once. docs/SCALING.md has the proof
+// sketch.
 package stock
