@@ -112,7 +112,7 @@ func TestBucketsReturnReplayAndRebuild(t *testing.T) {
 	s.waitStatus("b0", ids["b0"], "pending_payment")
 	c := s.do(1, "POST", "/api/v1/orders/"+ids["b0"]+"/cancel", "b0", nil)
 	require.Equal(t, http.StatusOK, c.Status, c.Raw)
-	home, _ := stock.PartOf(ids["b0"])
+	home := stock.PartOf(sku, ids["b0"])
 	other := "late"
 	for i := 0; stock.Home(sku, buckets, other) == home; i++ {
 		other = fmt.Sprintf("late%d", i)
@@ -225,7 +225,7 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 	for b := range buckets {
 		user := userIn(sku, buckets, b, "q")
 		id := s.order(0, sku, user)
-		p, _ := stock.PartOf(id)
+		p := stock.PartOf(sku, id)
 		assert.Equal(t, b, p.Bucket, id)
 		got := s.do(0, "GET", "/api/v1/orders/"+id, user, nil)
 		require.Equal(t, http.StatusOK, got.Status, got.Raw)
@@ -245,7 +245,7 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 	// A SKU of its own, so bucket 2's queue holds only the dead letter.
 	sku2 := s.seedBuckets(6, 1, buckets)
 	task, orderID := deadLetter(t, s, sku2, userIn(sku2, buckets, 2, "d"))
-	p, _ := stock.PartOf(orderID)
+	p := stock.PartOf(sku2, orderID)
 	require.Equal(t, 2, p.Bucket)
 	list := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead", sku2), "", nil)
 	require.Equal(t, http.StatusOK, list.Status, list.Raw)

@@ -22,9 +22,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, ord
 	r := s.buy(0, sku, user, 1)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 	// In the queue of the bucket the order id names.
-	p, ok := stock.PartOf(r.str("order_id"))
-	require.True(t, ok)
-	q := s.apps[0].Stock.Queue(p)
+	q := s.apps[0].Stock.Queue(stock.PartOf(sku, r.str("order_id")))
 	ctx := context.Background()
 	for {
 		claimed, err := q.Claim(ctx, 10, time.Minute)

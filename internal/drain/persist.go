@@ -185,10 +185,7 @@ func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []order.Order) err
 	// In the queue of the bucket each order was taken from.
 	byPart := map[stock.Part][]order.Order{}
 	for _, o := range rows {
-		p, ok := stock.PartOf(o.OrderID)
-		if !ok || p.SKU != o.SKU {
-			p = stock.Part{SKU: o.SKU}
-		}
+		p := stock.PartOf(o.SKU, o.OrderID)
 		byPart[p] = append(byPart[p], o)
 	}
 	for p, os := range byPart {

@@ -92,7 +92,7 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		// call that stopped between SQL and Redis): the payment deadline
 		// runs this for every order, so units never stay taken for good.
 		// Returning them announces it to every instance's seller.
-		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), partOf(o), o.OrderID, o.User, o.Qty)
+		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), stock.PartOf(o.SKU, o.OrderID), o.OrderID, o.User, o.Qty)
 		if err != nil {
 			return nil, err
 		}
@@ -101,13 +101,4 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		}
 	}
 	return &o, nil
-}
-
-// partOf is the part of its SKU's stock o was taken from (its id names
-// it).
-func partOf(o Order) stock.Part {
-	if p, ok := stock.PartOf(o.OrderID); ok && p.SKU == o.SKU {
-		return p
-	}
-	return stock.Part{SKU: o.SKU}
 }

@@ -154,8 +154,8 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 			if !inSQL[t.OrderID] {
 				r.Queued += int64(t.Qty)
 				r.QueuedOrders++
-				if p, ok := stock.PartOf(t.OrderID); ok && p.Bucket < len(parts) {
-					queuedIn[p.Bucket] += int64(t.Qty)
+				if b := stock.PartOf(id, t.OrderID).Bucket; b < len(parts) {
+					queuedIn[b] += int64(t.Qty)
 				}
 			}
 		}

@@ -110,18 +110,17 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 	return out, nil
 }
 
-// partOfTask is the bucket of sku whose queue holds task id: an order
-// task's id is its batch id, which names the bucket ("<sku>.<bucket>-…"),
-// and a payment deadline's names its first order after a prefix.
-func (s *Service) partOfTask(ctx context.Context, sku uint64, id string) stock.Part {
+// partOfTask is the bucket of sku (of buckets) whose queue holds task id:
+// an order task's id is its batch id, which names the bucket
+// ("<sku>.<bucket>-…"), and a payment deadline's names its first order
+// after a prefix.
+func partOfTask(sku uint64, buckets int, id string) stock.Part {
 	if i := strings.LastIndexByte(id, ':'); i >= 0 {
 		id = id[i+1:]
 	}
 	if j := strings.IndexByte(id, '-'); j > 0 {
-		if got, b, ok := orderid.ParseHead(id[:j]); ok && got == sku && b > 0 {
-			if k, err := s.skus.Get(ctx, sku); err == nil && b < k.Buckets {
-				return stock.Part{SKU: sku, Bucket: b}
-			}
+		if got, b, ok := orderid.ParseHead(id[:j]); ok && got == sku && b < buckets {
+			return stock.Part{SKU: sku, Bucket: b}
 		}
 	}
 	return stock.Part{SKU: sku}
@@ -129,7 +128,11 @@ func (s *Service) partOfTask(ctx context.Context, sku uint64, id string) stock.P
 
 // RequeueDead puts a dead letter back in work with fresh attempts.
 func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error {
-	err := s.store.Lookup(s.partOfTask(ctx, sku, id)).RequeueDead(ctx, id)
+	buckets := 1
+	if k, err := s.skus.Get(ctx, sku); err == nil {
+		buckets = k.Buckets
+	}
+	err := s.store.Lookup(partOfTask(sku, buckets, id)).RequeueDead(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
 	}
@@ -141,10 +144,11 @@ func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error 
 // (a requeue racing the delete wins or loses as a whole); those shoppers'
 // orders are then gone. An order that is in SQL keeps its units.
 func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
-	if _, err := s.skus.Get(ctx, sku); err != nil {
+	k, err := s.skus.Get(ctx, sku)
+	if err != nil {
 		return err
 	}
-	q := s.store.Lookup(s.partOfTask(ctx, sku, id))
+	q := s.store.Lookup(partOfTask(sku, k.Buckets, id))
 	in, err := q.Inspect(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || err == nil && in.State != queue.StateDead {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
@@ -183,11 +187,7 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 				"order_id", t.OrderID, "sku", t.SKU)
 			continue
 		}
-		p, ok := stock.PartOf(t.OrderID)
-		if !ok || p.SKU != t.SKU {
-			p = stock.Part{SKU: t.SKU}
-		}
-		if _, err := s.store.ReturnWhenFree(ctx, p, t.OrderID, t.User, t.Qty); err != nil {
+		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty); err != nil {
 			return err
 		}
 		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",

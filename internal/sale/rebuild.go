@@ -66,10 +66,7 @@ func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
 	}
 	byPart := map[stock.Part][]order.Order{}
 	for _, o := range rows {
-		p, ok := stock.PartOf(o.OrderID)
-		if !ok || p.SKU != id {
-			p = stock.Part{SKU: id}
-		}
+		p := stock.PartOf(id, o.OrderID)
 		byPart[p] = append(byPart[p], o)
 	}
 	for p, os := range byPart {
@@ -183,9 +180,9 @@ func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, buckets int, lef
 		h.Requests = append(h.Requests, q)
 	}
 	for _, oid := range r.Returned {
-		b := 0
-		if p, ok := stock.PartOf(oid); ok && p.SKU == id && p.Bucket < buckets {
-			b = p.Bucket
+		b := stock.PartOf(id, oid).Bucket
+		if b >= buckets {
+			b = 0
 		}
 		split[b].Returned = append(split[b].Returned, oid)
 	}

@@ -61,9 +61,7 @@ func (b *bucketSale) state(t *testing.T) (State, int64) {
 		require.NoError(t, err)
 		for _, o := range orders {
 			queued += int64(o.Qty)
-			got, ok := PartOf(o.OrderID)
-			require.True(t, ok)
-			assert.Equal(t, p, got, "an order is queued in the bucket its id names")
+			assert.Equal(t, p, PartOf(b.sku, o.OrderID), "an order is queued in the bucket its id names")
 			assert.Equal(t, Home(b.sku, b.buckets, o.User), p, "and bought from its shopper's home bucket")
 		}
 	}
@@ -149,8 +147,7 @@ func TestReturnedUnitsAreSoldAgainFromAnyBucket(t *testing.T) {
 	}
 	_, err := b.buy(0, "late", 1)
 	require.ErrorIs(t, err, ErrSoldOut)
-	p, ok := PartOf(ids[0])
-	require.True(t, ok)
+	p := PartOf(b.sku, ids[0])
 	var o OrderTask
 	orders, _, err := b.store.QueuedOrders(b.ctx, p)
 	require.NoError(t, err)

@@ -4,16 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 )
-
-// ErrMoving means units lent by one bucket of a SKU could not be received
-// by another yet (the receiving bucket is being rebuilt, or Redis failed
-// between the two steps): they are in neither bucket's units left until a
-// reconcile, which undersells, never oversells.
-var ErrMoving = errors.New("stock: units in flight between buckets")
 
 // Borrow moves units left from the other buckets of p's SKU (of buckets)
 // into p until p has received at least need, or every other bucket was
@@ -59,7 +52,9 @@ func (s *Store) move(ctx context.Context, from, to Part, want int64) (n int64, m
 	}
 	code, err := s.receive(ctx, tk, id, n, epoch)
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: %d units from bucket %d to %d of sku %d: %w", ErrMoving, n, from.Bucket, to.Bucket, to.SKU, err)
+		// The units are in neither bucket's left until a reconcile: an
+		// undersell, never an oversell.
+		return 0, false, fmt.Errorf("stock: %d units in flight from bucket %d to %d of sku %d: %w", n, from.Bucket, to.Bucket, to.SKU, err)
 	}
 	// Received (now or before), or refused for good: either way the
 	// transfer is settled.

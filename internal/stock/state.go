@@ -61,7 +61,8 @@ func (c Config) endsMs() int64 {
 // made again or the SKU is reconciled), never more.
 func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created bool) (int64, error) {
 	if c.Buckets <= 1 {
-		return s.configure(ctx, Part{SKU: sku}, c, configSet, c.Total, created)
+		left, _, err := s.configure(ctx, Part{SKU: sku}, c, configSet, c.Total, created)
+		return left, err
 	}
 	parts := Parts(sku, c.Buckets)
 	if created {
@@ -72,7 +73,7 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 			if int64(p.Bucket) < c.Total%n {
 				share++
 			}
-			l, err := s.configure(ctx, p, c, configSet, share, true)
+			l, _, err := s.configure(ctx, p, c, configSet, share, true)
 			if err != nil {
 				return 0, err
 			}
@@ -95,7 +96,7 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 			if p.Bucket == 0 {
 				add = delta
 			}
-			l, err := s.configure(ctx, p, c, configAdd, add, false)
+			l, _, err := s.configure(ctx, p, c, configAdd, add, false)
 			if err != nil {
 				return 0, err
 			}
@@ -106,7 +107,8 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 	want := -delta
 	cut := make([]int64, len(parts))
 	for i, p := range parts {
-		l, err := s.configureCut(ctx, p, c, want, &cut[i])
+		l, n, err := s.configure(ctx, p, c, configCut, want, false)
+		cut[i] = n
 		if err != nil {
 			return 0, errors.Join(err, s.giveBack(ctx, parts, c, cut))
 		}
@@ -130,27 +132,12 @@ const (
 	configCut = "cut"
 )
 
-// configure runs configure.lua on one part: mode with n units (see the
-// script), and c's limit, end and expiry. It returns the part's units left.
-func (s *Store) configure(ctx context.Context, p Part, c Config, mode string, n int64, created bool) (int64, error) {
-	left, _, err := s.configureN(ctx, p, c, mode, n, created)
-	return left, err
-}
-
-// configureCut cuts up to want units left from p, adding what it cut to
-// *cut, and returns p's units left.
-func (s *Store) configureCut(ctx context.Context, p Part, c Config, want int64, cut *int64) (int64, error) {
-	left, n, err := s.configureN(ctx, p, c, configCut, want, false)
-	*cut += n
-	return left, err
-}
-
 // giveBack returns the units a failed cut took from each part.
 func (s *Store) giveBack(ctx context.Context, parts []Part, c Config, cut []int64) error {
 	var errs []error
 	for i, p := range parts {
 		if cut[i] > 0 {
-			if _, err := s.configure(context.WithoutCancel(ctx), p, c, configAdd, cut[i], false); err != nil {
+			if _, _, err := s.configure(context.WithoutCancel(ctx), p, c, configAdd, cut[i], false); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -158,7 +145,10 @@ func (s *Store) giveBack(ctx context.Context, parts []Part, c Config, cut []int6
 	return errors.Join(errs...)
 }
 
-func (s *Store) configureN(ctx context.Context, p Part, c Config, mode string, n int64, created bool) (left, applied int64, err error) {
+// configure runs configure.lua on one part: mode with n units (see the
+// script), and c's limit, end and expiry. It returns the part's units left
+// and the units added or cut.
+func (s *Store) configure(ctx context.Context, p Part, c Config, mode string, n int64, created bool) (left, applied int64, err error) {
 	k := newKeys(s.o.Prefix, p)
 	sku := p.SKU
 	create := 0
