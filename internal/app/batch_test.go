@@ -109,6 +109,21 @@ func TestARedeliveredBatchWritesEachOrderOnce(t *testing.T) {
 	require.NoError(t, db.Raw("SELECT sold FROM skus WHERE id = ?", sku).Scan(&sold).Error)
 	assert.Equal(t, int64(2), rows, "each order once")
 	assert.Equal(t, int64(2), sold, "each unit counted once")
+
+	// Delivered once more with every order written: nothing changes.
+	s.enqueueBatch(sku, b, orders, 0)
+	q := s.apps[0].Stock.Queue(stock.Part{SKU: sku})
+	require.Eventually(t, func() bool {
+		st, err := q.Stats(t.Context())
+		return err == nil && st.Due+st.InFlight == 0
+	}, 30*time.Second, 20*time.Millisecond)
+	st, err := q.Stats(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, st.Dead, "no dead letter")
+	require.NoError(t, db.Raw("SELECT COUNT(*) FROM orders WHERE sku_id = ?", sku).Scan(&rows).Error)
+	require.NoError(t, db.Raw("SELECT sold FROM skus WHERE id = ?", sku).Scan(&sold).Error)
+	assert.Equal(t, int64(2), rows, "each order once")
+	assert.Equal(t, int64(2), sold, "each unit counted once")
 }
 
 // batchOf makes the orders of one batch of sku, one unit for each user.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/seckill/seckill/internal/catalog"
@@ -71,33 +72,52 @@ func (d *Drainer) row(t stock.OrderTask, now time.Time) order.Order {
 // insertGuarded writes the rows not yet in SQL and counts their units in
 // skus.sold, all or nothing; errGuard when a SKU has too few units left. It
 // also returns the SKUs of rows already written as failed.
+//
+// A batch is almost always delivered once, so it is first written without
+// asking SQL which rows it has. A batch delivered again (written, then not
+// acked) fails on order_id's unique key and rolls back; that, or any other
+// error, sends it the careful way: the rows SQL has are read first.
 func (d *Drainer) insertGuarded(ctx context.Context, rows []order.Order, now time.Time) ([]order.Order, map[uint64]bool, error) {
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return insertCounted(tx, rows, now)
+	})
+	if err == nil || errors.Is(err, errGuard) {
+		return rows, nil, err
+	}
 	var fresh []order.Order
 	var failed map[uint64]bool
-	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		fresh, failed, err = notWritten(tx, rows)
 		if err != nil || len(fresh) == 0 {
 			return err
 		}
-		if err := tx.CreateInBatches(&fresh, 1000).Error; err != nil {
-			return err
-		}
-		units := map[uint64]int64{}
-		for _, o := range fresh {
-			units[o.SKU] += int64(o.Qty)
-		}
-		for sku, n := range units {
-			if ok, err := catalog.AddSold(tx, sku, n, now); err != nil || !ok {
-				if err == nil {
-					err = errGuard
-				}
-				return err
-			}
-		}
-		return nil
+		return insertCounted(tx, fresh, now)
 	})
 	return fresh, failed, err
+}
+
+// insertCounted inserts rows and adds their units to their SKUs' sold;
+// errGuard when a SKU has too few units left. The rows keep no id of an
+// insert that may yet roll back.
+func insertCounted(tx *gorm.DB, rows []order.Order, now time.Time) error {
+	batch := slices.Clone(rows)
+	if err := tx.CreateInBatches(&batch, 1000).Error; err != nil {
+		return err
+	}
+	units := map[uint64]int64{}
+	for _, o := range rows {
+		units[o.SKU] += int64(o.Qty)
+	}
+	for sku, n := range units {
+		if ok, err := catalog.AddSold(tx, sku, n, now); err != nil || !ok {
+			if err == nil {
+				err = errGuard
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // insertOneByOne writes each row in its own guarded transaction; a row the
