@@ -292,6 +292,27 @@ func (a *api) stockLeft(id int64) (int64, error) {
 
 // outcomes reads seckill_buy_requests_total by outcome from /metrics.
 func (a *api) outcomes() (map[string]float64, error) {
+	m, err := a.metrics(`seckill_buy_requests_total{outcome="`)
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[strings.TrimSuffix(k, `"}`)] = v
+	}
+	return out, err
+}
+
+// ordersPerTx is the mean number of orders per drain transaction so far
+// (seckill_drain_batch_size), 0 when unknown.
+func (a *api) ordersPerTx() float64 {
+	m, err := a.metrics("seckill_drain_batch_size_")
+	if err != nil || m["count"] == 0 {
+		return 0
+	}
+	return m["sum"] / m["count"]
+}
+
+// metrics reads the /metrics samples whose line starts with prefix, keyed by
+// the rest of the name and labels.
+func (a *api) metrics(prefix string) (map[string]float64, error) {
 	resp, err := a.client.Get(a.url + "/metrics")
 	if err != nil {
 		return nil, err
@@ -300,17 +321,16 @@ func (a *api) outcomes() (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	const pfx = `seckill_buy_requests_total{outcome="`
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), pfx)
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
 		if !ok {
 			continue
 		}
-		i := strings.Index(rest, `"} `)
+		i := strings.LastIndexByte(rest, ' ')
 		if i < 0 {
 			continue
 		}
-		v, _ := strconv.ParseFloat(rest[i+3:], 64)
+		v, _ := strconv.ParseFloat(rest[i+1:], 64)
 		out[rest[:i]] = v
 	}
 	return out, sc.Err()
