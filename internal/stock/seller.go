@@ -468,6 +468,17 @@ func (s *Seller) runLine(p Part, l *line) {
 				break fill
 			}
 		}
+		if s.SoldOut(p.SKU) {
+			// Sold out since these were queued (a crowd's first batch
+			// found the end): answered as Buy answers at its start, with
+			// no Redis call. A kept lock goes back at once: other instances
+			// need it to learn the end for themselves.
+			held.release()
+			for _, q := range batch {
+				q.reply <- reply{err: ErrSoldOut}
+			}
+			continue
+		}
 		// Wait for more only while requests arrive together: a lone request
 		// goes at once.
 		if crowded && len(batch) < s.o.BatchMax && s.o.BatchWait > 0 {

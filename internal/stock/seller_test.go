@@ -167,3 +167,54 @@ func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 		assert.True(t, s.SoldOut(other), "another SKU stays sold out")
 	}
 }
+
+// Requests queued on a line while its batch finds the SKU sold out are
+// answered sold out with no buy script, as Buy answers at its start, and a
+// line that kept the SKU lock gives it back for other instances.
+func TestRequestsQueuedBehindTheEndCostNoScript(t *testing.T) {
+	rdb, prefix := testsvc.Redis(t)
+	counts := &countScripts{}
+	rdb.AddHook(counts)
+	ctx := context.Background()
+	store := NewStore(rdb, StoreOptions{Prefix: prefix})
+	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	t.Cleanup(func() { _ = locks.Close() })
+	const sku = 51
+	_, err := store.Configure(ctx, sku, Config{Total: 1, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
+	require.NoError(t, err)
+	s := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyLock, BatchMax: 2, LockWait: 10 * time.Second})
+	t.Cleanup(s.Close)
+
+	// Hold the SKU lock so the line's first batch waits, and the other
+	// requests queue behind it.
+	p := Part{SKU: sku}
+	m, err := locks.Lock(ctx, p.Tag(), 10*time.Second, lock.WithFencing())
+	require.NoError(t, err)
+	counts.buys.Store(0) // the stock's configure script
+	var accepted, soldOut atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			_, err := s.Buy(ctx, sku, 1, Request{User: fmt.Sprintf("u%d", i), Qty: 1, Created: time.Now()})
+			switch {
+			case err == nil:
+				accepted.Add(1)
+			case assert.ErrorIs(t, err, ErrSoldOut):
+				soldOut.Add(1)
+			}
+		})
+	}
+	require.Eventually(t, func() bool {
+		l, ok := s.lines.Load(p)
+		return ok && len(l.(*line).ch) >= 4
+	}, 10*time.Second, 5*time.Millisecond, "the first batch waits for the lock, the others queue")
+	require.NoError(t, m.Unlock(ctx))
+	wg.Wait()
+
+	assert.Equal(t, int64(1), accepted.Load())
+	assert.Equal(t, int64(5), soldOut.Load())
+	assert.Equal(t, int64(1), counts.buys.Load(), "only the first batch ran the buy script")
+	m, err = locks.TryLock(ctx, p.Tag(), time.Second)
+	require.NoError(t, err, "the line gave the lock back")
+	require.NoError(t, m.Unlock(ctx))
+}
