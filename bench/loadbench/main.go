@@ -68,6 +68,10 @@ type config struct {
 	serveEnv    string
 	buckets     string
 	cluster     string
+	// sqlFloor, floorRows and floorWorkers: the SQL insert measurement.
+	sqlFloor     bool
+	floorRows    int
+	floorWorkers int
 }
 
 func main() {
@@ -100,7 +104,14 @@ func main() {
 	flag.StringVar(&cfg.buckets, "buckets", "", "run only the stock-buckets run: one hot SKU per comma-separated bucket count (e.g. 1,3,6), on the Redis Cluster of -cluster")
 	flag.StringVar(&cfg.cluster, "cluster", envOr("SECKILL_TEST_REDIS_CLUSTER_ADDRS", ""), "Redis Cluster addresses (comma-separated) of the -buckets run")
 	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1) and drain")
+	flag.BoolVar(&cfg.sqlFloor, "sql-floor", false, "run only the SQL measurement: MariaDB CPU per order row of the drain's transaction, for the orders table as shipped and other layouts")
+	flag.IntVar(&cfg.floorRows, "floor-rows", 150_000, "rows written per layout by -sql-floor")
+	flag.IntVar(&cfg.floorWorkers, "floor-workers", 2, "concurrent writers of -sql-floor")
 	flag.Parse()
+	run := run
+	if cfg.sqlFloor {
+		run = sqlFloor
+	}
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
