@@ -51,6 +51,17 @@ type rule struct {
 // toAPI turns any error into an *Error; unknown errors become a 500 whose
 // detail reveals nothing.
 func toAPI(err error) *Error {
+	if err == stock.ErrSoldOut { //nolint:errorlint // the sentinel itself; a wrapped one has its own detail, from the rules
+		// The answer of the crowd after a sale sells out, by far the most
+		// given: made once.
+		return soldOutAnswer
+	}
+	return fromRules(err)
+}
+
+var soldOutAnswer = fromRules(stock.ErrSoldOut)
+
+func fromRules(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
@@ -62,7 +73,7 @@ func toAPI(err error) *Error {
 				e.Detail = err.Error()
 			}
 			var rl *stock.RateLimitedError
-			if errors.As(err, &rl) {
+			if e.Code == "rate_limited" && errors.As(err, &rl) {
 				e.RetryAfter = strconv.Itoa(max(1, int(math.Ceil(rl.RetryAfter.Seconds()))))
 			}
 			return &e
@@ -74,10 +85,15 @@ func toAPI(err error) *Error {
 // writeError sends err as the JSON error body and logs server-side failures
 // with the request id.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
-	ae := toAPI(err)
+	writeAnswer(c, log, err, toAPI(err))
+}
+
+// writeAnswer sends ae, the answer to err, as the JSON error body and logs
+// server-side failures with the request id.
+func writeAnswer(c *gin.Context, log *slog.Logger, err error, ae *Error) {
 	if ae.Status >= 500 && ae.Code != "canceled" {
 		log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(), "status", ae.Status,
-			"request_id", c.GetString(requestIDKey), "route", c.FullPath())
+			"request_id", requestIDOf(c), "route", c.FullPath())
 	}
 	if ae.RetryAfter != "" {
 		c.Header("Retry-After", ae.RetryAfter)

@@ -11,46 +11,50 @@ import (
 	"github.com/seckill/seckill/internal/order"
 )
 
-const userKey = "user"
-
 // TokenVerifier checks a shopper's bearer token and returns the shopper id
 // it carries (auth.Verifier in jwt mode).
 type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (userID string, err error)
 }
 
-// shopper identifies the shopper: with no verifier by the X-User-ID header
-// the gateway sets, otherwise only by a bearer token the verifier accepts
-// (the header is then ignored). Anything else is 401.
-func shopper(tokens TokenVerifier, log *slog.Logger) gin.HandlerFunc {
+// shopperHandler serves a request of the shopper whose id it is given.
+type shopperHandler func(c *gin.Context, user string)
+
+// shopper returns the wrapper of the shopper's routes: it identifies the
+// shopper, with no verifier by the X-User-ID header the gateway sets,
+// otherwise only by a bearer token the verifier accepts (the header is then
+// ignored), and hands their id to the route's handler. Anything else is 401.
+func shopper(tokens TokenVerifier, log *slog.Logger) func(shopperHandler) gin.HandlerFunc {
 	if tokens == nil {
-		return func(c *gin.Context) {
-			id := c.GetHeader("X-User-Id") // X-User-ID in its canonical form: found without a copy
-			if !order.ValidUserID(id) {
-				writeError(c, log, errUnauthorized)
-				return
+		return func(h shopperHandler) gin.HandlerFunc {
+			return func(c *gin.Context) {
+				id := c.GetHeader("X-User-Id") // X-User-ID in its canonical form: found without a copy
+				if !order.ValidUserID(id) {
+					writeError(c, log, errUnauthorized)
+					return
+				}
+				h(c, id)
 			}
-			c.Set(userKey, id)
-			c.Next()
 		}
 	}
-	return func(c *gin.Context) {
-		tok, ok := bearer(c.GetHeader("Authorization"))
-		if !ok {
-			writeError(c, log, errNoToken)
-			return
+	return func(h shopperHandler) gin.HandlerFunc {
+		return func(c *gin.Context) {
+			tok, ok := bearer(c.GetHeader("Authorization"))
+			if !ok {
+				writeError(c, log, errNoToken)
+				return
+			}
+			id, err := tokens.Verify(c.Request.Context(), tok)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if !order.ValidUserID(id) {
+				writeError(c, log, errTokenUser)
+				return
+			}
+			h(c, id)
 		}
-		id, err := tokens.Verify(c.Request.Context(), tok)
-		if err != nil {
-			writeError(c, log, toAPI(err))
-			return
-		}
-		if !order.ValidUserID(id) {
-			writeError(c, log, errTokenUser)
-			return
-		}
-		c.Set(userKey, id)
-		c.Next()
 	}
 }
 
@@ -81,5 +85,3 @@ func adminOnly(token string, log *slog.Logger) gin.HandlerFunc {
 		c.Next()
 	}
 }
-
-func userOf(c *gin.Context) string { return c.GetString(userKey) }

@@ -189,8 +189,8 @@ func decodeOrderCursor(s string) (*order.Cursor, bool) {
 	return &order.Cursor{CreatedMS: n, OrderID: id}, true
 }
 
-func handleListOrders(shop Shop, log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
+func handleListOrders(shop Shop, log *slog.Logger) shopperHandler {
+	return func(c *gin.Context, user string) {
 		limit, err := limitQuery(c)
 		if err != nil {
 			writeError(c, log, err)
@@ -203,7 +203,7 @@ func handleListOrders(shop Shop, log *slog.Logger) gin.HandlerFunc {
 				return
 			}
 		}
-		items, next, err := shop.ListOrders(c.Request.Context(), userOf(c), cursor, limit)
+		items, next, err := shop.ListOrders(c.Request.Context(), user, cursor, limit)
 		if err != nil {
 			writeError(c, log, err)
 			return

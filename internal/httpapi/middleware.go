@@ -15,10 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-const requestIDKey = "request_id"
-
 // requestID takes X-Request-ID from the client when it is sane, makes one
-// otherwise, and echoes it in the response.
+// otherwise, and echoes it in the response (requestIDOf reads it there).
 func requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		// X-Request-ID in its canonical form, so neither call copies the name.
@@ -28,11 +26,13 @@ func requestID() gin.HandlerFunc {
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		c.Set(requestIDKey, id)
 		c.Header("X-Request-Id", id)
 		c.Next()
 	}
 }
+
+// requestIDOf is the request's id, as requestID set it on the response.
+func requestIDOf(c *gin.Context) string { return c.Writer.Header().Get("X-Request-Id") }
 
 func saneID(s string) bool {
 	if s == "" || len(s) > 64 {
@@ -61,7 +61,7 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		log.LogAttrs(c.Request.Context(), level, "http",
-			slog.String("request_id", c.GetString(requestIDKey)),
+			slog.String("request_id", requestIDOf(c)),
 			slog.String("method", c.Request.Method),
 			slog.String("route", c.FullPath()),
 			slog.Int("status", status),

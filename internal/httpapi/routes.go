@@ -18,12 +18,12 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		api.GET("/skus/:id", handleGetSKU(d.Sales, d.Log))
 	}
 	if d.Shop != nil {
-		shopper := api.Group("", shopper(d.Tokens, d.Log))
-		shopper.POST("/orders", handlePlaceOrder(d.Shop, m.buys, d.Log))
-		shopper.GET("/orders", handleListOrders(d.Shop, d.Log))
-		shopper.GET("/orders/:order_id", handleGetOrder(d.Shop, d.Log))
-		shopper.POST("/orders/:order_id/pay", handlePay(d.Shop, d.Log))
-		shopper.POST("/orders/:order_id/cancel", handleCancel(d.Shop, d.Log))
+		as := shopper(d.Tokens, d.Log)
+		api.POST("/orders", as(handlePlaceOrder(d.Shop, m.buys, d.Log)))
+		api.GET("/orders", as(handleListOrders(d.Shop, d.Log)))
+		api.GET("/orders/:order_id", as(handleGetOrder(d.Shop, d.Log)))
+		api.POST("/orders/:order_id/pay", as(handlePay(d.Shop, d.Log)))
+		api.POST("/orders/:order_id/cancel", as(handleCancel(d.Shop, d.Log)))
 	}
 	if d.Admin != nil {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))

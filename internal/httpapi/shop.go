@@ -69,25 +69,13 @@ func errSKUID(name string) error {
 	return invalid(name + " must be an integer from 1 to " + strconv.FormatUint(catalog.MaxID, 10))
 }
 
-func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		var req placeRequest
-		body, err := readBody(c)
-		if err == nil && !parsePlaceFast(body, &req) {
-			err = decodeStrict(body, &req)
-		}
-		if err == nil {
-			err = req.checkSKU()
-		}
+func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) shopperHandler {
+	return func(c *gin.Context, user string) {
+		placed, err := place(c, shop, user)
 		if err != nil {
-			outcomes.WithLabelValues(toAPI(err).Code).Inc()
-			writeError(c, log, err)
-			return
-		}
-		placed, err := shop.Place(c.Request.Context(), userOf(c), order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID, Client: c.ClientIP()})
-		if err != nil {
-			outcomes.WithLabelValues(toAPI(err).Code).Inc()
-			writeError(c, log, err)
+			ae := toAPI(err)
+			outcomes.WithLabelValues(ae.Code).Inc()
+			writeAnswer(c, log, err, ae)
 			return
 		}
 		outcomes.WithLabelValues("accepted").Inc()
@@ -95,21 +83,37 @@ func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logg
 	}
 }
 
-func handleGetOrder(shop Shop, log *slog.Logger) gin.HandlerFunc {
+// place reads the buy request and places it for user.
+func place(c *gin.Context, shop Shop, user string) (order.Placed, error) {
+	var req placeRequest
+	body, err := readBody(c)
+	if err == nil && !parsePlaceFast(body, &req) {
+		err = decodeStrict(body, &req)
+	}
+	if err == nil {
+		err = req.checkSKU()
+	}
+	if err != nil {
+		return order.Placed{}, err
+	}
+	return shop.Place(c.Request.Context(), user, order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID, Client: c.ClientIP()})
+}
+
+func handleGetOrder(shop Shop, log *slog.Logger) shopperHandler {
 	return orderAction(shop.Get, log)
 }
 
-func handlePay(shop Shop, log *slog.Logger) gin.HandlerFunc {
+func handlePay(shop Shop, log *slog.Logger) shopperHandler {
 	return orderAction(shop.Pay, log)
 }
 
-func handleCancel(shop Shop, log *slog.Logger) gin.HandlerFunc {
+func handleCancel(shop Shop, log *slog.Logger) shopperHandler {
 	return orderAction(shop.Cancel, log)
 }
 
-func orderAction(f func(ctx context.Context, user, orderID string) (*order.View, error), log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		v, err := f(c.Request.Context(), userOf(c), c.Param("order_id"))
+func orderAction(f func(ctx context.Context, user, orderID string) (*order.View, error), log *slog.Logger) shopperHandler {
+	return func(c *gin.Context, user string) {
+		v, err := f(c.Request.Context(), user, c.Param("order_id"))
 		if err != nil {
 			writeError(c, log, err)
 			return
