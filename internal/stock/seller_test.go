@@ -94,18 +94,26 @@ func (c *countScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
+// countedSale is a Store on the test Redis with sku on sale (total units,
+// one per shopper), and what its client sends from then on counted.
+func countedSale(t *testing.T, sku uint64, total int64) (context.Context, *redis.Client, string, *Store, *countScripts) {
+	t.Helper()
+	rdb, prefix := testsvc.Redis(t)
+	ctx := context.Background()
+	store := NewStore(rdb, StoreOptions{Prefix: prefix})
+	_, err := store.Configure(ctx, sku, Config{Total: total, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
+	require.NoError(t, err)
+	counts := &countScripts{}
+	rdb.AddHook(counts)
+	return ctx, rdb, prefix, store, counts
+}
+
 // Under a crowd, a line keeps the SKU lock across consecutive batches
 // (fewer acquisitions than batches), two instances both get their turns,
 // and the stock taken matches the orders accepted.
 func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
-	rdb, prefix := testsvc.Redis(t)
-	counts := &countScripts{}
-	rdb.AddHook(counts)
-	ctx := context.Background()
-	store := NewStore(rdb, StoreOptions{Prefix: prefix})
 	const sku = 31
-	_, err := store.Configure(ctx, sku, Config{Total: 100000, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
-	require.NoError(t, err)
+	ctx, rdb, prefix, store, counts := countedSale(t, sku, 100000)
 	var sellers [2]*Seller
 	for i := range sellers {
 		locks := lock.New(rdb, lock.Options{Prefix: prefix})
@@ -172,16 +180,10 @@ func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 // answered sold out with no buy script, as Buy answers at its start, and a
 // line that kept the SKU lock gives it back for other instances.
 func TestRequestsQueuedBehindTheEndCostNoScript(t *testing.T) {
-	rdb, prefix := testsvc.Redis(t)
-	counts := &countScripts{}
-	rdb.AddHook(counts)
-	ctx := context.Background()
-	store := NewStore(rdb, StoreOptions{Prefix: prefix})
+	const sku = 51
+	ctx, rdb, prefix, store, counts := countedSale(t, sku, 1)
 	locks := lock.New(rdb, lock.Options{Prefix: prefix})
 	t.Cleanup(func() { _ = locks.Close() })
-	const sku = 51
-	_, err := store.Configure(ctx, sku, Config{Total: 1, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
-	require.NoError(t, err)
 	s := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyLock, BatchMax: 2, LockWait: 10 * time.Second})
 	t.Cleanup(s.Close)
 
@@ -190,7 +192,6 @@ func TestRequestsQueuedBehindTheEndCostNoScript(t *testing.T) {
 	p := Part{SKU: sku}
 	m, err := locks.Lock(ctx, p.Tag(), 10*time.Second, lock.WithFencing())
 	require.NoError(t, err)
-	counts.buys.Store(0) // the stock's configure script
 	var accepted, soldOut atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 6 {
