@@ -287,10 +287,7 @@ func run(cfg config, out io.Writer) error {
 	if cfg.serveEnv != "" {
 		b.env = append(b.env, strings.Split(cfg.serveEnv, ",")...)
 	}
-	b.mysqlPID = findProc("mariadbd")
-	if b.mysqlPID == 0 {
-		b.mysqlPID = findProc("mysqld")
-	}
+	b.mysqlPID = findSQLServer()
 	machine := describeMachine(strings.Split(redisAddr, ",")[0])
 	fmt.Fprintln(out, machine)
 	fmt.Fprintf(out, "wrk -t%d -c%d, %s per run; load at start: %s\n\n", cfg.threads, cfg.conns, cfg.duration, loadavg())

@@ -149,6 +149,14 @@ func cpuSeconds(pid int) float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
+// findSQLServer returns the pid of the local mariadbd, or else mysqld, or 0.
+func findSQLServer() int {
+	if pid := findProc("mariadbd"); pid != 0 {
+		return pid
+	}
+	return findProc("mysqld")
+}
+
 // findProc returns the pid of a process named comm, or 0.
 func findProc(comm string) int {
 	dirs, _ := os.ReadDir("/proc")

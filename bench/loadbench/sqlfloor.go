@@ -21,10 +21,7 @@ import (
 // increment of the SKU's sold), and MariaDB's CPU time is read from /proc.
 // Nothing of seckill runs: this is the floor under the drain's figure.
 func sqlFloor(cfg config, out io.Writer) error {
-	pid := findProc("mariadbd")
-	if pid == 0 {
-		pid = findProc("mysqld")
-	}
+	pid := findSQLServer()
 	if pid == 0 {
 		return fmt.Errorf("no local mariadbd or mysqld to measure")
 	}
