@@ -3,13 +3,10 @@ package faulttest
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,99 +20,12 @@ import (
 // after the default 5s wait for more replicas.
 var replicated = []string{"--repl-diskless-sync-delay", "0"}
 
-// sentinel is a private redis-server in Sentinel mode, killed when the test
-// ends.
-type sentinel struct {
-	t      *testing.T
-	port   int
-	cmd    *exec.Cmd
-	exited chan struct{}
-	client *redis.SentinelClient
-}
-
-// startSentinel starts a Sentinel that monitors the primary at primary
-// under name with quorum 2, declares it down after 500ms of silence and
-// retries a failover after 3s.
-func startSentinel(t *testing.T, name, primary string) *sentinel {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		testsvc.Missing(t, "redis-server not found: %v", err)
-	}
-	host, port, ok := strings.Cut(primary, ":")
-	if !ok {
-		t.Fatalf("primary address %q", primary)
-	}
-	dir := t.TempDir()
-	for attempt := 0; ; attempt++ {
-		s := &sentinel{t: t, port: testsvc.FreePort(t), exited: make(chan struct{})}
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", attempt))
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
-			"sentinel monitor %s %s %s 2\n"+
-			"sentinel down-after-milliseconds %[4]s 500\n"+
-			"sentinel failover-timeout %[4]s 3000\n"+
-			"sentinel parallel-syncs %[4]s 1\n",
-			s.port, dir, filepath.Join(dir, fmt.Sprintf("sentinel-%d.log", attempt)), name, host, port)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s.cmd = exec.Command(bin, conf, "--sentinel")
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := s.cmd.Start(); err != nil {
-			t.Fatalf("sentinel: %v", err)
-		}
-		go func() {
-			_ = s.cmd.Wait()
-			close(s.exited)
-		}()
-		s.client = redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
-		t.Cleanup(s.kill)
-		if err := s.waitUp(); err == nil {
-			return s
-		} else if attempt == 3 {
-			t.Fatalf("sentinel on %s: %v", s.Addr(), err)
-		}
-		s.kill() // the port was taken meanwhile: another one
-	}
-}
-
-// waitUp waits until the Sentinel answers, or exits.
-func (s *sentinel) waitUp() error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := s.client.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited at start (port in use?)")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *sentinel) kill() {
-	_ = s.client.Close()
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(os.Kill)
-	}
-	<-s.exited
-}
-
-func (s *sentinel) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
 // sentinelSet is a primary watched by three Sentinels.
 type sentinelSet struct {
-	t    *testing.T
-	name string
-	all  []*sentinel
+	t       *testing.T
+	name    string
+	all     []*testsvc.RedisServer
+	clients []*redis.SentinelClient
 }
 
 // startSentinels starts three Sentinels on the primary at primary and
@@ -124,12 +34,15 @@ func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelS
 	t.Helper()
 	set := &sentinelSet{t: t, name: name}
 	for range 3 {
-		set.all = append(set.all, startSentinel(t, name, primary))
+		s := testsvc.StartSentinel(t, name, primary)
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+		t.Cleanup(func() { _ = c.Close() })
+		set.all, set.clients = append(set.all, s), append(set.clients, c)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for _, s := range set.all {
+	for i, s := range set.all {
 		for {
-			m, err := s.client.Master(context.Background(), name).Result()
+			m, err := set.clients[i].Master(context.Background(), name).Result()
 			if err == nil && m["num-other-sentinels"] == "2" && m["num-slaves"] == strconv.Itoa(replicas) {
 				break
 			}
@@ -159,9 +72,9 @@ func joinAddrs[S interface{ Addr() string }](servers []S) string {
 func (set *sentinelSet) waitMaster(addr string, limit time.Duration) time.Time {
 	set.t.Helper()
 	deadline := time.Now().Add(limit)
-	for _, s := range set.all {
+	for i, s := range set.all {
 		for {
-			got, err := s.client.GetMasterAddrByName(context.Background(), set.name).Result()
+			got, err := set.clients[i].GetMasterAddrByName(context.Background(), set.name).Result()
 			if err == nil && len(got) == 2 && got[0]+":"+got[1] == addr {
 				break
 			}

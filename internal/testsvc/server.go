@@ -24,6 +24,7 @@ import (
 type RedisServer struct {
 	t    testing.TB
 	bin  string
+	conf string // config file given first, for a Sentinel; "" for none
 	args []string
 	dir  string
 	port int
@@ -39,14 +40,39 @@ type RedisServer struct {
 // needs the redis-server binary that scripts/test-services.sh installs.
 func StartRedisServer(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
+	return startServer(t, "", args)
+}
+
+func startServer(t testing.TB, conf string, args []string) *RedisServer {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Missing(t, "redis-server binary not found: %v; %s", err, startServicesMsg)
 	}
-	s := &RedisServer{t: t, bin: bin, args: args, dir: t.TempDir(), port: FreePort(t)}
+	s := &RedisServer{t: t, bin: bin, conf: conf, args: args, dir: t.TempDir(), port: FreePort(t)}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// StartSentinel starts a private Redis Sentinel that monitors the primary at
+// primary under name with quorum 2, declares it down after 500ms of silence
+// and retries a failover after 3s; it is killed when the test ends.
+func StartSentinel(t testing.TB, name, primary string) *RedisServer {
+	t.Helper()
+	host, port, ok := strings.Cut(primary, ":")
+	if !ok {
+		t.Fatalf("primary address %q", primary)
+	}
+	conf := filepath.Join(t.TempDir(), "sentinel.conf")
+	text := fmt.Sprintf("sentinel monitor %s %s %s 2\n"+
+		"sentinel down-after-milliseconds %[1]s 500\n"+
+		"sentinel failover-timeout %[1]s 3000\n"+
+		"sentinel parallel-syncs %[1]s 1\n", name, host, port)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, conf, []string{"--sentinel"})
 }
 
 // Addr is the server's host:port.
@@ -77,9 +103,13 @@ func (s *RedisServer) Start() {
 // startOnce starts the process and waits until the server on the port is
 // this process (another test binary may have taken the port).
 func (s *RedisServer) startOnce() error {
-	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis.log")}, s.args...)
+		"--logfile", filepath.Join(s.dir, "redis.log")), s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
