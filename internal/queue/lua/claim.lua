@@ -20,12 +20,9 @@ end
 local items = {}
 if n > 0 then
   local res = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, n)
-  local k = #res / 2
+  local ids = members(res)
+  local k = #ids
   if k > 0 then
-    local ids = {}
-    for i = 1, k do
-      ids[i] = res[2 * i - 1]
-    end
     local metas = redis.call('HMGET', KEYS[4], unpack(ids))
     local datas = redis.call('HMGET', KEYS[3], unpack(ids))
     redis.call('ZREMRANGEBYRANK', KEYS[1], 0, k - 1)

@@ -34,6 +34,26 @@ local function claim_meta(s, token)
   return string.format('%d', a + 1) .. '|' .. token .. string.sub(s, p2)
 end
 
+-- held returns the meta of id if the task is in flight under the lease
+-- token tok, else nil (a stale token: the lease ended and the task moved on).
+local function held(tok, id)
+  local m = parse_meta(redis.call('HGET', KEYS[4], id))
+  if m and m.token ~= '' and m.token == tok and redis.call('ZSCORE', KEYS[2], id) then
+    return m
+  end
+  return nil
+end
+
+-- members returns the members of a ZRANGE ... WITHSCORES reply
+-- { member, score, member, score, ... }.
+local function members(res)
+  local ids = {}
+  for i = 1, #res / 2 do
+    ids[i] = res[2 * i - 1]
+  end
+  return ids
+end
+
 local function format_meta(m)
   return string.format('%d', m.attempts) .. '|' .. m.token .. '|' .. string.format('%d', m.max) .. '|' .. m.enq .. '|' .. m.typ
 end

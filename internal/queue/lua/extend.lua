@@ -6,8 +6,7 @@ local deadline = tonumber(ARGV[1])
 local out = {}
 for i = 2, #ARGV, 2 do
   local tok, id = ARGV[i], ARGV[i + 1]
-  local m = parse_meta(redis.call('HGET', KEYS[4], id))
-  if m and m.token ~= '' and m.token == tok and redis.call('ZSCORE', KEYS[2], id) then
+  if held(tok, id) then
     redis.call('ZADD', KEYS[2], 'XX', deadline, id)
     out[#out + 1] = 1
   else

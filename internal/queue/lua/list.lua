@@ -12,13 +12,9 @@ elseif ARGV[1] == 'inflight' then
 end
 local off = tonumber(ARGV[2])
 local res = redis.call('ZRANGE', key, off, off + tonumber(ARGV[3]) - 1, 'WITHSCORES')
-local k = #res / 2
-if k == 0 then
+local ids = members(res)
+if #ids == 0 then
   return {}
-end
-local ids = {}
-for i = 1, k do
-  ids[i] = res[2 * i - 1]
 end
 local metas = redis.call('HMGET', KEYS[4], unpack(ids))
 local datas = redis.call('HMGET', KEYS[3], unpack(ids))

@@ -12,8 +12,8 @@ local gone, newm, errs, back = {}, {}, {}, {}
 local ndead = 0
 for i = 3, #ARGV, 4 do
   local tok, id = ARGV[i], ARGV[i + 1]
-  local m = parse_meta(redis.call('HGET', KEYS[4], id))
-  if m and m.token ~= '' and m.token == tok and redis.call('ZSCORE', KEYS[2], id) then
+  local m = held(tok, id)
+  if m then
     gone[#gone + 1] = id
     m.token = ''
     newm[#newm + 1] = id

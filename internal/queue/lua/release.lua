@@ -8,8 +8,8 @@ local now = tonumber(ARGV[1])
 local out, gone, newm, back = {}, {}, {}, {}
 for i = 2, #ARGV, 2 do
   local tok, id = ARGV[i], ARGV[i + 1]
-  local m = parse_meta(redis.call('HGET', KEYS[4], id))
-  if m and m.token ~= '' and m.token == tok and redis.call('ZSCORE', KEYS[2], id) then
+  local m = held(tok, id)
+  if m then
     gone[#gone + 1] = id
     m.token = ''
     if m.attempts > 0 then
