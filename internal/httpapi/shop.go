@@ -35,19 +35,7 @@ type Shop interface {
 }
 
 func handleGetSKU(sales Sales, log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		id, err := pathID(c, "id")
-		if err != nil {
-			writeError(c, log, err)
-			return
-		}
-		v, err := sales.SKU(c.Request.Context(), id)
-		if err != nil {
-			writeError(c, log, err)
-			return
-		}
-		c.JSON(http.StatusOK, v)
-	}
+	return skuAction(sales.SKU, log)
 }
 
 type placeRequest struct {
