@@ -10,6 +10,7 @@
 package drain
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,8 @@ type Options struct {
 	// (for depth metrics), and Unwatch of every queue it stops consuming.
 	Watch, Unwatch func(*queue.Queue)
 
-	// PaymentTimeout is how long an order waits for payment; default 15m.
+	// PaymentTimeout is how long an order waits for payment; zero means
+	// order.DefaultPaymentTimeout.
 	PaymentTimeout time.Duration
 	Now            func() time.Time
 	Log            *slog.Logger
@@ -78,32 +80,16 @@ type Drainer struct {
 // deadlines go to expirer, and a SKU whose orders SQL's guard refuses is
 // rebuilt by rebuild.
 func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, rebuild Rebuilder, o Options) *Drainer {
-	if o.BatchSize <= 0 {
-		o.BatchSize = 500
-	}
-	if o.Workers <= 0 {
-		o.Workers = 2
-	}
-	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
-	}
-	if o.SweepInterval <= 0 {
-		o.SweepInterval = 2 * time.Second
-	}
-	if o.SKURefresh <= 0 {
-		o.SKURefresh = 2 * time.Second
-	}
-	if o.RetryBackoffMax <= 0 {
-		o.RetryBackoffMax = 10 * time.Second
-	}
-	if o.PaymentTimeout <= 0 {
-		o.PaymentTimeout = 15 * time.Minute
-	}
+	o.BatchSize = cmp.Or(o.BatchSize, 500)
+	o.Workers = cmp.Or(o.Workers, 2)
+	o.Lease = cmp.Or(o.Lease, 30*time.Second)
+	o.SweepInterval = cmp.Or(o.SweepInterval, 2*time.Second)
+	o.SKURefresh = cmp.Or(o.SKURefresh, 2*time.Second)
+	o.RetryBackoffMax = cmp.Or(o.RetryBackoffMax, 10*time.Second)
+	o.PaymentTimeout = cmp.Or(o.PaymentTimeout, order.DefaultPaymentTimeout)
+	o.Log = cmp.Or(o.Log, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
 	}
 	return &Drainer{db: db, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
 		running: map[stock.Part]*consumerRun{}}

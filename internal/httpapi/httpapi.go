@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -46,9 +47,7 @@ type Deps struct {
 
 // New returns the API's handler.
 func New(d Deps) http.Handler {
-	if d.Log == nil {
-		d.Log = slog.Default()
-	}
+	d.Log = cmp.Or(d.Log, slog.Default())
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,10 +64,8 @@ func NewRedlock(nodes []redis.UniversalClient, opts RedlockOptions) *Redlock {
 		backoff:     opts.Backoff.withDefaults(),
 		env:         newEnv(opts.Now, opts.Metrics),
 	}
-	if r.prefix == "" {
-		r.prefix = DefaultPrefix
-	}
-	if r.driftFactor <= 0 {
+	r.prefix = cmp.Or(r.prefix, DefaultPrefix)
+	if r.driftFactor <= 0 { // a negative drift would lengthen the validity
 		r.driftFactor = 0.01
 	}
 	if r.nodeTimeout <= 0 {

@@ -1,6 +1,7 @@
 package order
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +16,14 @@ import (
 	"github.com/seckill/seckill/internal/stock"
 )
 
+// DefaultPaymentTimeout is how long an order waits for payment unless
+// configured otherwise (order.payment_timeout).
+const DefaultPaymentTimeout = 15 * time.Minute
+
 // Options configure a Service.
 type Options struct {
 	// PaymentTimeout is how long an order waits for payment before it
-	// expires and its units return; default 15m.
+	// expires and its units return; zero means DefaultPaymentTimeout.
 	PaymentTimeout time.Duration
 	// PerAddress, when set, limits buy requests per client address. It is
 	// consulted only for a request that is about to reach Redis: the answers
@@ -58,14 +63,10 @@ type Service struct {
 // NewService returns a Service placing orders through seller and closing
 // them with closer.
 func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, seller Seller, closer *Closer, o Options) *Service {
-	if o.PaymentTimeout <= 0 {
-		o.PaymentTimeout = 15 * time.Minute
-	}
+	o.PaymentTimeout = cmp.Or(o.PaymentTimeout, DefaultPaymentTimeout)
+	o.Log = cmp.Or(o.Log, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
 	}
 	return &Service{db: db, skus: skus, cache: cache, store: store, seller: seller, closer: closer, o: o}
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"math"
@@ -112,9 +113,7 @@ func New(c redis.UniversalClient, name string, opts Options) (*Queue, error) {
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
+	opts.Prefix = cmp.Or(opts.Prefix, DefaultPrefix)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -125,9 +124,7 @@ func New(c redis.UniversalClient, name string, opts Options) (*Queue, error) {
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	if opts.Replicas == nil {
 		opts.Replicas = replica.New(c, 0, 0)
 	}

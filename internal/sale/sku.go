@@ -11,6 +11,7 @@
 package sale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,12 +23,14 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
 )
 
 // Options configure a Service.
 type Options struct {
-	// PaymentTimeout is how long an order waits for payment; default 15m.
+	// PaymentTimeout is how long an order waits for payment; zero means
+	// order.DefaultPaymentTimeout.
 	PaymentTimeout time.Duration
 	// StateRetention is how long after a sale's payment window the SKU's
 	// Redis state is kept before it expires; default 24h.
@@ -50,17 +53,11 @@ type Service struct {
 // NewService returns a Service. locks serialises the changes of one SKU's
 // stock and its rebuilds across instances.
 func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, locks *lock.Client, o Options) *Service {
-	if o.PaymentTimeout <= 0 {
-		o.PaymentTimeout = 15 * time.Minute
-	}
-	if o.StateRetention <= 0 {
-		o.StateRetention = 24 * time.Hour
-	}
+	o.PaymentTimeout = cmp.Or(o.PaymentTimeout, order.DefaultPaymentTimeout)
+	o.StateRetention = cmp.Or(o.StateRetention, 24*time.Hour)
+	o.Log = cmp.Or(o.Log, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
 	}
 	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, o: o, list: &listing{}}
 }

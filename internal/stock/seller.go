@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,33 +76,19 @@ type Seller struct {
 // sold-out flag clears on every instance as soon as units come back; Close
 // stops it.
 func NewSeller(ctx context.Context, rdb redis.UniversalClient, store *Store, locks *lock.Client, o SellerOptions) *Seller {
-	if o.Strategy == "" {
-		o.Strategy = StrategyLock
-	}
-	if o.LockTTL <= 0 {
-		o.LockTTL = 2 * time.Second
-	}
-	if o.LockWait <= 0 {
-		o.LockWait = 100 * time.Millisecond
-	}
+	o.Strategy = cmp.Or(o.Strategy, StrategyLock)
+	o.LockTTL = cmp.Or(o.LockTTL, 2*time.Second)
+	o.LockWait = cmp.Or(o.LockWait, 100*time.Millisecond)
 	if o.LockHold == 0 {
 		o.LockHold = 10 * time.Millisecond
 	}
-	if o.BatchMax <= 0 {
-		o.BatchMax = 64
-	}
+	o.BatchMax = cmp.Or(o.BatchMax, 64)
 	if o.BatchWait < 0 {
 		o.BatchWait = 0
 	}
-	if o.SoldOutRecheck <= 0 {
-		o.SoldOutRecheck = time.Second
-	}
-	if o.LineIdle <= 0 {
-		o.LineIdle = time.Minute
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
+	o.SoldOutRecheck = cmp.Or(o.SoldOutRecheck, time.Second)
+	o.LineIdle = cmp.Or(o.LineIdle, time.Minute)
+	o.Log = cmp.Or(o.Log, slog.Default())
 	s := &Seller{store: store, locks: locks, o: o, done: make(chan struct{}), sub: fanout.New(rdb, fanout.Options{})}
 	// A failed SUBSCRIBE is retried by go-redis when it reconnects; until
 	// then a sold-out flag lasts its SoldOutRecheck.

@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -92,16 +93,10 @@ type Store struct {
 
 // NewStore returns a Store on rdb.
 func NewStore(rdb redis.UniversalClient, o StoreOptions) *Store {
-	if o.Prefix == "" {
-		o.Prefix = rkey.DefaultPrefix
-	}
+	o.Prefix = cmp.Or(o.Prefix, rkey.DefaultPrefix)
 	o.Queue.Prefix = o.Prefix
-	if o.RequestIDTTL <= 0 {
-		o.RequestIDTTL = 24 * time.Hour
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 25
-	}
+	o.RequestIDTTL = cmp.Or(o.RequestIDTTL, 24*time.Hour)
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, 25)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
