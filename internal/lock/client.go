@@ -159,13 +159,14 @@ func (c *Client) wait(ctx context.Context, channel string, cfg *config, try atte
 	return waitLoop(ctx, c.env, n, channel, cfg, try)
 }
 
-// waitFor is wait that also returns when the successful attempt was sent,
-// the start of the lock's TTL.
-// tryThenWait makes the first try at begin and, when that finds the lock taken
-// and wait is set, waits for it on channel (waitFor). It returns when the
-// try that got the lock began, ErrNotObtained when it was not got, or a
-// *waitError when ctx ended during the first try.
-func (c *Client) tryThenWait(ctx context.Context, begin time.Time, channel string, cfg config, wait bool, try attempt) (time.Time, error) {
+// tryThenWait makes the first try and, when that finds the lock taken and
+// wait is set, waits for it on channel (waitFor); the outcome and the time
+// it took are counted as a k. It returns when the try that got the lock
+// began, ErrNotObtained when it was not got, or a *waitError when ctx ended
+// during the first try.
+func (c *Client) tryThenWait(ctx context.Context, k kind, channel string, cfg config, wait bool, try attempt) (start time.Time, err error) {
+	begin := c.env.now()
+	defer func() { c.env.metrics.outcome(k, err, c.env.now().Sub(begin), wait) }()
 	ok, err := try(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -178,6 +179,8 @@ func (c *Client) tryThenWait(ctx context.Context, begin time.Time, channel strin
 	return c.waitFor(ctx, channel, &cfg, try)
 }
 
+// waitFor is wait that also returns when the successful attempt was sent,
+// the start of the lock's TTL.
 func (c *Client) waitFor(ctx context.Context, channel string, cfg *config, try attempt) (time.Time, error) {
 	var start time.Time
 	err := c.wait(ctx, channel, cfg, func(ctx context.Context) (bool, error) {

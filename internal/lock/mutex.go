@@ -54,11 +54,9 @@ func (c *Client) acquire(ctx context.Context, o *Owner, name string, ttl time.Du
 	cfg := newConfig(c.backoff, opts)
 	m := newMutex(c.prefix, name)
 	m.c, m.owner = c, o
-	begin := c.env.now()
-	start, err := c.tryThenWait(ctx, begin, m.keys.mutex(), cfg, wait, func(ctx context.Context) (bool, error) {
+	start, err := c.tryThenWait(ctx, kindMutex, m.keys.mutex(), cfg, wait, func(ctx context.Context) (bool, error) {
 		return m.tryOnce(ctx, ttl, cfg.fencing)
 	})
-	c.env.metrics.outcome(kindMutex, err, c.env.now().Sub(begin), wait)
 	if err != nil {
 		return nil, err
 	}

@@ -42,11 +42,9 @@ func (o *Owner) reentrant(ctx context.Context, name string, ttl time.Duration, o
 	}
 	cfg := newConfig(c.backoff, opts)
 	r := &Reentrant{o: o, name: name, keys: newKeys(c.prefix, name)}
-	begin := c.env.now()
-	start, err := c.tryThenWait(ctx, begin, r.keys.reentrant(), cfg, wait, func(ctx context.Context) (bool, error) {
+	start, err := c.tryThenWait(ctx, kindReentrant, r.keys.reentrant(), cfg, wait, func(ctx context.Context) (bool, error) {
 		return r.tryOnce(ctx, ttl)
 	})
-	c.env.metrics.outcome(kindReentrant, err, c.env.now().Sub(begin), wait)
 	if err != nil {
 		return nil, err
 	}

@@ -89,15 +89,13 @@ func (rw *RWMutex) acquire(ctx context.Context, write bool, ttl time.Duration, o
 	if write && wait {
 		marker = max(4*cfg.backoff.Max, 500*time.Millisecond)
 	}
-	begin := c.env.now()
-	start, err := c.tryThenWait(ctx, begin, rw.keys.rw(), cfg, wait, func(ctx context.Context) (bool, error) {
+	start, err := c.tryThenWait(ctx, k, rw.keys.rw(), cfg, wait, func(ctx context.Context) (bool, error) {
 		return h.tryOnce(ctx, ttl, marker)
 	})
 	if err != nil && marker > 0 {
 		// A writer that gave up takes back its claim to go next.
 		h.dropMarker(ctx)
 	}
-	c.env.metrics.outcome(k, err, c.env.now().Sub(begin), wait)
 	if err != nil {
 		return nil, err
 	}
