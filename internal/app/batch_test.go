@@ -39,7 +39,7 @@ func TestQueuedOrdersAreFoundInTheirBatch(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("u%d", i), r.str("user_id"))
 			assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "someone-else", nil).Status)
 		}
-		st, err := s.apps[0].Stock.Queue(stock.Part{SKU: sku}).Stats(context.Background())
+		st, err := s.apps[0].Stock.Queue(stock.Part{SKU: sku}).Stats(t.Context())
 		require.NoError(t, err)
 		assert.LessOrEqual(t, st.Due, int64(n), "at most one task per order")
 		t.Logf("%d orders in %d tasks", n, st.Due)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,7 +22,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, ord
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 	// In the queue of the bucket the order id names.
 	q := s.apps[0].Stock.Queue(stock.PartOf(sku, r.str("order_id")))
-	ctx := context.Background()
+	ctx := t.Context()
 	for {
 		claimed, err := q.Claim(ctx, 10, time.Minute)
 		require.NoError(t, err)
@@ -108,7 +107,7 @@ func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
 	sku = s.seed(2, 1)
 	last, lastOrder := deadLetter(t, s, sku, "written")
 	q := s.apps[0].Stock.Queue(stock.Part{SKU: sku})
-	in, err := q.Inspect(context.Background(), last)
+	in, err := q.Inspect(t.Context(), last)
 	require.NoError(t, err)
 	require.NoError(t, s.apps[0].DB.Exec(
 		`INSERT INTO orders (order_id, sku_id, user_id, qty, price_cents, status, fence, created_at, persisted_at, expires_at, updated_at)

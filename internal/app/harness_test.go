@@ -118,7 +118,7 @@ func (s *deployment) start() {
 	if s.log != nil {
 		log = slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	a, err := Open(ctx, cfg, log, true)
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"sync"
@@ -38,7 +37,7 @@ func TestInstancesStartTogetherOnAFreshDatabase(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			apps[i], errs[i] = Open(context.Background(), cfg, log, true)
+			apps[i], errs[i] = Open(t.Context(), cfg, log, true)
 		})
 	}
 	close(start)
@@ -49,10 +48,10 @@ func TestInstancesStartTogetherOnAFreshDatabase(t *testing.T) {
 	}
 	sqlDB, err := apps[0].DB.DB()
 	require.NoError(t, err)
-	pending, err := migrations.Pending(context.Background(), sqlDB, migrations.MySQL)
+	pending, err := migrations.Pending(t.Context(), sqlDB, migrations.MySQL)
 	require.NoError(t, err)
 	assert.Zero(t, pending)
 	for i := range n {
-		assert.NoError(t, apps[i].Ready(context.Background()), "instance %d", i)
+		assert.NoError(t, apps[i].Ready(t.Context()), "instance %d", i)
 	}
 }

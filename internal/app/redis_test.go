@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -24,7 +23,7 @@ import (
 // read timeout, and closes it when the test ends.
 func openTestRedis(t *testing.T, addrs []string, readTimeout time.Duration) redis.UniversalClient {
 	t.Helper()
-	rdb, closeRedis, err := openRedis(context.Background(), config.Redis{
+	rdb, closeRedis, err := openRedis(t.Context(), config.Redis{
 		Addrs:          addrs,
 		PoolSize:       16,
 		DialTimeout:    time.Second,
@@ -45,7 +44,7 @@ func warmPool(t *testing.T, rdb redis.UniversalClient, n int) {
 	for range n {
 		wg.Go(func() {
 			// Each BLPOP holds its connection for 50ms, so n are open at once.
-			_ = rdb.Do(context.Background(), "BLPOP", "warm:"+testsvc.RandomID(4), "0.05").Err()
+			_ = rdb.Do(t.Context(), "BLPOP", "warm:"+testsvc.RandomID(4), "0.05").Err()
 		})
 	}
 	wg.Wait()
@@ -61,7 +60,7 @@ func isTimeout(err error) bool {
 // claim) is not the same as running it once.
 func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 	const readTimeout = 100 * time.Millisecond
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name  string
 		start func(t *testing.T) (*testsvc.RedisServer, []string)

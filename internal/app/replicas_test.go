@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,7 +23,7 @@ func TestBuyWaitsForTheReplica(t *testing.T) {
 	primary := testsvc.StartRedisServer(t)
 	host, port, _ := strings.Cut(primary.Addr(), ":")
 	replica := testsvc.StartRedisServer(t, "--replicaof", host, port)
-	ctx := context.Background()
+	ctx := t.Context()
 	inSync := func() bool {
 		info := primary.Client().Info(ctx, "replication").Val()
 		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")

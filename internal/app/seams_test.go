@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -194,7 +193,7 @@ func TestRebuildAfterAGuardRefusalIsRetriedUntilItRuns(t *testing.T) {
 	// SQL has one unit fewer than Redis sold: carol's order will be refused.
 	require.NoError(t, s.apps[0].DB.Exec("UPDATE skus SET stock_total = 2 WHERE id = ?", sku).Error)
 	// A rebuild in progress elsewhere: the drain's own must wait for it.
-	ctx := context.Background()
+	ctx := t.Context()
 	paused := fmt.Sprintf("%s{sku:%d}:paused", s.env["SECKILL_REDIS_KEY_PREFIX"], sku)
 	require.NoError(t, s.apps[0].Redis.Set(ctx, paused, "elsewhere", 2*time.Second).Err())
 
@@ -303,7 +302,7 @@ func TestCancelWaitsOutARebuildInProgress(t *testing.T) {
 	id := s.order(0, sku, "alice")
 	s.waitStatus("alice", id, "pending_payment")
 
-	ctx := context.Background()
+	ctx := t.Context()
 	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
 	stockKey := fmt.Sprintf("%s{sku:%d}:stock", prefix, sku)
 	paused := fmt.Sprintf("%s{sku:%d}:paused", prefix, sku)
@@ -339,7 +338,7 @@ func TestMadeUpOrderIDsKeepNothingAndSaleStateExpires(t *testing.T) {
 
 	r := s.buy(0, sku, "alice", 1)
 	require.Equal(t, http.StatusAccepted, r.Status)
-	ctx := context.Background()
+	ctx := t.Context()
 	prefix := s.env["SECKILL_REDIS_KEY_PREFIX"]
 	for _, k := range []string{"stock", "buyers"} {
 		ttl := s.apps[0].Redis.PTTL(ctx, fmt.Sprintf("%s{sku:%d}:%s", prefix, sku, k)).Val()

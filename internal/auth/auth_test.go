@@ -311,7 +311,7 @@ func TestKnownKeysNeverWaitForAFetch(t *testing.T) {
 	srv.mu.Unlock()
 	unknown := make(chan error, 1)
 	go func() {
-		_, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, k1, "k9", live("eve")))
+		_, err := v.Verify(t.Context(), sign(t, jwt.SigningMethodRS256, k1, "k9", live("eve")))
 		unknown <- err
 	}()
 	require.Eventually(t, func() bool { return srv.fetches.Load() == 2 }, 5*time.Second, time.Millisecond, "the unknown kid started a fetch")
@@ -382,7 +382,7 @@ func FuzzVerify(f *testing.F) {
 	v, err := New(context.Background(), hsConfig(), quiet)
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, token string) {
-		user, err := v.Verify(context.Background(), token)
+		user, err := v.Verify(t.Context(), token)
 		if err != nil {
 			var ae *Error
 			if !assert.ErrorAs(t, err, &ae) || user != "" {

@@ -26,7 +26,7 @@ func openDB(t *testing.T) *gorm.DB {
 	sqlDB, err := sql.Open("mysql", testsvc.MySQL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { sqlDB.Close() })
-	_, err = migrations.Up(context.Background(), sqlDB, migrations.MySQL)
+	_, err = migrations.Up(t.Context(), sqlDB, migrations.MySQL)
 	require.NoError(t, err)
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
@@ -34,7 +34,7 @@ func openDB(t *testing.T) *gorm.DB {
 }
 
 func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	db := openDB(t)
 	st := catalog.NewStore(db, nil)
 	start := time.Now().UTC().Truncate(time.Second)
@@ -73,7 +73,7 @@ func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
 // kept by every update: one without a count keeps it, one asking for another
 // is refused with ErrBucketsFixed and writes nothing.
 func TestBucketsAreFixedAtCreation(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	db := openDB(t)
 	st := catalog.NewStore(db, nil)
 	start := time.Now().UTC().Truncate(time.Second)
@@ -142,7 +142,7 @@ func upsertSKU(ctx context.Context, t *testing.T, st *catalog.Store, id uint64, 
 }
 
 func TestCacheRemembersHitsAndMisses(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	db, st, c := newCache(t, time.Hour)
 	upsertSKU(ctx, t, st, 3, "A")
 
@@ -170,7 +170,7 @@ func TestCacheRemembersHitsAndMisses(t *testing.T) {
 }
 
 func TestCacheServesAKnownSKUWhileTheStoreIsDown(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	db, st, c := newCache(t, time.Millisecond)
 	upsertSKU(ctx, t, st, 5, "A")
 	_, err := c.Get(ctx, 5)

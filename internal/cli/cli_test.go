@@ -32,7 +32,7 @@ func envOf(kv map[string]string) []string {
 
 func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"serve"}, envOf(map[string]string{"SECKILL_HTTP_ADDR": "not-an-addr"}), &out, &errOut)
+	err := Run(t.Context(), []string{"serve"}, envOf(map[string]string{"SECKILL_HTTP_ADDR": "not-an-addr"}), &out, &errOut)
 	require.Error(t, err)
 	assert.Equal(t, ExitBadConfig, ExitCode(err))
 	assert.Contains(t, err.Error(), "http.addr")
@@ -44,20 +44,20 @@ func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
 		"http.read_timeout (SECKILL_HTTP_READ_TIMEOUT)":   {"SECKILL_HTTP_READ_TIMEOUT": "soon"},
 		"rate_limit.enabled (SECKILL_RATE_LIMIT_ENABLED)": {"SECKILL_RATE_LIMIT_ENABLED": "maybe"},
 	} {
-		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		err := Run(t.Context(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
 		assert.ErrorContains(t, err, name)
 	}
 	path := filepath.Join(t.TempDir(), "seckill.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("redis:\n  addrs: [[1]]\n"), 0o600))
-	err = Run(context.Background(), []string{"serve", "--config", path}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	err = Run(t.Context(), []string{"serve", "--config", path}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	assert.Equal(t, ExitBadConfig, ExitCode(err), "%v", err)
 	assert.ErrorContains(t, err, "redis.addrs (SECKILL_REDIS_ADDRS)")
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{"serve", "--nope"}, {"nope"}, {"serve", "--api-only", "--workers-only"}, {"version", "extra"}, {"queue", "nosuch"}, {"queue", "stats", "extra"}, {"token", "extra"}} {
-		err := Run(context.Background(), args, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		err := Run(t.Context(), args, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 		require.Error(t, err, "%v", args)
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v: %v", args, err)
 	}
@@ -66,14 +66,14 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, cmd := range []string{"serve", "worker", "migrate", "seed", "verify", "version", "token", "queue", "queue stats", "queue dead", "queue requeue", "queue drop"} {
 		var out bytes.Buffer
-		require.NoError(t, Run(context.Background(), append(strings.Fields(cmd), "--help"), envOf(nil), &out, &out))
+		require.NoError(t, Run(t.Context(), append(strings.Fields(cmd), "--help"), envOf(nil), &out, &out))
 		assert.Contains(t, out.String(), "Examples:", cmd)
 	}
 }
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, Run(context.Background(), []string{"version"}, envOf(nil), &out, &out))
+	require.NoError(t, Run(t.Context(), []string{"version"}, envOf(nil), &out, &out))
 	assert.True(t, strings.HasPrefix(out.String(), "seckill "))
 }
 
@@ -82,7 +82,7 @@ func serve(t *testing.T, env map[string]string) string {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t))
 	env["SECKILL_HTTP_ADDR"] = addr
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, []string{"serve"}, envOf(env), &bytes.Buffer{}, io.Discard) }()
 	t.Cleanup(func() {
@@ -145,7 +145,7 @@ func TestServeExternalNeedsAuthMode(t *testing.T) {
 		"mysql": {"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:1)/x"},
 	} {
 		var errOut bytes.Buffer
-		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &errOut)
+		err := Run(t.Context(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &errOut)
 		require.Error(t, err, name)
 		assert.Equal(t, ExitBadConfig, ExitCode(err), name)
 		assert.Contains(t, err.Error(), "auth.mode (SECKILL_AUTH_MODE)", name)
@@ -155,7 +155,7 @@ func TestServeExternalNeedsAuthMode(t *testing.T) {
 		"jwt without a key": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt"},
 		"short jwt secret":  {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": "short"},
 	} {
-		err := Run(context.Background(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		err := Run(t.Context(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
 	}
 }
@@ -164,7 +164,7 @@ func TestTokenCommand(t *testing.T) {
 	const secret = "token-command-secret-0123456789abcdef"
 	env := map[string]string{"SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": secret, "SECKILL_RATE_LIMIT_ENABLE": "false"}
 	var out, errOut bytes.Buffer
-	require.NoError(t, Run(context.Background(), []string{"token", "--user", "alice", "--user", "bob", "--ttl", "10m"}, envOf(env), &out, &errOut))
+	require.NoError(t, Run(t.Context(), []string{"token", "--user", "alice", "--user", "bob", "--ttl", "10m"}, envOf(env), &out, &errOut))
 	assert.Contains(t, errOut.String(), "SECKILL_RATE_LIMIT_ENABLE", "a misspelt variable is named")
 
 	cfg := config.Auth{Mode: config.AuthJWT, JWTSecret: secret, JWTUserClaim: "sub", JWTLeeway: time.Second}
@@ -183,15 +183,15 @@ func TestTokenCommand(t *testing.T) {
 		"bad user": {"token", "--user", "al ice"},
 		"bad ttl":  {"token", "--user", "alice", "--ttl", "-1h"},
 	} {
-		err := Run(context.Background(), args, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		err := Run(t.Context(), args, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
 	}
-	err = Run(context.Background(), []string{"token", "--user", "alice"}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	err = Run(t.Context(), []string{"token", "--user", "alice"}, nil, &bytes.Buffer{}, &bytes.Buffer{})
 	assert.Equal(t, ExitBadConfig, ExitCode(err), "no secret: %v", err)
 }
 
 func TestUnreachableMySQLFailsClearly(t *testing.T) {
-	err := Run(context.Background(), []string{"migrate"}, envOf(map[string]string{
+	err := Run(t.Context(), []string{"migrate"}, envOf(map[string]string{
 		"SECKILL_MYSQL_DSN":             fmt.Sprintf("root@tcp(127.0.0.1:%d)/x", testsvc.FreePort(t)),
 		"SECKILL_MYSQL_CONNECT_TIMEOUT": "300ms",
 	}), &bytes.Buffer{}, &bytes.Buffer{})
@@ -227,7 +227,7 @@ func onServices(t *testing.T) (run func(args ...string) (string, error), db *sql
 	t.Cleanup(func() { _ = db.Close() })
 	return func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := Run(context.Background(), args, env, &out, &bytes.Buffer{})
+		err := Run(t.Context(), args, env, &out, &bytes.Buffer{})
 		return out.String(), err
 	}, db
 }

@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -91,7 +90,7 @@ func sentinelFailover(t *testing.T, n int) {
 		// acknowledged and the successor did not would be lost, since the
 		// standby is never promoted.
 		dead := deadEnd(t)
-		ctx := context.Background()
+		ctx := t.Context()
 		for _, r := range []*testsvc.RedisServer{standby, successor} {
 			require.NoError(t, r.Client().ReplicaOf(ctx, "127.0.0.1", dead).Err())
 		}
@@ -132,7 +131,7 @@ func clusterFailover(t *testing.T, n int) {
 	})
 	failoverSale(t, fmt.Sprintf("cluster-failover-wait%d", n), n, d, func(c *crowd) failoverTimes {
 		var ft failoverTimes
-		ctx := context.Background()
+		ctx := t.Context()
 		slot, err := cl.client(first).ClusterKeySlot(ctx, d.prefix+stock.Tag(c.sku)+":stock").Result()
 		require.NoError(t, err)
 		master, err := cl.masterOf(first, slot)

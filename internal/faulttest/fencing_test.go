@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 func TestStalledLockHolderIsFenced(t *testing.T) {
 	testutil.SkipShort(t, "needs Redis")
 	rdb, prefix := testsvc.Redis(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	locks := lock.New(rdb, lock.Options{Prefix: prefix})
 	t.Cleanup(func() { _ = locks.Close() })
 	store := stock.NewStore(rdb, stock.StoreOptions{Prefix: prefix})

@@ -61,7 +61,7 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 	ss := append(c.Wait(), first)
 	// Later shoppers buy what the rebuilt Redis has left (the crowd that was
 	// buying through the outage may have taken it all).
-	left, err := d.rdb.HGet(context.Background(), d.prefix+stock.Tag(sku)+":stock", "left").Int64()
+	left, err := d.rdb.HGet(t.Context(), d.prefix+stock.Tag(sku)+":stock", "left").Int64()
 	require.NoError(t, err)
 	after := d.buy(sku, "redis-after", 400, 200).Wait()
 	if left > 0 {
@@ -127,7 +127,7 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 	p := d.api[0]
 	p.Kill()
 	p.start()
-	hash, err := d.rdb.HGetAll(context.Background(), d.prefix+stock.Tag(sku)+":stock").Result()
+	hash, err := d.rdb.HGetAll(t.Context(), d.prefix+stock.Tag(sku)+":stock").Result()
 	require.NoError(t, err)
 	assert.NotEmpty(t, hash["left"], "the restarted instance rebuilt the sku at start")
 	assert.Zero(t, d.missingDeadlines(sku), "pending orders without a payment deadline after the restart")

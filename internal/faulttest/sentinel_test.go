@@ -42,7 +42,7 @@ func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelS
 	deadline := time.Now().Add(20 * time.Second)
 	for i, s := range set.all {
 		for {
-			m, err := set.clients[i].Master(context.Background(), name).Result()
+			m, err := set.clients[i].Master(t.Context(), name).Result()
 			if err == nil && m["num-other-sentinels"] == "2" && m["num-slaves"] == strconv.Itoa(replicas) {
 				break
 			}
@@ -144,7 +144,7 @@ func startCluster(t *testing.T) *cluster {
 	create := []string{"--cluster", "create"}
 	create = append(create, strings.Split(c.Addrs(), ",")...)
 	create = append(create, "--cluster-replicas", "1", "--cluster-yes")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, create...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)

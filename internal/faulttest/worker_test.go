@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -46,7 +45,7 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	require.NoError(t, err)
 	claims := map[string]int{}
 	for _, id := range held {
-		info, err := q.Inspect(context.Background(), id)
+		info, err := q.Inspect(t.Context(), id)
 		require.NoError(t, err)
 		claims[id] = info.Attempts
 	}
@@ -69,7 +68,7 @@ func TestWorkerStalledPastLease(t *testing.T) {
 	for {
 		again := 0
 		for _, id := range held {
-			info, err := q.Inspect(context.Background(), id)
+			info, err := q.Inspect(t.Context(), id)
 			if err != nil || info.State != queue.StateInFlight || info.Attempts > claims[id] {
 				again++
 			}

@@ -51,7 +51,7 @@ func TestErrorTable(t *testing.T) {
 // work for now is a 503 the client may retry, never a 500. The errors are
 // the ones go-redis returns from a real server in each state.
 func TestStoreOutageIsUnavailable(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	srv := testsvc.StartRedisServer(t)
 	client := func(o redis.Options) *redis.Client {
 		o.Addr, o.MaxRetries = srv.Addr(), -1

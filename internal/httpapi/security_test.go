@@ -139,7 +139,7 @@ func TestAdminToken(t *testing.T) {
 func jwtAPI(t testing.TB) (h http.Handler, mint func(jwt.MapClaims) string) {
 	t.Helper()
 	cfg := config.Auth{Mode: config.AuthJWT, JWTSecret: testJWTSecret, JWTLeeway: 30 * time.Second, JWTUserClaim: "sub"}
-	v, err := auth.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	v, err := auth.New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	h = testAPI(t, func(d *Deps) { d.Tokens = v })
 	return h, func(c jwt.MapClaims) string {

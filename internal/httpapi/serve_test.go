@@ -62,7 +62,7 @@ func serve(t *testing.T, env map[string]string) *server {
 		vars[k] = v
 	}
 	s := &server{base: "http://" + vars["SECKILL_HTTP_ADDR"], logs: &testutil.SyncBuffer{}}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"serve"}, environ(vars), &bytes.Buffer{}, s.logs)
@@ -263,7 +263,7 @@ func TestUnreachableMySQLHidesPassword(t *testing.T) {
 	const password = "pw-unreachable-3e8f1a"
 	logs := &testutil.SyncBuffer{}
 	dsn := fmt.Sprintf("seckill:%s@tcp(127.0.0.1:%d)/seckill", password, testsvc.FreePort(t))
-	err := cli.Run(context.Background(), []string{"migrate"}, environ(map[string]string{
+	err := cli.Run(t.Context(), []string{"migrate"}, environ(map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_MYSQL_CONNECT_TIMEOUT": "1s", "SECKILL_LOG_LEVEL": "debug"}), &bytes.Buffer{}, logs)
 	require.Error(t, err)
 	require.Contains(t, logs.String(), "waiting for mysql", "the retries were logged")

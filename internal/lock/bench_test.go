@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -10,7 +9,7 @@ import (
 // EVALSHA per iteration. bench/lockbench compares it with other libraries.
 func BenchmarkTryLockUnlock(b *testing.B) {
 	c, _ := newTestClient(b, false, Options{})
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := c.TryLock(ctx, "bench", 10*time.Second)

@@ -163,7 +163,7 @@ func (h slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 func pttl(t *testing.T, rdb redis.UniversalClient, key string) time.Duration {
 	t.Helper()
-	d, err := rdb.PTTL(context.Background(), key).Result()
+	d, err := rdb.PTTL(t.Context(), key).Result()
 	require.NoError(t, err)
 	return d
 }

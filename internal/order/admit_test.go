@@ -28,7 +28,7 @@ func TestPerAddressBudget(t *testing.T) {
 			return ok, 1500 * time.Millisecond, err
 		}
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	in := PlaceInput{SKU: 1, Qty: 1, Client: "192.0.2.7"}
 	svc := func(l Limiter) *Service {
 		return NewService(nil, nil, nil, nil, nil, nil, Options{PerAddress: l, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

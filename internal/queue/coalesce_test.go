@@ -39,12 +39,12 @@ func TestConcurrentEnqueueCoalesces(t *testing.T) {
 			wg.Go(func() {
 				for i := range calls {
 					id := fmt.Sprint("o", (g*7919+i*104729)%ids)
-					ctx, cancel := context.WithCancel(context.Background())
+					ctx, cancel := context.WithCancel(t.Context())
 					switch i % 10 {
 					case 0:
 						cancel() // gone before it starts
 					case 1:
-						ctx, cancel = context.WithTimeout(context.Background(), time.Duration(i%3)*100*time.Microsecond)
+						ctx, cancel = context.WithTimeout(t.Context(), time.Duration(i%3)*100*time.Microsecond)
 					}
 					added, err := q.Enqueue(ctx, task(id))
 					cancel()

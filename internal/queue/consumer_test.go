@@ -21,7 +21,7 @@ import (
 // runConsumer runs c until the test ends or stop is called; stop waits for Run.
 func runConsumer(t *testing.T, c *queue.Consumer) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	var once sync.Once

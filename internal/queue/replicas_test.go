@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func TestClaimWaitsForReplicas(t *testing.T) {
 	primary := testsvc.StartRedisServer(t) // no replica: WAIT 1 never succeeds
 	c := primary.Client()
-	ctx := context.Background()
+	ctx := t.Context()
 	waiting, err := queue.New(c, "orders", queue.Options{Replicas: replica.New(c, 1, 20*time.Millisecond)})
 	require.NoError(t, err)
 	_, err = waiting.Enqueue(ctx, task("a"))

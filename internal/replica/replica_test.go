@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ func primaryWithReplica(t *testing.T) (primary, replicaNode *testsvc.RedisServer
 	primary = testsvc.StartRedisServer(t)
 	host, port, _ := strings.Cut(primary.Addr(), ":")
 	replicaNode = testsvc.StartRedisServer(t, "--replicaof", host, port)
-	ctx := context.Background()
+	ctx := t.Context()
 	testutil.Eventually(t, 10*time.Second, "the replica comes online", func() bool {
 		info := primary.Client().Info(ctx, "replication").Val()
 		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
@@ -36,7 +35,7 @@ func primaryWithReplica(t *testing.T) (primary, replicaNode *testsvc.RedisServer
 // A write acknowledged by the replica is there; the reply is the script's.
 func TestRunWaitsForTheReplica(t *testing.T) {
 	primary, rep := primaryWithReplica(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	w := replica.New(primary.Client(), 1, time.Second)
 	cmd, err := w.Run(ctx, incr, []string{"n"})
 	require.NoError(t, err)
@@ -54,7 +53,7 @@ func TestRunWaitsForTheReplica(t *testing.T) {
 // it is not safe yet.
 func TestRunReportsAWriteTheReplicasLack(t *testing.T) {
 	primary, rep := primaryWithReplica(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	w := replica.New(primary.Client(), 2, 50*time.Millisecond)
 	cmd, err := w.Run(ctx, incr, []string{"n"})
 	require.ErrorIs(t, err, replica.ErrNotReplicated)
@@ -70,7 +69,7 @@ func TestRunReportsAWriteTheReplicasLack(t *testing.T) {
 // Confirm covers writes made on other connections: it writes, then waits.
 func TestConfirmCoversEarlierWrites(t *testing.T) {
 	primary, rep := primaryWithReplica(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	require.NoError(t, primary.Client().Set(ctx, "rid", "order-1", time.Hour).Err())
 	w := replica.New(primary.Client(), 1, time.Second)
 	require.NoError(t, w.Confirm(ctx, "rid", time.Hour))
@@ -83,7 +82,7 @@ func TestConfirmCoversEarlierWrites(t *testing.T) {
 func TestRunWithoutWaiting(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
 		rdb, prefix := testsvc.Universal(t, cluster)
-		cmd, err := replica.New(rdb, 0, 0).Run(context.Background(), incr, []string{prefix + "n"})
+		cmd, err := replica.New(rdb, 0, 0).Run(t.Context(), incr, []string{prefix + "n"})
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), cmd.Val())
 	}

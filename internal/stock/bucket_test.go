@@ -29,7 +29,7 @@ type bucketSale struct {
 func newBucketSale(t *testing.T, strategy string, total int64, limit, buckets int) *bucketSale {
 	t.Helper()
 	rdb, prefix := testsvc.Cluster(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	store := NewStore(rdb, StoreOptions{Prefix: prefix})
 	b := &bucketSale{ctx: ctx, store: store, sku: 77, buckets: buckets}
 	_, err := store.Configure(ctx, b.sku, Config{Total: total, Limit: limit, Buckets: buckets, Expires: time.Now().Add(time.Hour)}, true)

@@ -17,7 +17,7 @@ func testStore(t testing.TB, o StoreOptions, skus map[uint64]Config) (context.Co
 	rdb, prefix := testsvc.Redis(t)
 	o.Prefix = prefix
 	store := NewStore(rdb, o)
-	ctx := context.Background()
+	ctx := t.Context()
 	for sku, cfg := range skus {
 		_, err := store.Configure(ctx, sku, cfg, true)
 		require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 	for _, strategy := range []string{StrategyLock, StrategyAtomic} {
 		t.Run(strategy, func(t *testing.T) {
 			rdb, prefix := testsvc.Redis(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			store := NewStore(rdb, StoreOptions{Prefix: prefix})
 			locks := lock.New(rdb, lock.Options{Prefix: prefix})
 			t.Cleanup(func() { _ = locks.Close() })
@@ -99,7 +99,7 @@ func (c *countScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func countedSale(t *testing.T, sku uint64, total int64) (context.Context, *redis.Client, string, *Store, *countScripts) {
 	t.Helper()
 	rdb, prefix := testsvc.Redis(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	store := NewStore(rdb, StoreOptions{Prefix: prefix})
 	_, err := store.Configure(ctx, sku, Config{Total: total, Limit: 1, Expires: time.Now().Add(time.Hour)}, true)
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 // another SKU or with a bad payload clears nothing.
 func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 	rdb, prefix := testsvc.Redis(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	store := NewStore(rdb, StoreOptions{Prefix: prefix})
 	locks := lock.New(rdb, lock.Options{Prefix: prefix})
 	t.Cleanup(func() { _ = locks.Close() })

@@ -17,7 +17,7 @@ func TestSentinelReplicatesAcknowledgedWrite(t *testing.T) {
 	c, prefix := Sentinel(t)
 	replicas := SentinelReplicas(t)
 	require.NotEmpty(t, replicas, "no replica up in the sentinel set")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
 	key := prefix + "acked"
