@@ -3,6 +3,7 @@ package chaostest
 import (
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/http"
 	"os"
@@ -142,29 +143,14 @@ func newCluster(t *testing.T, s settings) *cluster {
 		t: t, s: s, rng: rand.New(rand.NewSource(s.seed)), redis: rs, prefix: prefix,
 		cl: newClient(t, adminToken), hist: &history{}, viol: &violations{}, rss: map[string][2]int64{},
 	}
-	c.env = map[string]string{
-		"SECKILL_REDIS_ADDRS":              rs.Addr(),
-		"SECKILL_REDIS_KEY_PREFIX":         prefix,
-		"SECKILL_REDIS_READ_TIMEOUT":       redisTimeout.String(),
-		"SECKILL_REDIS_WRITE_TIMEOUT":      redisTimeout.String(),
-		"SECKILL_REDIS_DIAL_TIMEOUT":       "500ms",
-		"SECKILL_REDIS_POOL_SIZE":          "32",
-		"SECKILL_REDIS_CONNECT_TIMEOUT":    "20s",
-		"SECKILL_MYSQL_DSN":                dsn,
-		"SECKILL_MYSQL_CONNECT_TIMEOUT":    "20s",
-		"SECKILL_ADMIN_TOKEN":              adminToken,
-		"SECKILL_AUTH_MODE":                "header",
-		"SECKILL_RATE_LIMIT_ENABLED":       "false",
-		"SECKILL_ORDER_PAYMENT_TIMEOUT":    paymentTimeout.String(),
-		"SECKILL_WORKER_LEASE":             "2s",
-		"SECKILL_WORKER_SWEEP_INTERVAL":    "500ms",
-		"SECKILL_WORKER_SKU_REFRESH":       "200ms",
-		"SECKILL_WORKER_BATCH_SIZE":        "50",
-		"SECKILL_WORKER_RETRY_BACKOFF_MAX": "1s",
-		"SECKILL_HTTP_SHUTDOWN_TIMEOUT":    "5s",
-		"SECKILL_LOG_LEVEL":                "info",
-		"SECKILL_LOG_FORMAT":               "json",
-	}
+	c.env = testutil.RecoveryEnv(rs.Addr(), prefix, dsn, adminToken)
+	maps.Copy(c.env, map[string]string{
+		"SECKILL_REDIS_READ_TIMEOUT":    redisTimeout.String(),
+		"SECKILL_REDIS_WRITE_TIMEOUT":   redisTimeout.String(),
+		"SECKILL_REDIS_DIAL_TIMEOUT":    "500ms",
+		"SECKILL_REDIS_POOL_SIZE":       "32",
+		"SECKILL_ORDER_PAYMENT_TIMEOUT": paymentTimeout.String(),
+	})
 	db, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })

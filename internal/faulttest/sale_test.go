@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -27,6 +28,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 const adminToken = "faulttest-admin-token-0123456789abcdef"
@@ -48,27 +50,8 @@ type deployment struct {
 // recovery shows within seconds. extra overrides or adds variables.
 func newDeployment(t *testing.T, redisAddr, prefix, dsn string, extra map[string]string) *deployment {
 	t.Helper()
-	env := map[string]string{
-		"SECKILL_REDIS_ADDRS":              redisAddr,
-		"SECKILL_REDIS_KEY_PREFIX":         prefix,
-		"SECKILL_MYSQL_DSN":                dsn,
-		"SECKILL_ADMIN_TOKEN":              adminToken,
-		"SECKILL_AUTH_MODE":                "header",
-		"SECKILL_RATE_LIMIT_ENABLED":       "false",
-		"SECKILL_WORKER_LEASE":             "2s",
-		"SECKILL_WORKER_SWEEP_INTERVAL":    "500ms",
-		"SECKILL_WORKER_SKU_REFRESH":       "200ms",
-		"SECKILL_WORKER_BATCH_SIZE":        "50",
-		"SECKILL_WORKER_RETRY_BACKOFF_MAX": "1s",
-		"SECKILL_HTTP_SHUTDOWN_TIMEOUT":    "5s",
-		"SECKILL_REDIS_CONNECT_TIMEOUT":    "20s",
-		"SECKILL_MYSQL_CONNECT_TIMEOUT":    "20s",
-		"SECKILL_LOG_LEVEL":                "info",
-		"SECKILL_LOG_FORMAT":               "json",
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
+	env := testutil.RecoveryEnv(redisAddr, prefix, dsn, adminToken)
+	maps.Copy(env, extra)
 	db, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
