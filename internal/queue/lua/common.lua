@@ -44,6 +44,13 @@ local function held(tok, id)
   return nil
 end
 
+-- unlease ends the leases of the tasks gone = { id, ... } and writes their
+-- new metas, newm = { id, meta, ... }.
+local function unlease(gone, newm)
+  redis.call('ZREM', KEYS[2], unpack(gone))
+  redis.call('HSET', KEYS[4], unpack(newm))
+end
+
 -- members returns the members of a ZRANGE ... WITHSCORES reply
 -- { member, score, member, score, ... }.
 local function members(res)

@@ -34,8 +34,7 @@ for i = 3, #ARGV, 4 do
   end
 end
 if #gone > 0 then
-  redis.call('ZREM', KEYS[2], unpack(gone))
-  redis.call('HSET', KEYS[4], unpack(newm))
+  unlease(gone, newm)
   redis.call('HSET', KEYS[6], unpack(errs))
 end
 if #back > 0 then

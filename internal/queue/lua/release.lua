@@ -25,8 +25,7 @@ for i = 2, #ARGV, 2 do
   end
 end
 if #gone > 0 then
-  redis.call('ZREM', KEYS[2], unpack(gone))
-  redis.call('HSET', KEYS[4], unpack(newm))
+  unlease(gone, newm)
   redis.call('ZADD', KEYS[1], unpack(back))
   redis.call('PUBLISH', KEYS[7], string.format('%d', now))
 end
