@@ -14,18 +14,20 @@ import (
 func handleQueue(admin Admin, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := pathID(c, "id")
+		var n int
 		if err == nil {
-			var n int
-			if n, err = queryInt(c, "n", 20); err == nil {
-				r, qerr := admin.Queue(c.Request.Context(), id, n)
-				if qerr == nil {
-					c.JSON(http.StatusOK, r)
-					return
-				}
-				err = qerr
-			}
+			n, err = queryInt(c, "n", 20)
 		}
-		writeError(c, log, err)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		r, err := admin.Queue(c.Request.Context(), id, n)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, r)
 	}
 }
 

@@ -13,7 +13,17 @@ import (
 	"github.com/seckill/seckill/internal/storeerr"
 )
 
-func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
+// is matches an error that is, or wraps, any of targets.
+func is(targets ...error) func(error) bool {
+	return func(err error) bool {
+		for _, t := range targets {
+			if errors.Is(err, t) {
+				return true
+			}
+		}
+		return false
+	}
+}
 
 func isA[T error](err error) bool {
 	var target T
@@ -21,32 +31,27 @@ func isA[T error](err error) bool {
 }
 
 // retrySoon is the Retry-After, in seconds, of the answers that a retry a
-// moment later usually gets through: busy, a state being restored.
+// moment later usually gets through: busy, a state being restored, an order
+// not yet confirmed.
 const retrySoon = "1"
 
 // rules maps domain errors to HTTP, first match wins.
 var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
-	{is(order.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
-	{is(catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
+	{is(order.ErrInvalid, catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
-	{is(order.ErrNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
-	{is(sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
+	{is(order.ErrNotFound, sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
-	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
-	{is(order.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
+	{is(stock.ErrLimitExceeded, order.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrNotStarted), Error{Status: http.StatusForbidden, Code: "sale_not_started"}},
-	{is(order.ErrEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
-	{is(stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
-	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: "1"}},
+	{is(order.ErrEnded, stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
+	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon}},
 	{is(order.ErrClosed), Error{Status: http.StatusConflict, Code: "order_closed"}},
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},
-	{is(catalog.ErrBelowSold), Error{Status: http.StatusConflict, Code: "below_sold"}},
-	{is(stock.ErrBelowTaken), Error{Status: http.StatusConflict, Code: "below_sold"}},
+	{is(catalog.ErrBelowSold, stock.ErrBelowTaken), Error{Status: http.StatusConflict, Code: "below_sold"}},
 	{is(catalog.ErrBucketsFixed), Error{Status: http.StatusConflict, Code: "buckets_fixed"}},
 	{is(stock.ErrRateLimited), Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}},
-	{is(stock.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},
-	{is(stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},
+	{is(stock.ErrBusy, stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},
 	{is(stock.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon}},
 	// The client went away; nobody reads this answer, but the outcome is
 	// counted as what it was rather than as an internal error.
