@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -26,25 +25,14 @@ type Admin interface {
 	EndSale(ctx context.Context, id uint64) (*sale.SKUView, error)
 }
 
-type skuRequest struct {
-	ID           uint64    `json:"id"`
-	Name         string    `json:"name"`
-	PriceCents   int64     `json:"price_cents"`
-	Stock        int64     `json:"stock"`
-	PerUserLimit int       `json:"per_user_limit"`
-	Buckets      int       `json:"buckets"`
-	StartsAt     time.Time `json:"starts_at"`
-	EndsAt       time.Time `json:"ends_at"`
-}
-
 func handleUpsertSKU(admin Admin, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		var req skuRequest
-		if err := decodeJSON(c, &req); err != nil {
+		var spec catalog.Spec
+		if err := decodeJSON(c, &spec); err != nil {
 			writeError(c, log, err)
 			return
 		}
-		v, created, err := admin.UpsertSKU(c.Request.Context(), catalog.Spec(req))
+		v, created, err := admin.UpsertSKU(c.Request.Context(), spec)
 		if err != nil {
 			writeError(c, log, err)
 			return

@@ -151,12 +151,11 @@ func FuzzSKURequest(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req skuRequest
-		if err := decodeStrict(body, &req); err != nil {
+		var spec catalog.Spec
+		if err := decodeStrict(body, &spec); err != nil {
 			mustBe4xx(t, err, body)
 			return
 		}
-		spec := catalog.Spec(req)
 		if err := spec.Validate(); err != nil {
 			mustBe4xx(t, err, body)
 			return
