@@ -79,21 +79,13 @@ func TestWakeAllPassesNothingOn(t *testing.T) {
 	assert.True(t, pending(c1))
 }
 
-// deployments runs f once against standalone Redis and once against the
-// 3-master Cluster, with a context that ends after 30 seconds or with the
-// subtest and a key prefix of the subtest's own.
+// deployments runs f on standalone Redis and on the Cluster, with a context
+// that ends after 30 seconds or with the subtest.
 func deployments(t *testing.T, f func(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix string)) {
 	t.Helper()
-	for _, tc := range []struct {
-		name    string
-		cluster bool
-	}{{"standalone", false}, {"cluster", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rdb, prefix := testsvc.Universal(t, tc.cluster)
-			f(testutil.Context(t, 30*time.Second), t, rdb, prefix)
-		})
-	}
+	testsvc.Deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		f(testutil.Context(t, 30*time.Second), t, rdb, prefix)
+	})
 }
 
 // newHub returns a Hub on rdb, closed when the test ends.

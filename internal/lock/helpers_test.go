@@ -14,39 +14,35 @@ import (
 	"github.com/seckill/seckill/internal/testutil"
 )
 
-// deployments runs f once against standalone Redis and once against the
-// 3-master Cluster, with a context that ends after 30 seconds or with the
-// subtest.
+// deployments runs f on standalone Redis and on the Cluster, with a Client
+// under the subtest's own prefix and a context that ends after 30 seconds or
+// with the subtest.
 func deployments(t *testing.T, f func(ctx context.Context, t *testing.T, c *Client)) {
 	t.Helper()
-	for _, tc := range []struct {
-		name    string
-		cluster bool
-	}{{"standalone", false}, {"cluster", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c, _ := newTestClient(t, tc.cluster, Options{})
-			f(testutil.Context(t, 30*time.Second), t, c)
-		})
-	}
+	testsvc.Deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		f(testutil.Context(t, 30*time.Second), t, clientOn(t, rdb, prefix, Options{}))
+	})
 }
 
 func newTestClient(t testing.TB, cluster bool, opts Options) (*Client, redis.UniversalClient) {
 	t.Helper()
 	rdb, prefix := testsvc.Universal(t, cluster)
-	opts.Prefix = prefix
-	c := New(rdb, opts)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, rdb
+	return clientOn(t, rdb, prefix, opts), rdb
 }
 
 // peer returns a second Client on the Redis of c with the same prefix:
 // another process using the same locks.
 func peer(t *testing.T, c *Client) *Client {
 	t.Helper()
-	c2 := New(c.rdb, Options{Prefix: c.prefix})
-	t.Cleanup(func() { _ = c2.Close() })
-	return c2
+	return clientOn(t, c.rdb, c.prefix, Options{})
+}
+
+// clientOn returns a Client on rdb under prefix, closed when the test ends.
+func clientOn(t testing.TB, rdb redis.UniversalClient, prefix string, opts Options) *Client {
+	opts.Prefix = prefix
+	c := New(rdb, opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // killableNode starts a Redis server of the test's own and returns it with a
