@@ -63,16 +63,19 @@ var (
 // The scripts, loaded once; each is a library followed by one operation.
 var (
 	enqueueScript  = redis.NewScript(EnqueueLua + "\n" + enqueueBody)
-	claimScript    = redis.NewScript(commonLua + "\n" + claimBody)
-	ackScript      = redis.NewScript(commonLua + "\n" + ackBody)
-	nackScript     = redis.NewScript(commonLua + "\n" + nackBody)
-	releaseScript  = redis.NewScript(commonLua + "\n" + releaseBody)
-	extendScript   = redis.NewScript(commonLua + "\n" + extendBody)
-	cancelScript   = redis.NewScript(commonLua + "\n" + cancelBody)
-	inspectScript  = redis.NewScript(commonLua + "\n" + inspectBody)
-	listScript     = redis.NewScript(commonLua + "\n" + listBody)
-	requeueScript  = redis.NewScript(commonLua + "\n" + requeueBody)
-	deleteScript   = redis.NewScript(commonLua + "\n" + deleteBody)
-	statsScript    = redis.NewScript(commonLua + "\n" + statsBody)
-	snapshotScript = redis.NewScript(commonLua + "\n" + snapshotBody)
+	claimScript    = withCommon(claimBody)
+	ackScript      = withCommon(ackBody)
+	nackScript     = withCommon(nackBody)
+	releaseScript  = withCommon(releaseBody)
+	extendScript   = withCommon(extendBody)
+	cancelScript   = withCommon(cancelBody)
+	inspectScript  = withCommon(inspectBody)
+	listScript     = withCommon(listBody)
+	requeueScript  = withCommon(requeueBody)
+	deleteScript   = withCommon(deleteBody)
+	statsScript    = withCommon(statsBody)
+	snapshotScript = withCommon(snapshotBody)
 )
+
+// withCommon is the script of an operation that uses common.lua's helpers.
+func withCommon(body string) *redis.Script { return redis.NewScript(commonLua + "\n" + body) }
