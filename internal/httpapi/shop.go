@@ -1,12 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -118,88 +113,4 @@ func pathID(c *gin.Context, name string) (uint64, error) {
 		return 0, errSKUID(name)
 	}
 	return id, nil
-}
-
-// decodeJSON reads exactly one JSON object into v, refusing unknown fields,
-// values of the wrong type, trailing data and bodies over the limit.
-func decodeJSON(c *gin.Context, v any) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	return decodeStrict(body, v)
-}
-
-// readBody reads the request body; errBodyTooLarge past the limit.
-func readBody(c *gin.Context) ([]byte, error) {
-	body, err := readAll(c.Request.Body, c.Request.ContentLength)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errBodyTooLarge
-		}
-		return nil, invalid("could not read the request body")
-	}
-	return body, nil
-}
-
-// readAll is io.ReadAll starting from a buffer of the declared length (plus
-// one byte, to see the end without growing) when that is under ReadAll's
-// 512 bytes: a buy body is a few dozen.
-func readAll(r io.Reader, declared int64) ([]byte, error) {
-	size := 512
-	if declared >= 0 && declared < int64(size) {
-		size = int(declared) + 1
-	}
-	b := make([]byte, 0, size)
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
-}
-
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return invalid(jsonProblem(err))
-	}
-	if dec.More() {
-		return invalid("body must hold one JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("body must hold one JSON object")
-	}
-	return nil
-}
-
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		if te.Field != "" {
-			return fmt.Sprintf("field %s must be %s", te.Field, te.Type.String())
-		}
-		return "body must be a JSON object"
-	case errors.As(err, &se):
-		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
-	case errors.Is(err, io.EOF):
-		return "empty body: a JSON object is required"
-	}
-	msg := err.Error()
-	const unknown = "json: unknown field "
-	if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
-		return "unknown field " + msg[len(unknown):]
-	}
-	return "malformed JSON"
 }
