@@ -101,6 +101,9 @@ func jsonProblem(body []byte, v any, err error) string {
 	if name, ok := unknownField(body, reflect.TypeOf(v).Elem()); ok {
 		return fmt.Sprintf("unknown field %q", name)
 	}
+	if json.Valid(body) {
+		return "a field's value is not of the field's type"
+	}
 	return "malformed JSON"
 }
 

@@ -32,6 +32,7 @@ func TestDecodeStrictSaysWhatIsWrong(t *testing.T) {
 		`{"qty":1.5}`:                       "field qty must be an integer",
 		`{"stock_total":"3"}`:               "field stock_total must be an integer",
 		`{"starts_at":"yesterday"}`:         `times must be RFC 3339, such as "2006-01-02T15:04:05Z07:00"`,
+		`{"starts_at":5}`:                   "a field's value is not of the field's type",
 		`{"Name":1}`:                        "field Name must be a string",
 		`[1]`:                               "body must be a JSON object",
 		`{"id":1,}`:                         "malformed JSON at byte 9",
