@@ -188,6 +188,28 @@ func TestDSNErrorDoesNotEchoPassword(t *testing.T) {
 	assert.NotContains(t, err.Error(), "hunter2")
 }
 
+// A file the YAML library cannot read is reported with the file, the line
+// and the problem, but nothing the library quotes of it: a secret file passed
+// as the config would otherwise reach the log.
+func TestUnreadableFileQuotesNothingOfIt(t *testing.T) {
+	for data, want := range map[string]string{
+		"hunter2-secret":                          "line 1: cannot unmarshal !!str … into map",
+		"!hunter2-secret 1":                       "line 1: cannot unmarshal … … into map",
+		"a: *hunter2-secret\n":                    "unknown anchor … referenced",
+		"http:\n  ? {hunter2-secret: 1}\n  : c\n": "invalid map key",
+		"http: !!int hunter2-secret\n":            "cannot decode !!str … as a !!int",
+		"hunter2-secret: [\n":                     "line 1: did not find expected node content",
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
+		_, err := Load(path, env(nil))
+		require.Error(t, err, data)
+		assert.Contains(t, err.Error(), path, data)
+		assert.Contains(t, err.Error(), want, data)
+		assert.NotContains(t, err.Error(), "hunter2", data)
+	}
+}
+
 func TestUnknownFileKeyIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("http:\n  adr: \":9000\"\n"), 0o600))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ func mergeFile(v *viper.Viper, path string, data []byte) error {
 	file := viper.New()
 	file.SetConfigType("yaml")
 	if err := file.ReadConfig(bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("config: parse %s: %w", path, err)
+		return fmt.Errorf("config: parse %s: %s", path, unquoted(err.Error()))
 	}
 	known := map[string]bool{}
 	for _, k := range v.AllKeys() {
@@ -32,6 +33,29 @@ func mergeFile(v *viper.Viper, path string, data []byte) error {
 	}
 	return v.MergeConfigMap(file.AllSettings())
 }
+
+// quotedInYAML matches what the YAML library quotes of a file in its errors:
+// a value in backquotes, an anchor in single quotes, a map key in Go syntax
+// (double quotes) and a tag.
+var quotedInYAML = regexp.MustCompile("`[^`]*`|'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"|![^\\s]*")
+
+// unquoted is the YAML library's message about a file it could not read
+// without the parts of the file it quotes, which may be a secret (a password
+// file passed as the config file, say): the line numbers and the nature of
+// the problem stay.
+func unquoted(msg string) string {
+	return quotedInYAML.ReplaceAllStringFunc(msg, func(q string) string {
+		if yamlTags[q] {
+			return q
+		}
+		return "…"
+	})
+}
+
+// yamlTags are the standard tags, which say what kind a value was and
+// nothing of it.
+var yamlTags = map[string]bool{"!!str": true, "!!int": true, "!!bool": true, "!!float": true,
+	"!!null": true, "!!map": true, "!!seq": true, "!!binary": true, "!!timestamp": true}
 
 // trimmedSliceHook turns "a, b,,c" into ["a","b","c"], the form lists take in
 // the environment.
