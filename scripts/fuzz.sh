@@ -15,6 +15,7 @@ GO=${GO:-go}
 
 targets=(
 	"./internal/httpapi FuzzPlaceRequest"
+	"./internal/httpapi FuzzParsePlaceFast"
 	"./internal/httpapi FuzzSKURequest"
 	"./internal/httpapi FuzzStockRequest"
 	"./internal/httpapi FuzzShopperToken"
