@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // identityService plays a shop's identity provider: it publishes a JWK Set
@@ -105,9 +105,9 @@ func TestShopperJWTEndToEnd(t *testing.T) {
 
 	alice := s.buy(0, sku, "alice", 1)
 	require.Equal(t, http.StatusAccepted, alice.Status, alice.Raw)
-	got := s.waitStatus("alice", alice.str("order_id"), "pending_payment")
-	assert.Equal(t, "alice", got.str("user_id"))
-	assert.Equal(t, http.StatusNotFound, s.do(1, "GET", "/api/v1/orders/"+alice.str("order_id"), "bob", nil).Status,
+	got := s.waitStatus("alice", alice.Str("order_id"), "pending_payment")
+	assert.Equal(t, "alice", got.Str("user_id"))
+	assert.Equal(t, http.StatusNotFound, s.do(1, "GET", "/api/v1/orders/"+alice.Str("order_id"), "bob", nil).Status,
 		"bob's token does not read alice's order")
 	again := s.buy(1, sku, "alice", 1)
 	assert.Equal(t, http.StatusConflict, again.Status, "the limit holds for the token's shopper: %s", again.Raw)
@@ -122,7 +122,7 @@ func TestShopperJWTEndToEnd(t *testing.T) {
 		r := s.buy(i, sku, user, 1)
 		require.Equal(t, http.StatusAccepted, r.Status, "%s on instance %d: %s", user, i, r.Raw)
 	}
-	r := s.raw(0, "GET", "/api/v1/orders/"+alice.str("order_id"), "Bearer "+oldToken, "")
+	r := s.raw(0, "GET", "/api/v1/orders/"+alice.Str("order_id"), "Bearer "+oldToken, "")
 	assert.Equal(t, http.StatusNotFound, r.Status, "carol's RS256 token is still good: she just does not own the order")
 
 	// Refused: 401 unauthorized with a stable detail, and nothing written.
@@ -155,8 +155,8 @@ func TestShopperJWTEndToEnd(t *testing.T) {
 	} {
 		r := s.raw(1, "POST", "/api/v1/orders", tc.header, fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku))
 		assert.Equal(t, http.StatusUnauthorized, r.Status, "%s: %s", name, r.Raw)
-		assert.Equal(t, "unauthorized", r.str("error"), name)
-		assert.Equal(t, tc.detail, r.str("detail"), name)
+		assert.Equal(t, "unauthorized", r.Str("error"), name)
+		assert.Equal(t, tc.detail, r.Str("detail"), name)
 	}
 	rep := s.drained(sku)
 	assert.EqualValues(t, 3, rep.Sold, "alice, bob and dave; no refused token bought")
@@ -178,11 +178,11 @@ func TestShopperHS256EndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, a.Status, a.Raw)
 	b := s.buy(0, sku, "bob", 1)
 	require.Equal(t, http.StatusAccepted, b.Status, b.Raw)
-	s.waitStatus("alice", a.str("order_id"), "pending_payment")
-	s.waitStatus("bob", b.str("order_id"), "pending_payment")
-	assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+a.str("order_id")+"/pay", "alice", nil).Status)
-	assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+b.str("order_id")+"/cancel", "bob", nil).Status)
-	assert.Equal(t, http.StatusNotFound, s.do(0, "POST", "/api/v1/orders/"+a.str("order_id")+"/cancel", "bob", nil).Status)
+	s.waitStatus("alice", a.Str("order_id"), "pending_payment")
+	s.waitStatus("bob", b.Str("order_id"), "pending_payment")
+	assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+a.Str("order_id")+"/pay", "alice", nil).Status)
+	assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+b.Str("order_id")+"/cancel", "bob", nil).Status)
+	assert.Equal(t, http.StatusNotFound, s.do(0, "POST", "/api/v1/orders/"+a.Str("order_id")+"/cancel", "bob", nil).Status)
 	r := s.raw(0, "POST", "/api/v1/orders", "", fmt.Sprintf(`{"sku_id":%d,"qty":1}`, sku))
 	assert.Equal(t, http.StatusUnauthorized, r.Status, "X-User-ID alone: %s", r.Raw)
 	rep := s.drained(sku)
@@ -191,18 +191,16 @@ func TestShopperHS256EndToEnd(t *testing.T) {
 
 // raw sends a request with the given Authorization header (none when empty)
 // and X-User-ID "mallory", which jwt mode ignores.
-func (s *deployment) raw(i int, method, path, authorization, body string) reply {
+func (s *deployment) raw(i int, method, path, authorization, body string) testutil.Reply {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.urls[i%len(s.urls)]+path, strings.NewReader(body))
+	c := s.caller()
+	c.UserToken = nil
+	req, err := c.Request(s.urls[i%len(s.urls)], method, path, "mallory", body)
 	require.NoError(s.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-User-ID", "mallory")
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
-	resp, err := s.client.Do(req)
+	r, err := c.Send(req)
 	require.NoError(s.t, err)
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return toReply(resp, data)
+	return r
 }

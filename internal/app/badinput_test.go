@@ -86,8 +86,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				r := s.do(0, tc.method, tc.path, tc.user, tc.body)
 				assert.Equal(t, tc.status, r.Status, r.Raw)
-				assert.Equal(t, tc.code, r.str("error"), r.Raw)
-				assert.NotEmpty(t, r.str("detail"), r.Raw)
+				assert.Equal(t, tc.code, r.Str("error"), r.Raw)
+				assert.NotEmpty(t, r.Str("detail"), r.Raw)
 			})
 		}
 		after := s.audit(sku)
@@ -121,7 +121,7 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ADMIN_TOKEN": ""}})
 	r := s.do(0, "GET", "/admin/skus/1/audit", "", nil)
 	assert.Equal(t, http.StatusForbidden, r.Status)
-	assert.Equal(t, "admin_disabled", r.str("error"))
+	assert.Equal(t, "admin_disabled", r.Str("error"))
 }
 
 // A SKU's bucket count is set when it is created and never changes: an
@@ -135,8 +135,8 @@ func TestAdminSKUBucketsAreFixed(t *testing.T) {
 			"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
 		r := s.do(0, "POST", "/admin/skus", "", spec)
 		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
-		assert.Equal(t, int64(4), r.num("buckets"), r.Raw)
-		sku := uint64(r.num("id"))
+		assert.Equal(t, int64(4), r.Num("buckets"), r.Raw)
+		sku := uint64(r.Num("id"))
 		plain := s.seed(5, 1)
 		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 1).Status)
 
@@ -158,21 +158,21 @@ func TestAdminSKUBucketsAreFixed(t *testing.T) {
 			}
 			again := s.do(0, "POST", "/admin/skus", "", spec)
 			require.Equal(t, http.StatusOK, again.Status, "buckets %v: %s", keep, again.Raw)
-			assert.Equal(t, int64(4), again.num("buckets"), "buckets %v keeps 4", keep)
+			assert.Equal(t, int64(4), again.Num("buckets"), "buckets %v keeps 4", keep)
 		}
 
 		before := s.audit(sku)
 		spec["buckets"], spec["name"], spec["stock"] = 8, "Renamed", 5
 		r = s.do(0, "POST", "/admin/skus", "", spec)
 		assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
-		assert.Equal(t, "buckets_fixed", r.str("error"), r.Raw)
-		assert.Contains(t, r.str("detail"), "has 4, asked for 8", r.Raw)
+		assert.Equal(t, "buckets_fixed", r.Str("error"), r.Raw)
+		assert.Contains(t, r.Str("detail"), "has 4, asked for 8", r.Raw)
 		after := s.audit(sku)
 		assert.Equal(t, before.StockTotal, after.StockTotal, "SQL keeps its stock")
 		assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "Redis keeps its stock: the cut was not applied")
 		shopper = s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
-		assert.Equal(t, "Phone", shopper.str("name"), "the refused update wrote nothing")
-		assert.Equal(t, int64(9), shopper.num("stock_left"))
+		assert.Equal(t, "Phone", shopper.Str("name"), "the refused update wrote nothing")
+		assert.Equal(t, int64(9), shopper.Num("stock_left"))
 	}
 	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{})) })
 	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
@@ -207,7 +207,7 @@ func TestLargestSKUID(t *testing.T) {
 
 		r = s.do(0, "POST", "/admin/skus", "", spec(""))
 		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
-		assert.Equal(t, "invalid_request", r.str("error"), r.Raw)
+		assert.Equal(t, "invalid_request", r.Str("error"), r.Raw)
 		var skus int64
 		s.apps[0].DB.Raw("SELECT COUNT(*) FROM skus").Scan(&skus)
 		assert.Equal(t, int64(1), skus)

@@ -28,15 +28,15 @@ func TestQueuedOrdersAreFoundInTheirBatch(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				r, _ := s.buyRetrying(i%len(s.urls), sku, fmt.Sprintf("u%d", i), 1)
-				ids[i] = r.str("order_id")
+				ids[i] = r.Str("order_id")
 			})
 		}
 		wg.Wait()
 		for i, id := range ids {
 			r := s.do(0, "GET", "/api/v1/orders/"+id, fmt.Sprintf("u%d", i), nil)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
-			assert.Equal(t, "queued", r.str("status"))
-			assert.Equal(t, fmt.Sprintf("u%d", i), r.str("user_id"))
+			assert.Equal(t, "queued", r.Str("status"))
+			assert.Equal(t, fmt.Sprintf("u%d", i), r.Str("user_id"))
 			assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "someone-else", nil).Status)
 		}
 		st, err := s.apps[0].Stock.Queue(stock.Part{SKU: sku}).Stats(t.Context())

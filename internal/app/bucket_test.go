@@ -75,7 +75,7 @@ func TestTheLimitHoldsAcrossBucketsAndInstances(t *testing.T) {
 				if r.Status == http.StatusAccepted {
 					got[u].Add(1)
 				} else {
-					assert.Equal(t, "limit_exceeded", r.str("error"), r.Raw)
+					assert.Equal(t, "limit_exceeded", r.Str("error"), r.Raw)
 				}
 			})
 		}
@@ -104,9 +104,9 @@ func TestBucketsReturnReplayAndRebuild(t *testing.T) {
 		user := fmt.Sprintf("b%d", i)
 		r := s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": "r1"})
 		require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-		ids[user] = r.str("order_id")
+		ids[user] = r.Str("order_id")
 	}
-	assert.Equal(t, "sold_out", s.buy(0, sku, "late", 1).str("error"))
+	assert.Equal(t, "sold_out", s.buy(0, sku, "late", 1).Str("error"))
 
 	// b0 cancels; a shopper whose home is another bucket buys the unit.
 	s.waitStatus("b0", ids["b0"], "pending_payment")
@@ -133,20 +133,20 @@ func TestBucketsReturnReplayAndRebuild(t *testing.T) {
 		user := fmt.Sprintf("b%d", i)
 		again := s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": "r1"})
 		require.Equal(t, http.StatusAccepted, again.Status, again.Raw)
-		assert.Equal(t, ids[user], again.str("order_id"))
+		assert.Equal(t, ids[user], again.Str("order_id"))
 	}
 	// b0's cancelled order stays returned: cancelling again gives nothing.
 	c = s.do(0, "POST", "/api/v1/orders/"+ids["b0"]+"/cancel", "b0", nil)
 	require.Equal(t, http.StatusOK, c.Status, c.Raw)
 	top := s.do(0, "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", map[string]any{"stock_total": units + 2})
 	require.Equal(t, http.StatusOK, top.Status, top.Raw)
-	assert.Equal(t, int64(2), top.num("stock_left"))
+	assert.Equal(t, int64(2), top.Num("stock_left"))
 	// The limit holds after the rebuild; the two new units go to new shoppers.
-	assert.Equal(t, "limit_exceeded", s.buy(0, sku, "b1", 1).str("error"))
+	assert.Equal(t, "limit_exceeded", s.buy(0, sku, "b1", 1).Str("error"))
 	for _, u := range []string{"n1", "n2"} {
 		assert.Equal(t, http.StatusAccepted, s.buy(1, sku, u, 1).Status)
 	}
-	assert.Equal(t, "sold_out", s.buy(0, sku, "n3", 1).str("error"))
+	assert.Equal(t, "sold_out", s.buy(0, sku, "n3", 1).Str("error"))
 	rep = s.drained(sku)
 	assert.Equal(t, int64(units+2), rep.Sold)
 }
@@ -181,7 +181,7 @@ func TestABucketMoveCutShortUndersellsUntilAReconcile(t *testing.T) {
 			if r.Status == http.StatusAccepted {
 				accepted.Add(1)
 			} else {
-				assert.Equal(t, "sold_out", r.str("error"), r.Raw)
+				assert.Equal(t, "sold_out", r.Str("error"), r.Raw)
 			}
 		})
 	}
@@ -229,7 +229,7 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 		assert.Equal(t, b, p.Bucket, id)
 		got := s.do(0, "GET", "/api/v1/orders/"+id, user, nil)
 		require.Equal(t, http.StatusOK, got.Status, got.Raw)
-		assert.Equal(t, "queued", got.str("status"))
+		assert.Equal(t, "queued", got.Str("status"))
 		list := s.do(0, "GET", "/api/v1/orders", user, nil)
 		require.Equal(t, http.StatusOK, list.Status, list.Raw)
 		items, _ := list.Body["items"].([]any)
@@ -238,7 +238,7 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 	}
 	q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
 	require.Equal(t, http.StatusOK, q.Status, q.Raw)
-	assert.Equal(t, int64(3), q.num("due"))
+	assert.Equal(t, int64(3), q.Num("due"))
 	next, _ := q.Body["next"].([]any)
 	assert.Len(t, next, 3)
 
@@ -295,5 +295,5 @@ func TestUnpaidOrdersOfBucketsExpireOnce(t *testing.T) {
 	for b := range buckets {
 		assert.Equal(t, http.StatusAccepted, s.buy(b, sku, userIn(sku, buckets, (b+1)%buckets, "y"), 1).Status)
 	}
-	assert.Equal(t, "sold_out", s.buy(0, sku, "z", 1).str("error"))
+	assert.Equal(t, "sold_out", s.buy(0, sku, "z", 1).Str("error"))
 }

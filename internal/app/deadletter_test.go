@@ -21,7 +21,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, ord
 	r := s.buy(0, sku, user, 1)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 	// In the queue of the bucket the order id names.
-	q := s.apps[0].Stock.Queue(stock.PartOf(sku, r.str("order_id")))
+	q := s.apps[0].Stock.Queue(stock.PartOf(sku, r.Str("order_id")))
 	ctx := t.Context()
 	for {
 		claimed, err := q.Claim(ctx, 10, time.Minute)
@@ -30,7 +30,7 @@ func deadLetter(t *testing.T, s *deployment, sku uint64, user string) (task, ord
 		dead, err := q.Nack(ctx, claimed[0], errors.New("injected failure"))
 		require.NoError(t, err)
 		if dead {
-			return claimed[0].ID, r.str("order_id")
+			return claimed[0].ID, r.Str("order_id")
 		}
 		time.Sleep(5 * time.Millisecond) // past the retry back-off of attempt 1
 	}
@@ -49,7 +49,7 @@ func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 
 		q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
 		require.Equal(t, http.StatusOK, q.Status, q.Raw)
-		assert.Equal(t, int64(2), q.num("dead"))
+		assert.Equal(t, int64(2), q.Num("dead"))
 
 		list := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead", sku), "", nil)
 		require.Equal(t, http.StatusOK, list.Status, list.Raw)
@@ -71,7 +71,7 @@ func TestDeadLettersAreKeptUntilAnOperatorActs(t *testing.T) {
 		// Requeued, the other one is queued again and its shopper sees it.
 		r = s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/dead/%s/requeue", sku, kept), "", nil)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
-		assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+keptOrder, "alice", nil).str("status"))
+		assert.Equal(t, "queued", s.do(0, "GET", "/api/v1/orders/"+keptOrder, "alice", nil).Str("status"))
 		rep = s.audit(sku)
 		assert.True(t, rep.Consistent, "%+v", rep)
 		assert.Equal(t, int64(1), rep.Queued)

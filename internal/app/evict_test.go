@@ -47,7 +47,7 @@ func TestRedisThatMayEvictIsReported(t *testing.T) {
 
 			r := s.do(0, "GET", "/readyz", "", nil)
 			assert.Equal(t, http.StatusOK, r.Status, "an instance stays ready: %s", r.Raw)
-			assert.Equal(t, tc.want, r.str("redis_maxmemory_policy"), r.Raw)
+			assert.Equal(t, tc.want, r.Str("redis_maxmemory_policy"), r.Raw)
 			warnings, _ := r.Body["warnings"].([]any)
 			evicting := tc.want != "noeviction" && tc.want != "unknown"
 			if evicting {

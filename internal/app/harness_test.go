@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 const adminToken = "test-admin-token-0123456789abcdef"
@@ -171,46 +171,17 @@ func (s *deployment) as(user string) client.RequestEditorFn {
 	}
 }
 
-type reply struct {
-	Status int
-	Body   map[string]any
-	Raw    string
-	Header http.Header
+// do sends a request to instance i (mod the number of instances); body is
+// sent as testutil.Caller.Request says.
+func (s *deployment) do(i int, method, path, user string, body any) testutil.Reply {
+	s.t.Helper()
+	r, err := s.caller().Do(s.urls[i%len(s.urls)], method, path, user, body)
+	require.NoError(s.t, err)
+	return r
 }
 
-func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
-func (r reply) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
-
-// do sends a request to instance i (mod the number of instances).
-func (s *deployment) do(i int, method, path, user string, body any) reply {
-	s.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		buf, err := json.Marshal(b)
-		require.NoError(s.t, err)
-		rd = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequest(method, s.urls[i%len(s.urls)]+path, rd)
-	require.NoError(s.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	switch {
-	case user != "" && s.token != nil:
-		req.Header.Set("Authorization", "Bearer "+s.token(user))
-	case user != "":
-		req.Header.Set("X-User-ID", user)
-	}
-	if strings.HasPrefix(path, "/admin") {
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-	}
-	resp, err := s.client.Do(req)
-	require.NoError(s.t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return toReply(resp, raw)
+func (s *deployment) caller() testutil.Caller {
+	return testutil.Caller{HTTP: s.client, AdminToken: adminToken, UserToken: s.token}
 }
 
 // seed creates a SKU on sale now and returns its id.
@@ -232,12 +203,12 @@ func (s *deployment) seedSpec(spec client.SKUSpec) uint64 {
 func ptr[T any](v T) *T { return &v }
 
 // buy places an order of qty units of sku for user on instance i.
-func (s *deployment) buy(i int, sku uint64, user string, qty int) reply {
+func (s *deployment) buy(i int, sku uint64, user string, qty int) testutil.Reply {
 	s.t.Helper()
 	r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
 		client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty}, s.as(user))
 	require.NoError(s.t, err)
-	return toReply(r.HTTPResponse, r.Body)
+	return testutil.NewReply(r.HTTPResponse, r.Body)
 }
 
 // order buys one unit of sku as user on instance i, requires the buy
@@ -246,13 +217,13 @@ func (s *deployment) order(i int, sku uint64, user string) string {
 	s.t.Helper()
 	r := s.buy(i, sku, user, 1)
 	require.Equal(s.t, http.StatusAccepted, r.Status, r.Raw)
-	return r.str("order_id")
+	return r.Str("order_id")
 }
 
 // buyRetrying buys as a real client does: with a request id, and after a
 // 503 (busy or unavailable) or no answer at all again with the same id
 // after a short pause, at most 50 times. It returns the last answer and how many 503s came first.
-func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (reply, int) {
+func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (testutil.Reply, int) {
 	s.t.Helper()
 	id := fmt.Sprintf("%s-%d-%d", user, sku, qty)
 	for try := 0; ; try++ {
@@ -265,18 +236,12 @@ func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (reply
 			continue
 		}
 		require.NoError(s.t, err)
-		rep := toReply(r.HTTPResponse, r.Body)
+		rep := testutil.NewReply(r.HTTPResponse, r.Body)
 		if rep.Status != http.StatusServiceUnavailable || rep.Header.Get("Retry-After") == "" || try == 50 {
 			return rep, try
 		}
 		time.Sleep(time.Duration(20+i%30) * time.Millisecond)
 	}
-}
-
-func toReply(resp *http.Response, body []byte) reply {
-	r := reply{Status: resp.StatusCode, Raw: string(body), Header: resp.Header}
-	_ = json.Unmarshal(body, &r.Body)
-	return r
 }
 
 func (s *deployment) audit(sku uint64) sale.Report {
@@ -306,12 +271,12 @@ func (s *deployment) drained(sku uint64) sale.Report {
 }
 
 // waitStatus polls an order until it has status want.
-func (s *deployment) waitStatus(user, orderID, want string) reply {
+func (s *deployment) waitStatus(user, orderID, want string) testutil.Reply {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := s.do(0, "GET", "/api/v1/orders/"+orderID, user, nil)
-		if r.Status == http.StatusOK && r.str("status") == want {
+		if r.Status == http.StatusOK && r.Str("status") == want {
 			return r
 		}
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/api/client"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 type listedSKU struct {
@@ -81,7 +82,7 @@ func TestListingAndEndingASale(t *testing.T) {
 			require.Equal(t, http.StatusAccepted, bought.Status, bought.Raw)
 			mine := s.do(0, "GET", "/api/v1/orders", "bob", nil)
 			require.Equal(t, http.StatusOK, mine.Status, mine.Raw)
-			assert.Contains(t, mine.Raw, bought.str("order_id"), "bob's list has his order")
+			assert.Contains(t, mine.Raw, bought.Str("order_id"), "bob's list has his order")
 			time.Sleep(1100 * time.Millisecond) // the list is at most a second old
 
 			ids := func(items []listedSKU) []uint64 {
@@ -112,18 +113,18 @@ func TestListingAndEndingASale(t *testing.T) {
 			// Ending the live sale: answered 200 ended, then no instance sells.
 			r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", live), "", nil)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
-			assert.Equal(t, "ended", r.str("state"))
+			assert.Equal(t, "ended", r.Str("state"))
 			for i := range s.urls {
 				b := s.buy(i, live, fmt.Sprintf("carol-%d", i), 1)
 				assert.Equal(t, http.StatusForbidden, b.Status, "instance %d: %s", i, b.Raw)
-				assert.Equal(t, "sale_ended", b.str("error"), "instance %d", i)
+				assert.Equal(t, "sale_ended", b.Str("error"), "instance %d", i)
 			}
 			again := s.do(len(s.urls)-1, "POST", fmt.Sprintf("/admin/skus/%d/end", live), "", nil)
 			require.Equal(t, http.StatusOK, again.Status, "ending twice is fine: %s", again.Raw)
-			assert.Equal(t, r.str("ends_at"), again.str("ends_at"), "the second end changes nothing")
+			assert.Equal(t, r.Str("ends_at"), again.Str("ends_at"), "the second end changes nothing")
 			up := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", upcoming), "", nil)
 			require.Equal(t, http.StatusOK, up.Status, up.Raw)
-			assert.Equal(t, "ended", up.str("state"), "an upcoming sale ends before it starts")
+			assert.Equal(t, "ended", up.Str("state"), "an upcoming sale ends before it starts")
 			rep := s.drained(live)
 			assert.True(t, rep.Consistent, "%+v", rep)
 			assert.EqualValues(t, 1, rep.Sold)
@@ -217,22 +218,22 @@ func TestShopperListsOwnOrders(t *testing.T) {
 func TestReplayAnswersTheOrdersStatusNow(t *testing.T) {
 	s := startSale(t, saleOpts{})
 	sku := s.seed(10, 2)
-	buy := func(user, rid string) reply {
+	buy := func(user, rid string) testutil.Reply {
 		return s.do(0, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid})
 	}
 	first := buy("alice", "r-pay")
 	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-	assert.Equal(t, "queued", first.str("status"))
-	id := first.str("order_id")
+	assert.Equal(t, "queued", first.Str("status"))
+	id := first.Str("order_id")
 	s.waitStatus("alice", id, "pending_payment")
 	again := buy("alice", "r-pay")
 	require.Equal(t, http.StatusAccepted, again.Status, again.Raw)
-	assert.Equal(t, id, again.str("order_id"))
-	assert.Equal(t, "pending_payment", again.str("status"))
+	assert.Equal(t, id, again.Str("order_id"))
+	assert.Equal(t, "pending_payment", again.Str("status"))
 
 	require.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "alice", nil).Status)
 	paid := buy("alice", "r-pay")
 	require.Equal(t, http.StatusAccepted, paid.Status, paid.Raw)
-	assert.Equal(t, id, paid.str("order_id"))
-	assert.Equal(t, "paid", paid.str("status"))
+	assert.Equal(t, id, paid.Str("order_id"))
+	assert.Equal(t, "paid", paid.Str("status"))
 }

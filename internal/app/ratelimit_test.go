@@ -67,7 +67,7 @@ func TestShopperBudgetHoldsAcrossInstances(t *testing.T) {
 		for i := range 3 {
 			r := s.do(i, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"})
 			require.Equal(t, http.StatusAccepted, r.Status, "a replay is not charged: %s", r.Raw)
-			assert.Equal(t, first.str("order_id"), r.str("order_id"))
+			assert.Equal(t, first.Str("order_id"), r.Str("order_id"))
 			require.Equal(t, http.StatusAccepted, s.buy(i, sku, fmt.Sprintf("bob-%d", i), 1).Status, "another shopper has a budget of their own")
 		}
 		rep := s.drained(sku)
@@ -101,17 +101,17 @@ func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
 	}})
 	soldOut := s.seed(1, 1)
 	require.Equal(t, http.StatusAccepted, s.buy(0, soldOut, "first", 1).Status)
-	require.Equal(t, "sold_out", s.buy(0, soldOut, "second", 1).str("error"))
+	require.Equal(t, "sold_out", s.buy(0, soldOut, "second", 1).Str("error"))
 	now := time.Now().UTC()
 	r := s.do(0, "POST", "/admin/skus", "", map[string]any{
 		"name": "Later", "price_cents": 100, "stock": 5, "per_user_limit": 1,
 		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
 	})
 	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
-	later := uint64(r.num("id"))
+	later := uint64(r.Num("id"))
 	inStock := s.seed(5, 1)
 	unknown := soldOut + 1_000_000
-	require.Equal(t, "unknown_sku", s.buy(0, unknown, "x", 1).str("error"))
+	require.Equal(t, "unknown_sku", s.buy(0, unknown, "x", 1).Str("error"))
 
 	for _, c := range []struct {
 		sku  uint64
@@ -121,12 +121,12 @@ func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
 		h := &testsvc.Commands{}
 		s.apps[0].Redis.AddHook(h)
 		for i := range 50 {
-			require.Equal(t, c.code, s.buy(0, c.sku, fmt.Sprintf("u-%d", i), c.qty).str("error"))
+			require.Equal(t, c.code, s.buy(0, c.sku, fmt.Sprintf("u-%d", i), c.qty).Str("error"))
 		}
 		tag := stock.Tag(c.sku)
 		assert.Zero(t, naming(h.Take(), tag), "sku %d (%s): Redis commands", c.sku, c.code)
 		r := s.do(0, "POST", "/api/v1/orders", "u-rid", map[string]any{"sku_id": c.sku, "qty": c.qty, "request_id": "r"})
-		require.Equal(t, c.code, r.str("error"), r.Raw)
+		require.Equal(t, c.code, r.Str("error"), r.Raw)
 		if c.code != "unknown_sku" {
 			// The request id's key and the SKU's state, in one pipeline;
 			// and the address's budget.

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // openTestRedis opens a client to addr the way the server does, with a short
@@ -155,13 +156,13 @@ func TestBuyWhileRedisStallsIsUnavailable(t *testing.T) {
 	// The stall outlasts the read timeout, and ends before a resend of the
 	// script would time out as well.
 	srv.Freeze()
-	done := make(chan reply, 1)
+	done := make(chan testutil.Reply, 1)
 	go func() { done <- s.do(0, "POST", "/api/v1/orders", "u2", body) }()
 	time.Sleep(300 * time.Millisecond)
 	srv.Thaw()
 	r := <-done
 	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-	assert.Equal(t, "unavailable", r.str("error"), r.Raw)
+	assert.Equal(t, "unavailable", r.Str("error"), r.Raw)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
 
 	time.Sleep(200 * time.Millisecond)
@@ -173,6 +174,6 @@ func TestBuyWhileRedisStallsIsUnavailable(t *testing.T) {
 	srv.Kill()
 	r = s.buy(0, sku, "u3", 1)
 	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-	assert.Equal(t, "unavailable", r.str("error"), r.Raw)
+	assert.Equal(t, "unavailable", r.Str("error"), r.Raw)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
 }

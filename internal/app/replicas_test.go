@@ -36,12 +36,12 @@ func TestBuyWaitsForTheReplica(t *testing.T) {
 		"SECKILL_REDIS_WAIT_TIMEOUT":  "50ms",
 	}})
 	sku := s.seed(10, 1)
-	buy := func(user string) reply {
+	buy := func(user string) testutil.Reply {
 		return s.do(0, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-" + user})
 	}
 	first := buy("alice")
 	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-	s.waitStatus("alice", first.str("order_id"), "pending_payment")
+	s.waitStatus("alice", first.Str("order_id"), "pending_payment")
 
 	// The replica stops following: the primary still takes the buy, but
 	// nobody is told so.
@@ -51,7 +51,7 @@ func TestBuyWaitsForTheReplica(t *testing.T) {
 	})
 	r := buy("bob")
 	require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-	assert.Equal(t, "unavailable", r.str("error"), r.Raw)
+	assert.Equal(t, "unavailable", r.Str("error"), r.Raw)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
 	ready := s.do(0, "GET", "/readyz", "", nil)
 	assert.Contains(t, ready.Raw, "fewer than redis.wait_replicas 1", "readyz says why buys fail")
@@ -68,6 +68,6 @@ func TestBuyWaitsForTheReplica(t *testing.T) {
 	rep = s.drained(sku)
 	assert.Equal(t, int64(2), rep.Orders, "%+v", rep)
 	assert.Equal(t, int64(8), *rep.RedisLeft, "bob's unit was taken once")
-	got := s.waitStatus("bob", retry.str("order_id"), "pending_payment")
-	assert.Equal(t, fmt.Sprint(sku), fmt.Sprint(got.num("sku_id")))
+	got := s.waitStatus("bob", retry.Str("order_id"), "pending_payment")
+	assert.Equal(t, fmt.Sprint(sku), fmt.Sprint(got.Num("sku_id")))
 }

@@ -43,7 +43,7 @@ func flashSaleOf(t *testing.T, s *deployment, sku uint64, stock int64, buyers in
 			switch {
 			case r.Status == http.StatusAccepted:
 				accepted.Add(1)
-			case r.Status == http.StatusConflict && r.str("error") == "sold_out":
+			case r.Status == http.StatusConflict && r.Str("error") == "sold_out":
 				soldOut.Add(1)
 			default:
 				mu.Lock()
@@ -118,11 +118,11 @@ func TestPerUserLimitAndQty(t *testing.T) {
 		sku := s.seed(10, 2)
 		r := s.buy(0, sku, "alice", 3)
 		assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
-		assert.Equal(t, "limit_exceeded", r.str("error"))
+		assert.Equal(t, "limit_exceeded", r.Str("error"))
 		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 2).Status)
 		r = s.buy(0, sku, "alice", 1)
 		assert.Equal(t, http.StatusConflict, r.Status)
-		assert.Equal(t, "limit_exceeded", r.str("error"))
+		assert.Equal(t, "limit_exceeded", r.Str("error"))
 		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "bob", 1).Status)
 		rep := s.drained(sku)
 		assert.Equal(t, int64(3), rep.Sold)
@@ -146,13 +146,13 @@ func TestSaleWindow(t *testing.T) {
 				"starts_at": now.Add(tc.start), "ends_at": now.Add(tc.end),
 			})
 			require.Equal(t, http.StatusCreated, r.Status, r.Raw)
-			sku := uint64(r.num("id"))
+			sku := uint64(r.Num("id"))
 			b := s.buy(0, sku, "alice", 1)
 			assert.Equal(t, http.StatusForbidden, b.Status, b.Raw)
-			assert.Equal(t, tc.code, b.str("error"))
+			assert.Equal(t, tc.code, b.Str("error"))
 			g := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
-			assert.Equal(t, tc.state, g.str("state"))
-			assert.Equal(t, int64(5), g.num("stock_left"))
+			assert.Equal(t, tc.state, g.Str("state"))
+			assert.Equal(t, int64(5), g.Num("stock_left"))
 		}
 	})
 }
@@ -168,14 +168,14 @@ func TestIdempotentRequestID(t *testing.T) {
 			wg.Go(func() {
 				r := s.do(i, "POST", "/api/v1/orders", "alice", body)
 				assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-				assert.Equal(t, first.str("order_id"), r.str("order_id"))
+				assert.Equal(t, first.Str("order_id"), r.Str("order_id"))
 			})
 		}
 		wg.Wait()
 		// The same request id of another shopper is another order.
 		other := s.do(0, "POST", "/api/v1/orders", "bob", body)
 		require.Equal(t, http.StatusAccepted, other.Status)
-		assert.NotEqual(t, first.str("order_id"), other.str("order_id"))
+		assert.NotEqual(t, first.Str("order_id"), other.Str("order_id"))
 		rep := s.drained(sku)
 		assert.Equal(t, int64(2), rep.Sold)
 	})
@@ -186,7 +186,7 @@ func TestOrderLifecycle(t *testing.T) {
 		sku := s.seed(1, 1)
 		placed := s.buy(0, sku, "alice", 1)
 		require.Equal(t, http.StatusAccepted, placed.Status)
-		id := placed.str("order_id")
+		id := placed.Str("order_id")
 
 		// Only the owner sees the order.
 		assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/orders/"+id, "mallory", nil).Status)
@@ -197,25 +197,25 @@ func TestOrderLifecycle(t *testing.T) {
 		assert.Equal(t, float64(99900), got.Body["price_cents"])
 
 		// Cancel returns the unit: sold out, then buyable again.
-		assert.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).str("error"))
+		assert.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).Str("error"))
 		c := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
 		require.Equal(t, http.StatusOK, c.Status, c.Raw)
-		assert.Equal(t, "cancelled", c.str("status"))
+		assert.Equal(t, "cancelled", c.Str("status"))
 		again := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
 		assert.Equal(t, http.StatusOK, again.Status, "cancel is idempotent")
 		assert.Equal(t, http.StatusConflict, s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "alice", nil).Status)
 
 		rebuy := s.buy(0, sku, "bob", 1)
 		require.Equal(t, http.StatusAccepted, rebuy.Status, "the returned unit sells again: %s", rebuy.Raw)
-		bid := rebuy.str("order_id")
+		bid := rebuy.Str("order_id")
 		s.waitStatus("bob", bid, "pending_payment")
 		p := s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil)
 		require.Equal(t, http.StatusOK, p.Status, p.Raw)
-		assert.Equal(t, "paid", p.str("status"))
+		assert.Equal(t, "paid", p.Str("status"))
 		assert.Equal(t, http.StatusOK, s.do(0, "POST", "/api/v1/orders/"+bid+"/pay", "bob", nil).Status, "pay is idempotent")
 		cp := s.do(0, "POST", "/api/v1/orders/"+bid+"/cancel", "bob", nil)
 		assert.Equal(t, http.StatusConflict, cp.Status)
-		assert.Equal(t, "order_paid", cp.str("error"))
+		assert.Equal(t, "order_paid", cp.Str("error"))
 
 		rep := s.drained(sku)
 		assert.Equal(t, int64(1), rep.Sold)
@@ -241,7 +241,7 @@ func TestUnpaidOrdersExpireOnce(t *testing.T) {
 		// A late payment is refused.
 		r := s.do(0, "POST", "/api/v1/orders/"+ids[0]+"/pay", "a", nil)
 		assert.Equal(t, http.StatusConflict, r.Status)
-		assert.Equal(t, "order_closed", r.str("error"))
+		assert.Equal(t, "order_closed", r.Str("error"))
 	})
 }
 
@@ -258,7 +258,7 @@ func TestPayRacesExpiry(t *testing.T) {
 			// its payment below is refused, as the audit expects).
 			require.Eventually(t, func() bool {
 				r := s.do(0, "GET", "/api/v1/orders/"+ids[i], fmt.Sprintf("u%d", i), nil)
-				return r.str("status") == "pending_payment" || r.str("status") == "expired"
+				return r.Str("status") == "pending_payment" || r.Str("status") == "expired"
 			}, 30*time.Second, 50*time.Millisecond, "order %s never persisted", ids[i])
 		}
 		// Pay every order around its deadline while the expiry fires.
@@ -357,7 +357,7 @@ func TestDeadlinesPerSecondOfOrders(t *testing.T) {
 		wg.Go(func() {
 			r := s.buy(i, sku, fmt.Sprintf("u%d", i), 1)
 			assert.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-			ids[i] = r.str("order_id")
+			ids[i] = r.Str("order_id")
 		})
 	}
 	wg.Wait()

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // A shopper whose buy with a request id was accepted, and who retries it
@@ -22,23 +24,23 @@ func TestReplayOfAnAcceptedRequestWhateverTheSKUsState(t *testing.T) {
 		body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
 		first := s.do(0, "POST", "/api/v1/orders", "alice", body)
 		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-		id := first.str("order_id")
+		id := first.Str("order_id")
 
 		// Sold out, and known so on every instance.
 		for i := range 2 {
 			r := s.buy(i, sku, fmt.Sprintf("late-%d", i), 1)
-			require.Equal(t, "sold_out", r.str("error"), r.Raw)
+			require.Equal(t, "sold_out", r.Str("error"), r.Raw)
 		}
 		for i := range 4 {
 			r := s.do(i, "POST", "/api/v1/orders", "alice", body)
 			require.Equal(t, http.StatusAccepted, r.Status, "after sell-out: %s", r.Raw)
-			assert.Equal(t, id, r.str("order_id"))
+			assert.Equal(t, id, r.Str("order_id"))
 		}
 		// Over the limit: qty 2 with limit 1 is refused before Redis.
 		over := map[string]any{"sku_id": sku, "qty": 2, "request_id": "r-1"}
 		r := s.do(1, "POST", "/api/v1/orders", "alice", over)
 		require.Equal(t, http.StatusAccepted, r.Status, "over the limit: %s", r.Raw)
-		assert.Equal(t, id, r.str("order_id"))
+		assert.Equal(t, id, r.Str("order_id"))
 
 		// After the sale ended.
 		now := time.Now().UTC()
@@ -51,10 +53,10 @@ func TestReplayOfAnAcceptedRequestWhateverTheSKUsState(t *testing.T) {
 		for i := range 2 {
 			r := s.do(i, "POST", "/api/v1/orders", "alice", body)
 			require.Equal(t, http.StatusAccepted, r.Status, "after the end: %s", r.Raw)
-			assert.Equal(t, id, r.str("order_id"))
+			assert.Equal(t, id, r.Str("order_id"))
 			// Refused as ended or, by an instance whose catalog cache has
 			// not refreshed yet, as sold out.
-			assert.Contains(t, []string{"sale_ended", "sold_out"}, s.buy(i, sku, "bob", 1).str("error"))
+			assert.Contains(t, []string{"sale_ended", "sold_out"}, s.buy(i, sku, "bob", 1).Str("error"))
 		}
 		rep := s.drained(sku)
 		assert.Equal(t, int64(1), rep.Orders)
@@ -70,8 +72,8 @@ func TestRequestIDsOfDifferentShoppersNeverCollide(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, a.Status, a.Raw)
 	b := s.do(0, "POST", "/api/v1/orders", "a", map[string]any{"sku_id": sku, "qty": 1, "request_id": "b:c"})
 	require.Equal(t, http.StatusAccepted, b.Status, b.Raw)
-	assert.NotEqual(t, a.str("order_id"), b.str("order_id"))
-	g := s.do(0, "GET", "/api/v1/orders/"+b.str("order_id"), "a", nil)
+	assert.NotEqual(t, a.Str("order_id"), b.Str("order_id"))
+	g := s.do(0, "GET", "/api/v1/orders/"+b.Str("order_id"), "a", nil)
 	assert.Equal(t, http.StatusOK, g.Status, "the order is the second shopper's own: %s", g.Raw)
 	assert.Equal(t, int64(2), s.drained(sku).Sold)
 }
@@ -83,7 +85,7 @@ func TestCancelAgainAfterRedisLostItsData(t *testing.T) {
 		sku := s.seed(5, 1)
 		first := s.buy(0, sku, "alice", 1)
 		require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-		id := first.str("order_id")
+		id := first.Str("order_id")
 		s.waitStatus("alice", id, "pending_payment")
 		c := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
 		require.Equal(t, http.StatusOK, c.Status, c.Raw)
@@ -128,7 +130,7 @@ func TestSeedAgainAfterRedisLostItsDataRebuildsFromSQL(t *testing.T) {
 			"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
 		r := s.do(0, "POST", "/admin/skus", "", spec)
 		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
-		sku := uint64(r.num("id"))
+		sku := uint64(r.Num("id"))
 		for _, u := range []string{"alice", "bob"} {
 			require.Equal(t, http.StatusAccepted, s.buy(0, sku, u, 1).Status)
 		}
@@ -138,11 +140,11 @@ func TestSeedAgainAfterRedisLostItsDataRebuildsFromSQL(t *testing.T) {
 		spec["id"] = sku
 		again := s.do(0, "POST", "/admin/skus", "", spec)
 		require.Less(t, again.Status, 300, again.Raw)
-		assert.Equal(t, int64(1), again.num("stock_left"), again.Raw)
+		assert.Equal(t, int64(1), again.Num("stock_left"), again.Raw)
 
-		assert.Equal(t, "limit_exceeded", s.buy(0, sku, "alice", 1).str("error"), "a past buyer stays at the limit")
+		assert.Equal(t, "limit_exceeded", s.buy(0, sku, "alice", 1).Str("error"), "a past buyer stays at the limit")
 		require.Equal(t, http.StatusAccepted, s.buy(0, sku, "carol", 1).Status)
-		assert.Equal(t, "sold_out", s.buy(0, sku, "dave", 1).str("error"))
+		assert.Equal(t, "sold_out", s.buy(0, sku, "dave", 1).Str("error"))
 		rep := s.drained(sku)
 		assert.Equal(t, int64(3), rep.Sold)
 		assert.Equal(t, int64(0), rep.Failed)
@@ -175,7 +177,7 @@ func TestCancelRacingPayAnswersPaid(t *testing.T) {
 
 	c := s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil)
 	assert.Equal(t, http.StatusConflict, c.Status, c.Raw)
-	assert.Equal(t, "order_paid", c.str("error"), c.Raw)
+	assert.Equal(t, "order_paid", c.Str("error"), c.Raw)
 	rep := s.drained(sku)
 	assert.Equal(t, int64(1), rep.Paid)
 	assert.Equal(t, int64(1), rep.Sold)
@@ -217,7 +219,7 @@ func TestRebuildAfterAGuardRefusalIsRetriedUntilItRuns(t *testing.T) {
 	}
 	top := s.do(0, "PUT", fmt.Sprintf("/admin/skus/%d/stock", sku), "", map[string]any{"stock_total": 3})
 	require.Equal(t, http.StatusOK, top.Status, top.Raw)
-	assert.Equal(t, int64(1), top.num("stock_left"), top.Raw)
+	assert.Equal(t, int64(1), top.Num("stock_left"), top.Raw)
 	r := s.buy(0, sku, "carol", 1)
 	assert.Equal(t, http.StatusAccepted, r.Status, "the refused order does not count against its shopper: %s", r.Raw)
 	rep := s.drained(sku)
@@ -307,7 +309,7 @@ func TestCancelWaitsOutARebuildInProgress(t *testing.T) {
 	stockKey := fmt.Sprintf("%s{sku:%d}:stock", prefix, sku)
 	paused := fmt.Sprintf("%s{sku:%d}:paused", prefix, sku)
 	require.NoError(t, s.apps[0].Redis.Set(ctx, paused, "elsewhere", 1500*time.Millisecond).Err())
-	done := make(chan reply, 1)
+	done := make(chan testutil.Reply, 1)
 	go func() { done <- s.do(0, "POST", "/api/v1/orders/"+id+"/cancel", "alice", nil) }()
 	time.Sleep(500 * time.Millisecond)
 	assert.Equal(t, "1", s.apps[0].Redis.HGet(ctx, stockKey, "left").Val(), "nothing given back while paused")
@@ -354,7 +356,7 @@ func TestDrainStopsConsumingAFinishedSale(t *testing.T) {
 	sku := s.seed(5, 1)
 	r := s.buy(0, sku, "alice", 1)
 	require.Equal(t, http.StatusAccepted, r.Status)
-	s.waitStatus("alice", r.str("order_id"), "expired")
+	s.waitStatus("alice", r.Str("order_id"), "expired")
 	series := fmt.Sprintf(`queue="{sku:%d}"`, sku)
 	require.Eventually(t, func() bool { return strings.Contains(s.do(0, "GET", "/metrics", "", nil).Raw, series) },
 		10*time.Second, 100*time.Millisecond)
@@ -379,12 +381,12 @@ func TestReplayAfterRedisLostItsDataBeforeTheRebuild(t *testing.T) {
 	body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
 	first := s.do(0, "POST", "/api/v1/orders", "alice", body)
 	require.Equal(t, http.StatusAccepted, first.Status, first.Raw)
-	require.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).str("error"))
+	require.Equal(t, "sold_out", s.buy(0, sku, "bob", 1).Str("error"))
 	s.drained(sku)
 	wipe(t, s)
 	for range 2 {
 		r := s.do(0, "POST", "/api/v1/orders", "alice", body)
 		require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
-		assert.Equal(t, first.str("order_id"), r.str("order_id"))
+		assert.Equal(t, first.Str("order_id"), r.Str("order_id"))
 	}
 }

@@ -157,7 +157,7 @@ func newCluster(t *testing.T, s settings) *cluster {
 	c.db = db
 	c.rdb = redis.NewClient(&redis.Options{Addr: rs.Addr(), ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.rdb.Close() })
-	t.Cleanup(c.cl.http.CloseIdleConnections)
+	t.Cleanup(c.cl.HTTP.CloseIdleConnections)
 	for i := range instances {
 		p := newProc(t, fmt.Sprintf("seckill-%d", i), c.env)
 		require.NoError(t, p.Start(60*time.Second))

@@ -1,10 +1,7 @@
 package chaostest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/apitest"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // Operation kinds.
@@ -165,62 +163,36 @@ func (h *history) snapshot() ([]*op, []fault) {
 
 // client sends the run's requests.
 type client struct {
-	http       *http.Client
-	adminToken string
+	testutil.Caller
 }
 
 // newClient returns a client whose every answer, whatever the fault, is
 // also held to api/openapi.yaml.
 func newClient(t *testing.T, token string) *client {
-	return &client{adminToken: token, http: &http.Client{
+	return &client{testutil.Caller{AdminToken: token, HTTP: &http.Client{
 		Timeout:   requestTimeout,
 		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}),
-	}}
+	}}}
 }
 
 // do sends one request for o to base and fills in o's answer.
 func (c *client) do(o *op, base, method, path string, body any) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if o.user != "" {
-		req.Header.Set("X-User-ID", o.user)
-	}
-	if strings.HasPrefix(path, "/admin") {
-		req.Header.Set("Authorization", "Bearer "+c.adminToken)
-	}
-	o.call = time.Now()
-	resp, err := c.http.Do(req)
-	if err != nil {
-		o.ret = time.Now()
-		o.err = shortErr(err)
-		return
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	o.ret = time.Now()
+	r, err := c.Do(base, method, path, o.user, body)
+	o.call, o.ret = r.Start, r.Start.Add(r.Took)
 	if err != nil {
 		o.err = shortErr(err)
 		return
 	}
-	o.status, o.raw = resp.StatusCode, string(raw)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	str := func(k string) string { s, _ := m[k].(string); return s }
-	num := func(k string) int64 { f, _ := m[k].(float64); return int64(f) }
-	if resp.StatusCode >= 400 {
-		o.code = str("error")
+	o.status, o.raw = r.Status, r.Raw
+	if r.Status >= 400 {
+		o.code = r.Str("error")
 		return
 	}
-	o.outOrder = str("order_id")
+	o.outOrder = r.Str("order_id")
 	if o.kind != opBuy {
-		o.outStatus = str("status")
+		o.outStatus = r.Str("status")
 	}
-	o.left, o.outTotal = num("stock_left"), num("stock_total")
+	o.left, o.outTotal = r.Num("stock_left"), r.Num("stock_total")
 }
 
 // shortErr names a transport error without its URL.

@@ -1,8 +1,6 @@
 package faulttest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -315,7 +313,7 @@ func (c *crowd) shopRetrying(i int, user string, st *retryStats) {
 			if s.Status != http.StatusServiceUnavailable {
 				break
 			}
-			if s.str("error") == "busy" {
+			if s.Str("error") == "busy" {
 				st.busy.Add(1)
 			} else {
 				st.unavailable.Add(1)
@@ -345,27 +343,11 @@ func (c *crowd) shopRetrying(i int, user string, st *retryStats) {
 // place sends one buy request to base and returns the answer and its
 // Retry-After.
 func (d *deployment) place(base, user string, body any) (answer, string) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return answer{Err: err}, ""
+	a := d.call(base, "POST", "/api/v1/orders", user, body)
+	if a.Err != nil {
+		return a, ""
 	}
-	req, err := http.NewRequest("POST", base+"/api/v1/orders", bytes.NewReader(b))
-	if err != nil {
-		return answer{Err: err}, ""
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-User-ID", user)
-	start := time.Now()
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return answer{Err: err, Start: start, Took: time.Since(start)}, ""
-	}
-	defer resp.Body.Close()
-	var raw bytes.Buffer
-	_, err = raw.ReadFrom(resp.Body)
-	a := answer{Status: resp.StatusCode, Raw: raw.String(), Start: start, Took: time.Since(start), Err: err}
-	_ = json.Unmarshal(raw.Bytes(), &a.Body)
-	return a, resp.Header.Get("Retry-After")
+	return a, a.Header.Get("Retry-After")
 }
 
 // seedRetrying creates SKU 1 on sale now with stock units, one per

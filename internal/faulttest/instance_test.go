@@ -113,7 +113,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			for _, s := range ss {
 				// The API instances keep serving: no 5xx but a busy SKU
 				// lock on a loaded machine, which a shopper retries.
-				if s.Err == nil && !(s.Status == http.StatusServiceUnavailable && s.str("error") == "busy") {
+				if s.Err == nil && !(s.Status == http.StatusServiceUnavailable && s.Str("error") == "busy") {
 					assert.Less(t, s.Status, http.StatusInternalServerError, "%s: %s", s.User, s.Raw)
 				}
 			}

@@ -113,7 +113,7 @@ func TestRedisRestartedWithoutData(t *testing.T) {
 		}
 		a := d.call(d.live().URL(), "GET", "/api/v1/orders/"+id, st.users[id], nil)
 		require.NoError(t, a.Err)
-		assert.Equal(t, "failed", a.str("status"), "refused order %s: %s", id, a.Raw)
+		assert.Equal(t, "failed", a.Str("status"), "refused order %s: %s", id, a.Raw)
 	}
 	d.verify(sku)
 	// Every unpaid order has its payment deadline, also those whose deadline
@@ -198,7 +198,7 @@ func (d *deployment) probeOrders(c *crowd, dur time.Duration) []shopper {
 			s := shopper{User: user, Attempts: 1}
 			s.answer = d.call(p.URL(), "POST", "/api/v1/orders", user, map[string]any{"sku_id": c.sku, "qty": 1})
 			if s.Status == http.StatusAccepted {
-				s.Order = s.str("order_id")
+				s.Order = s.Str("order_id")
 			}
 			g := shopper{User: user, Attempts: 1}
 			g.answer = d.call(p.URL(), "GET", "/api/v1/orders/"+fmt.Sprint(c.sku)+"-"+strings.Repeat("0", 24), user, nil)
@@ -219,8 +219,8 @@ func (d *deployment) firstAccept(sku uint64, tag string, after time.Time, limit 
 	for i := 0; ; i++ {
 		s := shopper{User: fmt.Sprintf("%s-%d", tag, i), Attempts: 1}
 		s.answer = d.call(d.api[i%len(d.api)].URL(), "POST", "/api/v1/orders", s.User, map[string]any{"sku_id": sku, "qty": 1})
-		if s.Err == nil && (s.Status == http.StatusAccepted || s.str("error") == "sold_out") {
-			s.Order = s.str("order_id")
+		if s.Err == nil && (s.Status == http.StatusAccepted || s.Str("error") == "sold_out") {
+			s.Order = s.Str("order_id")
 			return time.Now(), s
 		}
 		a := s.answer

@@ -1,12 +1,10 @@
 package faulttest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os/exec"
@@ -111,48 +109,21 @@ func (d *deployment) live() *proc {
 	return nil
 }
 
+// answer is an instance's reply, or the transport error that stood in for
+// one.
 type answer struct {
-	Status int
-	Body   map[string]any
-	Raw    string
-	Start  time.Time
-	Took   time.Duration
-	Err    error // transport error: no answer
+	testutil.Reply
+	Err error
 }
-
-func (a answer) str(k string) string { s, _ := a.Body[k].(string); return s }
 
 // call sends one request to base and reads the answer.
 func (d *deployment) call(base, method, path, user string, body any) answer {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return answer{Err: err}
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
-	if err != nil {
-		return answer{Err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	if strings.HasPrefix(path, "/admin") {
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-	}
-	start := time.Now()
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return answer{Err: err, Start: start, Took: time.Since(start)}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	a := answer{Status: resp.StatusCode, Raw: string(raw), Start: start, Took: time.Since(start), Err: err}
-	_ = json.Unmarshal(raw, &a.Body)
-	return a
+	r, err := d.caller().Do(base, method, path, user, body)
+	return answer{Reply: r, Err: err}
+}
+
+func (d *deployment) caller() testutil.Caller {
+	return testutil.Caller{HTTP: d.client, AdminToken: adminToken}
 }
 
 // admin sends an admin request to a live process and requires status want.
@@ -332,7 +303,7 @@ func (c *crowd) record(i int, s shopper) {
 		c.answered.Add(1)
 	}
 	if s.Status == http.StatusAccepted {
-		s.Order = s.str("order_id")
+		s.Order = s.Str("order_id")
 		c.accepted.Add(1)
 	}
 	c.mu.Lock()
@@ -371,7 +342,7 @@ func tally(ss []shopper) map[string]int {
 		case s.Status == http.StatusAccepted:
 			m["202"]++
 		default:
-			m[fmt.Sprintf("%d %s", s.Status, s.str("error"))]++
+			m[fmt.Sprintf("%d %s", s.Status, s.Str("error"))]++
 		}
 	}
 	return m
@@ -399,7 +370,7 @@ func checkErrorBodies(t *testing.T, ss []shopper) {
 			continue
 		}
 		assert.NotEqual(t, http.StatusInternalServerError, s.Status, "%s: %s", s.User, s.Raw)
-		assert.NotEmpty(t, s.str("error"), "%s: error code in %s", s.User, s.Raw)
+		assert.NotEmpty(t, s.Str("error"), "%s: error code in %s", s.User, s.Raw)
 		assert.Len(t, s.Body, 2, "%s: only error and detail in %s", s.User, s.Raw)
 		assert.NotRegexp(t, leak, s.Raw, "%s: internals in a %d body", s.User, s.Status)
 	}
