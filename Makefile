@@ -51,8 +51,9 @@ $(GOLANGCI_LINT):
 	GOBIN=$(CURDIR)/bin/.golangci $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv bin/.golangci/golangci-lint $@
 
-fmt: ## gofmt -w every Go file
-	gofmt -w $$(git ls-files '*.go')
+fmt: $(GOLANGCI_LINT) ## gofmt and goimports (.golangci.yml) -w every Go file
+	$(GOLANGCI_LINT) fmt ./...
+	cd bench && $(CURDIR)/$(GOLANGCI_LINT) fmt --config $(CURDIR)/.golangci.yml ./...
 
 generate: ## regenerate the API client (api/client) from api/openapi.yaml with oapi-codegen
 	$(GO) generate ./api/client

@@ -7,10 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
-	"gorm.io/gorm"
 )
 
 var errGuard = errors.New("drain: stock guard refused the batch")

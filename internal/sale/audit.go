@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/stock"
-	"gorm.io/gorm"
 )
 
 // Report is the invariant check of one SKU.

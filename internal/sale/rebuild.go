@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
-	"gorm.io/gorm"
 )
 
 // Reconcile rebuilds sku's Redis state from SQL and the orders still queued:

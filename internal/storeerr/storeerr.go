@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/internal/replica"
 )
 
