@@ -165,7 +165,8 @@ func hasField(t reflect.Type, key string) bool {
 		switch {
 		case !f.IsExported() || name == "-":
 			continue
-		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+		case f.Anonymous && name == "" && (f.Type.Kind() == reflect.Struct ||
+			f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct):
 			continue // its fields are promoted, and listed on their own
 		case name == "":
 			name = f.Name

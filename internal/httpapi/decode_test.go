@@ -15,8 +15,12 @@ func TestDecodeStrictSaysWhatIsWrong(t *testing.T) {
 	type embedded struct {
 		Note string `json:"note"`
 	}
+	type Extra struct {
+		Color string `json:"color"`
+	}
 	type request struct {
 		embedded
+		*Extra
 		ID      uint64    `json:"id"`
 		Qty     int       `json:"qty"`
 		Stock   *int64    `json:"stock_total,omitempty"`
@@ -39,6 +43,8 @@ func TestDecodeStrictSaysWhatIsWrong(t *testing.T) {
 		``:                                  "empty body: a JSON object is required",
 		`{"id":1}{}`:                        "body must hold one JSON object",
 		`{"id":1,"extra":{"deep":[1,2,3]}}`: `unknown field "extra"`,
+		`{"color":"red"}`:                   "", // promoted through an embedded pointer
+		`{"Extra":{"color":"red"}}`:         `unknown field "Extra"`,
 	} {
 		var req request
 		err := decodeStrict([]byte(body), &req)
