@@ -26,41 +26,39 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 }
 
 func TestWatchdogCapStopsRenewal(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
-			t.Parallel()
-			metrics := NewMetrics("t")
-			c, rdb := newTestClient(t, cluster, Options{Metrics: metrics})
-			ctx := testutil.Context(t, 30*time.Second)
-			const ttl = 300 * time.Millisecond
-			hook := &testsvc.Commands{}
-			rdb.AddHook(hook)
-			m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
-			require.NoError(t, err)
-			// After two renewals the watchdog stops, the key expires and
-			// the handle reports the loss. The local estimate runs from
-			// before each command was sent, so the handle gives up no
-			// later than Redis expires the key.
-			testutil.ClosedWithin(t, 10*time.Second, m.Done(), "capped lock expires")
-			assert.ErrorIs(t, m.Err(), ErrLockLost)
-			testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
-			ok := counterValue(t, metrics, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "ok"})
-			assert.LessOrEqual(t, ok, 2.0, "at most the capped number of renewals")
-			renewals := func() int {
-				n := 0
-				for _, cmd := range hook.Take() {
-					if len(cmd) > 3 && cmd[3] == m.Key() && (cmd[0] == "evalsha" || cmd[0] == "eval") {
-						n++
-					}
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
+		t.Parallel()
+		metrics := NewMetrics("t")
+		c, rdb := newTestClient(t, cluster, Options{Metrics: metrics})
+		ctx := testutil.Context(t, 30*time.Second)
+		const ttl = 300 * time.Millisecond
+		hook := &testsvc.Commands{}
+		rdb.AddHook(hook)
+		m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
+		require.NoError(t, err)
+		// After two renewals the watchdog stops, the key expires and
+		// the handle reports the loss. The local estimate runs from
+		// before each command was sent, so the handle gives up no
+		// later than Redis expires the key.
+		testutil.ClosedWithin(t, 10*time.Second, m.Done(), "capped lock expires")
+		assert.ErrorIs(t, m.Err(), ErrLockLost)
+		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+		ok := counterValue(t, metrics, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "ok"})
+		assert.LessOrEqual(t, ok, 2.0, "at most the capped number of renewals")
+		renewals := func() int {
+			n := 0
+			for _, cmd := range hook.Take() {
+				if len(cmd) > 3 && cmd[3] == m.Key() && (cmd[0] == "evalsha" || cmd[0] == "eval") {
+					n++
 				}
-				return n
 			}
-			assert.Positive(t, renewals())
-			time.Sleep(2 * ttl)
-			assert.Zero(t, renewals(), "no renewal after the cap")
-			assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
-		})
-	}
+			return n
+		}
+		assert.Positive(t, renewals())
+		time.Sleep(2 * ttl)
+		assert.Zero(t, renewals(), "no renewal after the cap")
+		assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
+	})
 }
 
 func TestLostSignal(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -20,7 +21,7 @@ import (
 // every call returns, each id is added by exactly one call, and a call that
 // returns its context's error added nothing.
 func TestConcurrentEnqueueCoalesces(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, c := newQueue(t, cluster, "coalesce", queue.Options{})
 		timer := &callTimer{}
 		c.AddHook(timer)

@@ -40,7 +40,7 @@ func TestConcurrentConsumers(t *testing.T) {
 		tasks     = 20_000
 		consumers = 8
 	)
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		m := queue.NewMetrics("t")
 		q, c := newQueue(t, cluster, "conc", queue.Options{
 			Metrics: m,
@@ -121,7 +121,7 @@ func TestConcurrentConsumers(t *testing.T) {
 }
 
 func TestConsumerSettlesByHandlerResult(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _ := newQueue(t, cluster, "results", queue.Options{
 			Backoff: func(int) time.Duration { return time.Hour },
 		})
@@ -238,7 +238,7 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 
 func TestWakerWakesManyIdleQueues(t *testing.T) {
 	const queues = 30
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		c, prefix := newClient(t, cluster)
 		waker := queue.NewWaker(c)
 		defer waker.Close()
@@ -268,7 +268,7 @@ func TestWakerWakesManyIdleQueues(t *testing.T) {
 }
 
 func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, c, clk, ctx := clockedQueue(t, cluster, "wakepub", queue.Options{})
 		ps := c.Subscribe(ctx, q.EnqueueKeys()[3])
 		defer ps.Close()
@@ -318,7 +318,7 @@ func TestWakePublishedOnlyForNewEarliest(t *testing.T) {
 // TestConsumerPicksUpCrashedClaims: a worker claims and dies without acking;
 // once the lease runs out a running consumer handles the tasks, as attempt 2.
 func TestConsumerPicksUpCrashedClaims(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _ := newQueue(t, cluster, "crashc", queue.Options{})
 		ctx := testutil.Context(t, 60*time.Second)
 		const n = 50

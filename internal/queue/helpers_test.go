@@ -13,18 +13,6 @@ import (
 	"github.com/seckill/seckill/internal/testutil"
 )
 
-// onBoth runs f against standalone Redis and against the Cluster.
-func onBoth(t *testing.T, f func(t *testing.T, cluster bool)) {
-	t.Helper()
-	for _, cluster := range []bool{false, true} {
-		name := "standalone"
-		if cluster {
-			name = "cluster"
-		}
-		t.Run(name, func(t *testing.T) { f(t, cluster) })
-	}
-}
-
 // newQueue returns a queue named name under the test's own prefix.
 func newQueue(t *testing.T, cluster bool, name string, o queue.Options) (*queue.Queue, redis.UniversalClient) {
 	t.Helper()

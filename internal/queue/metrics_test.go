@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // gather returns every sample of m as name{label values...} -> value.
@@ -43,7 +44,7 @@ func counterValue(t *testing.T, m *queue.Metrics, name, q string) float64 {
 }
 
 func TestMetrics(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		m := queue.NewMetrics("seckill")
 		q, _, clk, ctx := clockedQueue(t, cluster, "metrics", queue.Options{Metrics: m})
 		m.Watch(q)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -21,7 +22,7 @@ func TestNewRejectsEmptyName(t *testing.T) {
 }
 
 func TestDelayPrecision(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "delay", queue.Options{})
 		start := clk.Now()
 		added, err := q.Enqueue(ctx, queue.Task{ID: "a", Type: "cancel", Due: start.Add(50 * time.Millisecond)})
@@ -48,7 +49,7 @@ func TestDelayPrecision(t *testing.T) {
 }
 
 func TestEnqueueValidation(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "valid", queue.Options{MaxPayload: 8, MaxDelay: time.Hour})
 		now := clk.Now()
 		tests := []struct {
@@ -95,7 +96,7 @@ func TestEnqueueValidation(t *testing.T) {
 }
 
 func TestIdempotentEnqueue(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "idem", queue.Options{})
 		added, err := q.Enqueue(ctx, queue.Task{ID: "o1", Type: "order", Payload: []byte("first")})
 		require.NoError(t, err)
@@ -124,7 +125,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 }
 
 func TestBatchEnqueueLarge(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "batch", queue.Options{})
 		ts := make([]queue.Task, 1000) // several scripts in one pipeline
 		for i := range ts {
@@ -147,7 +148,7 @@ func TestBatchEnqueueLarge(t *testing.T) {
 }
 
 func TestStaleAckAfterRecovery(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "stale", queue.Options{})
 		enqueue(ctx, t, q, task("a"))
 		first := claim(ctx, t, q, 1, time.Second, 1)
@@ -186,7 +187,7 @@ func TestStaleAckAfterRecovery(t *testing.T) {
 }
 
 func TestExtendLease(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "extend", queue.Options{})
 		enqueue(ctx, t, q, task("a"))
 		got := claim(ctx, t, q, 1, time.Second, 1)
@@ -204,7 +205,7 @@ func TestExtendLease(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "cancel", queue.Options{})
 		_, err := q.EnqueueBatch(ctx, []queue.Task{
 			{ID: "later", Type: "cancel-unpaid", Due: clk.Now().Add(15 * time.Minute)},
@@ -240,7 +241,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestNackRetryAndDeadLetters(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		backoff := func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond }
 		q, _, clk, ctx := clockedQueue(t, cluster, "dead", queue.Options{Backoff: backoff})
 		enqueue(ctx, t, q, queue.Task{ID: "a", Type: "order", Payload: []byte("pay"), MaxAttempts: 2})
@@ -311,7 +312,7 @@ func TestNackRetryAndDeadLetters(t *testing.T) {
 }
 
 func TestDeadCapReportsTrims(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		log, buf := testutil.BufferLogger()
 		m := queue.NewMetrics("t")
 		q, _, clk, ctx := clockedQueue(t, cluster, "cap", queue.Options{DeadCap: 2, MaxAttempts: 1, Logger: log, Metrics: m})
@@ -341,7 +342,7 @@ func TestDeadCapReportsTrims(t *testing.T) {
 }
 
 func TestCrashRecoveryAndDeadLetter(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "crash", queue.Options{MaxAttempts: 3, RecoverBatch: 7})
 		const n = 20
 		for i := range n {
@@ -397,7 +398,7 @@ func TestCrashRecoveryAndDeadLetter(t *testing.T) {
 }
 
 func TestPeekAndStats(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "peek", queue.Options{})
 		now := clk.Now()
 		_, err := q.EnqueueBatch(ctx, []queue.Task{
@@ -437,7 +438,7 @@ if queue_enqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], 
 end
 return redis.call('INCRBY', KEYS[5], -1)
 `
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, c, _, ctx := clockedQueue(t, cluster, "{sku:42}", queue.Options{})
 		// The sale path's stock key shares the queue's hash tag.
 		stockKey := strings.TrimSuffix(q.EnqueueKeys()[0], ":q:ready") + ":stock"
@@ -480,7 +481,7 @@ return redis.call('INCRBY', KEYS[5], -1)
 }
 
 func TestListByState(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, _, clk, ctx := clockedQueue(t, cluster, "list", queue.Options{MaxAttempts: 1})
 		_, err := q.EnqueueBatch(ctx, []queue.Task{task("a"), task("b"), task("c"), {ID: "d", Type: "x", Due: clk.Now().Add(time.Minute)}})
 		require.NoError(t, err)
@@ -514,7 +515,7 @@ func TestListByState(t *testing.T) {
 // TestEnqueueNowakeContract pins the library function the sale path's buy
 // script calls for each order of a multi-order script.
 func TestEnqueueNowakeContract(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		q, c, clk, ctx := clockedQueue(t, cluster, "{sku:9}", queue.Options{})
 		s := redis.NewScript(queue.EnqueueLua + `
 return queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`)
@@ -548,7 +549,7 @@ return queue_enqueue_nowake(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3]
 }
 
 func TestSnapshotSeesEveryTaskOnceWhileWorkersMoveThem(t *testing.T) {
-	onBoth(t, func(t *testing.T, cluster bool) {
+	testsvc.Backends(t, func(t *testing.T, cluster bool) {
 		ctx := t.Context()
 		q, _ := newQueue(t, cluster, "snap", queue.Options{})
 		const n = 3000

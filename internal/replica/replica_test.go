@@ -80,10 +80,9 @@ func TestConfirmCoversEarlierWrites(t *testing.T) {
 // Without replicas to wait for, a Waiter runs the script plainly, also on
 // a Cluster.
 func TestRunWithoutWaiting(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		rdb, prefix := testsvc.Universal(t, cluster)
+	testsvc.Deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		cmd, err := replica.New(rdb, 0, 0).Run(t.Context(), incr, []string{prefix + "n"})
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), cmd.Val())
-	}
+	})
 }

@@ -111,22 +111,24 @@ func Universal(t testing.TB, cluster bool) (redis.UniversalClient, string) {
 	return Redis(t)
 }
 
+// Backends runs f in two subtests, "standalone" and "cluster", telling it
+// which Redis deployment the subtest is for.
+func Backends(t *testing.T, f func(t *testing.T, cluster bool)) {
+	t.Helper()
+	t.Run("standalone", func(t *testing.T) { f(t, false) })
+	t.Run("cluster", func(t *testing.T) { f(t, true) })
+}
+
 // Deployments runs f in two parallel subtests, "standalone" and "cluster":
 // one on standalone Redis and one on the 3-master Cluster, each with a key
 // prefix of its own.
 func Deployments(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
 	t.Helper()
-	for _, cluster := range []bool{false, true} {
-		name := "standalone"
-		if cluster {
-			name = "cluster"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			rdb, prefix := Universal(t, cluster)
-			f(t, rdb, prefix)
-		})
-	}
+	Backends(t, func(t *testing.T, cluster bool) {
+		t.Parallel()
+		rdb, prefix := Universal(t, cluster)
+		f(t, rdb, prefix)
+	})
 }
 
 // NumSub counts the subscribers of channel on every node behind c, replicas
