@@ -62,13 +62,13 @@ func TestRedisSentinelFailover(t *testing.T) {
 }
 
 func sentinelFailover(t *testing.T, n int) {
-	primary := testsvc.StartRedisServer(t, replicated...)
+	primary := testsvc.StartRedisServer(t, testsvc.Replicated...)
 	_, port, _ := strings.Cut(primary.Addr(), ":")
-	successor := testsvc.StartRedisServer(t, append([]string{"--replicaof", "127.0.0.1", port}, replicated...)...)
-	standby := testsvc.StartRedisServer(t, append([]string{"--replicaof", "127.0.0.1", port, "--replica-priority", "0"}, replicated...)...)
-	waitReplicas(t, primary.Client(), 2, 20*time.Second)
+	successor := testsvc.StartRedisServer(t, append([]string{"--replicaof", "127.0.0.1", port}, testsvc.Replicated...)...)
+	standby := testsvc.StartRedisServer(t, append([]string{"--replicaof", "127.0.0.1", port, "--replica-priority", "0"}, testsvc.Replicated...)...)
+	testsvc.WaitReplicas(t, primary.Client(), 2, 20*time.Second)
 	const name = "seckill"
-	sentinels := startSentinels(t, name, primary.Addr(), 2)
+	sentinels := testsvc.StartSentinelSet(t, name, primary.Addr(), 2)
 
 	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         sentinels.Addrs(),
@@ -97,8 +97,8 @@ func sentinelFailover(t *testing.T, n int) {
 		ft.acceptedAtKill = c.accepted.Load()
 		primary.Kill()
 		ft.killed = time.Now()
-		ft.promoted = sentinels.waitMaster(successor.Addr(), 30*time.Second)
-		waitReplicas(t, successor.Client(), 1, 30*time.Second)
+		ft.promoted = sentinels.WaitMaster(successor.Addr(), 30*time.Second)
+		testsvc.WaitReplicas(t, successor.Client(), 1, 30*time.Second)
 		ft.replicated = time.Now()
 		return ft
 	})
@@ -121,8 +121,8 @@ func TestRedisClusterFailover(t *testing.T) {
 }
 
 func clusterFailover(t *testing.T, n int) {
-	cl := startCluster(t)
-	first := cl.nodes[0].Addr()
+	cl := testsvc.StartRedisCluster(t)
+	first := cl.Nodes[0].Addr()
 	d := newDeployment(t, first, testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         cl.Addrs(),
 		"SECKILL_REDIS_WAIT_REPLICAS": strconv.Itoa(n),
@@ -130,32 +130,32 @@ func clusterFailover(t *testing.T, n int) {
 	failoverSale(t, fmt.Sprintf("cluster-failover-wait%d", n), n, d, func(c *crowd) failoverTimes {
 		var ft failoverTimes
 		ctx := t.Context()
-		slot, err := cl.client(first).ClusterKeySlot(ctx, d.prefix+stock.Tag(c.sku)+":stock").Result()
+		slot, err := cl.Client(first).ClusterKeySlot(ctx, d.prefix+stock.Tag(c.sku)+":stock").Result()
 		require.NoError(t, err)
-		master, err := cl.masterOf(first, slot)
+		master, err := cl.MasterOf(first, slot)
 		require.NoError(t, err)
-		replica := cl.replicaOf(master)
+		replica := cl.ReplicaOf(master)
 		release := holdDrain(c)
 		defer release()
 		ft.cut, ft.acceptedAtCut = time.Now(), c.accepted.Load()
 		ft.acceptedAtKill = ft.acceptedAtCut
-		cl.node(master).Kill()
+		cl.Node(master).Kill()
 		ft.killed = time.Now()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			owner, err := cl.masterOf(replica, slot)
+			owner, err := cl.MasterOf(replica, slot)
 			if err == nil && owner == replica {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("replica %s did not take slot %d over in 30s:\n%s", replica, slot, cl.describe())
+				t.Fatalf("replica %s did not take slot %d over in 30s:\n%s", replica, slot, cl.Describe())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		ft.promoted = time.Now()
 		// The killed master comes back empty and replicates its successor.
-		cl.node(master).Start()
-		waitReplicas(t, cl.client(replica), 1, 30*time.Second)
+		cl.Node(master).Start()
+		testsvc.WaitReplicas(t, cl.Client(replica), 1, 30*time.Second)
 		ft.replicated = time.Now()
 		return ft
 	})
@@ -279,8 +279,16 @@ type retryStats struct {
 	retried, gaveUp             atomic.Int64 // shoppers
 	noRetryAfter                atomic.Int64 // 503s without a Retry-After
 
-	mu     sync.Mutex
-	errors []shopper // every 5xx answer
+	mu      sync.Mutex
+	errors  []shopper  // every 5xx answer
+	answers []answered // every answer and lost answer, in no order
+}
+
+// answered is one answer a shopper got, or the lack of one, and when.
+type answered struct {
+	at     time.Time
+	status int    // 0: no answer
+	code   string // the error code of a 4xx or 5xx
 }
 
 // buyRetrying is buy with shoppers who send a request_id and, like a
@@ -302,6 +310,9 @@ func (c *crowd) shopRetrying(i int, user string, st *retryStats) {
 		s.Attempts++
 		var retryAfter string
 		s.answer, retryAfter = c.d.place(c.d.api[(i+try)%len(c.d.api)].URL(), user, body)
+		st.mu.Lock()
+		st.answers = append(st.answers, answered{at: s.Start.Add(s.Took), status: s.Status, code: s.Str("error")})
+		st.mu.Unlock()
 		var pause time.Duration
 		switch {
 		case s.Err != nil:

@@ -8,23 +8,35 @@ import (
 
 // BenchmarkStoreBuy runs the buy script for batches of 64 new buyers of one
 // SKU on the Redis of SECKILL_TEST_REDIS_ADDR, with the shipped per-shopper
-// rate limit (20/s, burst 40); one op is one batch.
+// rate limit (20/s, burst 40); one op is one batch. Every buy the server
+// runs carries a request id (the client's, or one it made: "request_id");
+// "none" is a batch without, as the script also takes.
 func BenchmarkStoreBuy(b *testing.B) {
-	const sku = 7
-	ctx, s := testStore(b, StoreOptions{PerUser: Rate{PerSecond: 20, Burst: 40}}, map[uint64]Config{sku: {Total: 1_000_000_000, Limit: 1, Expires: time.Now().Add(time.Hour)}})
-	reqs := make([]Request, 64)
-	now := time.Now()
-	n := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := range reqs {
-			n++
-			id := strconv.Itoa(n)
-			reqs[i] = Request{User: "u" + id, Qty: 1, PriceCents: 99900, Created: now}
-		}
-		_, res, err := s.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
-		if err != nil || res[0].Err != nil {
-			b.Fatal(err, res[0].Err)
-		}
+	for _, tc := range []struct {
+		name string
+		rid  bool
+	}{{"request_id", true}, {"none", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			const sku = 7
+			ctx, s := testStore(b, StoreOptions{PerUser: Rate{PerSecond: 20, Burst: 40}}, map[uint64]Config{sku: {Total: 1_000_000_000, Limit: 1, Expires: time.Now().Add(time.Hour)}})
+			reqs := make([]Request, 64)
+			now := time.Now()
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range reqs {
+					n++
+					id := strconv.Itoa(n)
+					reqs[i] = Request{User: "u" + id, Qty: 1, PriceCents: 99900, Created: now}
+					if tc.rid {
+						reqs[i].RequestID = "srv-5f0c2a9e1b7d43c8a6e2" + id
+					}
+				}
+				_, res, err := s.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
+				if err != nil || res[0].Err != nil {
+					b.Fatal(err, res[0].Err)
+				}
+			}
+		})
 	}
 }

@@ -4,70 +4,125 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Borrow moves units left from the other buckets of p's SKU (of buckets)
 // into p until p has received at least need, or every other bucket was
-// asked. It returns the units p received, and whether some of the buckets
-// that had none left have units on their way to another bucket: 0 units,
-// not moving and a nil error mean the SKU is sold out. Each move is two
-// steps, lend.lua on the lending bucket and receive.lua on p; see those
-// scripts.
-func (s *Store) Borrow(ctx context.Context, p Part, buckets int, need int64) (got int64, moving bool, err error) {
+// asked, and returns the units p received. Each move is two steps,
+// lend.lua on the lending bucket and receive.lua on p (see those scripts),
+// and when the store waits for replicas each step is on them before the
+// next: units never appear in p while the lend that took them out of the
+// lender could still be undone by a failover of the lender's shard.
+//
+// Borrow asks the buckets one after the other, so a move between two
+// others can hide units from it: 0 units says nothing of the SKU as a
+// whole (Snapshot does). On an error the units received so far are in p.
+func (s *Store) Borrow(ctx context.Context, p Part, buckets int, need int64) (got int64, err error) {
 	for i := 1; i < buckets && got < need; i++ {
 		from := Part{SKU: p.SKU, Bucket: (p.Bucket + i) % buckets}
-		n, m, err := s.move(ctx, from, p, need-got)
+		n, err := s.move(ctx, from, p, need-got)
 		got += n
-		moving = moving || m
 		if err != nil {
-			return got, moving, err
+			return got, err
 		}
 	}
-	return got, moving, nil
+	return got, nil
 }
 
-// move lends up to want units (or more: see lend.lua) from one bucket to
-// another and returns how many arrived; moving reports that from had none
-// to lend but has earlier transfers not settled.
-func (s *Store) move(ctx context.Context, from, to Part, want int64) (n int64, moving bool, err error) {
+// Move lends up to want units (or more: see lend.lua) from one bucket of a
+// SKU to another and returns how many arrived, as Borrow does for each
+// bucket it asks.
+func (s *Store) Move(ctx context.Context, from, to Part, want int64) (int64, error) {
+	return s.move(ctx, from, to, want)
+}
+
+// move is Move.
+func (s *Store) move(ctx context.Context, from, to Part, want int64) (int64, error) {
 	var b [9]byte
 	_, _ = rand.Read(b[:])
 	id := strconv.Itoa(from.Bucket) + ">" + strconv.Itoa(to.Bucket) + ":" + hex.EncodeToString(b[:])
-	fk, tk := newKeys(s.o.Prefix, from), newKeys(s.o.Prefix, to)
-	raw, err := lendScript.Run(ctx, s.rdb, []string{fk.stock, fk.paused, fk.lent}, id, want, to.Bucket).Slice()
+	fk := newKeys(s.o.Prefix, from)
+	cmd, err := s.o.Replicas.Run(ctx, lendScript, []string{fk.stock, fk.paused, fk.lent}, id, want, to.Bucket)
 	if err != nil {
-		return 0, false, fmt.Errorf("stock: lend from sku %d bucket %d: %w", from.SKU, from.Bucket, err)
+		// Not lent, or lent and not (yet) on the replicas: then the move
+		// waits in the lender's lent hash until Settle finds it there.
+		return 0, fmt.Errorf("stock: lend from sku %d bucket %d: %w", from.SKU, from.Bucket, err)
 	}
-	n, epoch := toInt(raw[1]), fmt.Sprint(raw[2])
+	raw, err := cmd.Slice()
+	if err != nil {
+		return 0, fmt.Errorf("stock: lend from sku %d bucket %d: %w", from.SKU, from.Bucket, err)
+	}
 	switch toInt(raw[0]) {
 	case -1:
-		return 0, false, fmt.Errorf("%w: sku %d bucket %d", ErrStateLost, from.SKU, from.Bucket)
+		return 0, fmt.Errorf("%w: sku %d bucket %d", ErrStateLost, from.SKU, from.Bucket)
 	case -4:
-		return 0, false, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, from.SKU)
+		return 0, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, from.SKU)
 	}
+	n := toInt(raw[1])
 	if n == 0 {
-		return 0, len(raw) > 3 && toInt(raw[3]) > 0, nil
+		return 0, nil
 	}
-	code, err := s.receive(ctx, tk, id, n, epoch)
-	if err != nil {
-		// The units are in neither bucket's left until a reconcile: an
-		// undersell, never an oversell.
-		return 0, false, fmt.Errorf("stock: %d units in flight from bucket %d to %d of sku %d: %w", n, from.Bucket, to.Bucket, to.SKU, err)
-	}
-	// Received (now or before), or refused for good: either way the
-	// transfer is settled.
-	_ = s.rdb.HDel(context.WithoutCancel(ctx), fk.lent, id).Err()
-	if code == -6 {
-		return 0, false, nil
-	}
-	return n, false, nil
+	return s.land(ctx, from, to, id, n, fmt.Sprint(raw[2]))
 }
 
-// receive runs receive.lua: code 1 or 0 received, -6 refused for good.
+// land is the second step of the move id of n units from one bucket to
+// another, lent at the lender's epoch: it adds them to the receiver (once,
+// however often it is called, and on the replicas before it returns), then
+// drops the move from the lender's lent hash. It returns the units that
+// arrived: n, or 0 when the receiver was rebuilt since the lend.
+//
+// A move that fails here stays in the lent hash, its units on sale
+// nowhere (an undersell, never an oversell) until Settle or a rebuild
+// lands or counts it.
+func (s *Store) land(ctx context.Context, from, to Part, id string, n int64, epoch string) (int64, error) {
+	code, err := s.receive(ctx, newKeys(s.o.Prefix, to), id, n, epoch)
+	if err != nil {
+		return 0, fmt.Errorf("stock: %d units in flight from bucket %d to %d of sku %d: %w", n, from.Bucket, to.Bucket, to.SKU, err)
+	}
+	fk := newKeys(s.o.Prefix, from)
+	if code == -6 {
+		return 0, s.refused(ctx, fk, from, to, id)
+	}
+	// Received now or before: the move is settled. A delete lost here is
+	// done again by Settle, which finds the move received.
+	_ = s.rdb.HDel(context.WithoutCancel(ctx), fk.lent, id).Err()
+	return n, nil
+}
+
+// refused handles a move the receiver refused because a rebuild wrote it
+// after the lend. When that rebuild wrote (or is writing) the lender too,
+// it counted the units where it found them and drops the move: nothing is
+// left to do. Otherwise the two buckets are of different rebuilds (one
+// stopped part-way): the units stay in flight, and ErrStateLost asks for a
+// rebuild, which counts them from SQL and brings the epochs together.
+func (s *Store) refused(ctx context.Context, fk keys, from, to Part, id string) error {
+	pipe := s.rdb.Pipeline()
+	paused := pipe.Exists(ctx, fk.paused)
+	lent := pipe.HExists(ctx, fk.lent, id)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("stock: move %s of sku %d: %w", id, from.SKU, err)
+	}
+	if paused.Val() == 1 || !lent.Val() {
+		return nil
+	}
+	return fmt.Errorf("%w: sku %d buckets %d and %d were written by different rebuilds", ErrStateLost, from.SKU, from.Bucket, to.Bucket)
+}
+
+// receive runs receive.lua, on the replicas before it returns: code 1 or 0
+// received, -6 refused (another epoch).
 func (s *Store) receive(ctx context.Context, k keys, id string, n int64, epoch string) (int64, error) {
-	raw, err := receiveScript.Run(ctx, s.rdb, []string{k.stock, k.paused, k.received}, id, n, epoch).Slice()
+	cmd, err := s.o.Replicas.Run(ctx, receiveScript, []string{k.stock, k.paused, k.received}, id, n, epoch)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cmd.Slice()
 	if err != nil {
 		return 0, err
 	}
@@ -79,4 +134,120 @@ func (s *Store) receive(ctx context.Context, k keys, id string, n int64, epoch s
 	default:
 		return code, nil
 	}
+}
+
+// Settle lands every move of sku's buckets (of buckets) that was lent and
+// not settled — its process died between the two steps, or its receive
+// failed — and returns the units that arrived. A move is landed only once
+// the lender's shard has its lend on the replicas; one that its own
+// process is landing at the same moment arrives once all the same.
+func (s *Store) Settle(ctx context.Context, sku uint64, buckets int) (int64, error) {
+	parts := Parts(sku, buckets)
+	pipe := s.rdb.Pipeline()
+	moves := make([]*redis.MapStringStringCmd, len(parts))
+	ttls := make([]*redis.DurationCmd, len(parts))
+	for i, p := range parts {
+		k := newKeys(s.o.Prefix, p)
+		moves[i] = pipe.HGetAll(ctx, k.lent)
+		ttls[i] = pipe.PTTL(ctx, k.lent)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("stock: moves of sku %d: %w", sku, err)
+	}
+	var landed int64
+	for i, from := range parts {
+		if len(moves[i].Val()) == 0 {
+			continue
+		}
+		k := newKeys(s.o.Prefix, from)
+		if err := s.o.Replicas.Confirm(ctx, k.lent, max(ttls[i].Val(), time.Minute)); err != nil {
+			return landed, fmt.Errorf("stock: moves of sku %d: %w", sku, err)
+		}
+		for id, v := range moves[i].Val() {
+			n, to, epoch, ok := parseMove(v)
+			if !ok || to >= len(parts) {
+				continue
+			}
+			got, err := s.land(ctx, from, parts[to], id, n, epoch)
+			landed += got
+			if err != nil {
+				return landed, err
+			}
+		}
+	}
+	return landed, nil
+}
+
+// parseMove reads a lent hash value, "units:bucket:epoch".
+func parseMove(v string) (n int64, to int, epoch string, ok bool) {
+	units, rest, ok1 := strings.Cut(v, ":")
+	bucket, epoch, ok2 := strings.Cut(rest, ":")
+	n, err1 := strconv.ParseInt(units, 10, 64)
+	to, err2 := strconv.Atoi(bucket)
+	return n, to, epoch, ok1 && ok2 && err1 == nil && err2 == nil && n > 0 && to >= 0
+}
+
+// Snap is what a SKU's buckets held at one instant (Snapshot).
+type Snap struct {
+	Left   []int64 // units left, by bucket
+	Moving int64   // units lent by one bucket and not yet received by another
+}
+
+// Units is the units of the SKU on sale or on their way to a bucket.
+func (sn Snap) Units() int64 {
+	n := sn.Moving
+	for _, l := range sn.Left {
+		n += l
+	}
+	return n
+}
+
+// Snapshot returns what sku's buckets (of buckets) held at one instant, or
+// ok false when the buckets changed while they were read (read again).
+// Every bucket is read twice, one pipeline after the other. Each write that
+// adds units to a bucket's left or a move to its lent hash bumps the
+// bucket's ver, and every other write only takes units away, so a bucket
+// that reads the same twice (ver, left, moved) did not change in between,
+// and every bucket held those values at the instant between the two reads.
+func (s *Store) Snapshot(ctx context.Context, sku uint64, buckets int) (sn Snap, ok bool, err error) {
+	parts := Parts(sku, buckets)
+	read := func() ([][]any, error) {
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(parts))
+		for i, p := range parts {
+			cmds[i] = pipe.HMGet(ctx, newKeys(s.o.Prefix, p).stock, "ver", "left", "moved")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("stock: snapshot of sku %d: %w", sku, err)
+		}
+		out := make([][]any, len(parts))
+		for i, c := range cmds {
+			if out[i] = c.Val(); len(out[i]) < 3 || out[i][1] == nil {
+				return nil, fmt.Errorf("%w: sku %d bucket %d", ErrStateLost, sku, parts[i].Bucket)
+			}
+		}
+		return out, nil
+	}
+	first, err := read()
+	if err != nil {
+		return sn, false, err
+	}
+	second, err := read()
+	if err != nil {
+		return sn, false, err
+	}
+	sn.Left = make([]int64, len(parts))
+	var moved int64
+	for i := range parts {
+		for j := range 3 {
+			if toInt(first[i][j]) != toInt(second[i][j]) {
+				return Snap{}, false, nil
+			}
+		}
+		sn.Left[i] = toInt(second[i][1])
+		moved += toInt(second[i][2])
+	}
+	// Each move is -n in its lender's moved until its receiver adds +n.
+	sn.Moving = -moved
+	return sn, true, nil
 }

@@ -54,7 +54,7 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 		require.ErrorIs(t, buy(scarce, "carol", "").Err, ErrSoldOut, "sold out is answered, not charged")
 	}
 	advance(time.Second)
-	_, err := store.Return(ctx, Part{SKU: scarce}, bought.OrderID, "carol", 1)
+	_, err := store.Return(ctx, Part{SKU: scarce}, bought.OrderID, "carol", 1, ReturnClosed)
 	require.NoError(t, err)
 	require.NoError(t, buy(scarce, "carol", "").Err, "carol's budget was not spent on sold-out answers")
 

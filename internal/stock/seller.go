@@ -121,12 +121,6 @@ func (s *Seller) markSoldOut(sku uint64, d time.Duration) {
 	v.(*atomic.Int64).Store(time.Now().Add(d).UnixNano())
 }
 
-// movingRecheck is how long a SKU split into buckets is refused without a
-// Redis call when it has no units left to lend but some moving between
-// buckets: such a move lands in milliseconds, and one that never lands (its
-// process died) must not keep every sold-out answer going to Redis.
-const movingRecheck = 100 * time.Millisecond
-
 // Lines is the number of SKUs with a combining line running.
 func (s *Seller) Lines() int {
 	n := 0
@@ -149,7 +143,8 @@ func (s *Seller) clearSoldOut(sku uint64) {
 //
 // The shopper always buys from their home bucket (Home); when it has too
 // few units left, units are moved to it from the other buckets (Borrow), so
-// a shopper is told sold out only when no bucket has any left.
+// a shopper is told sold out only when the SKU as a whole had fewer units
+// than asked for at one instant during the request.
 func (s *Seller) Buy(ctx context.Context, sku uint64, buckets int, req Request) (Result, error) {
 	if s.SoldOut(sku) {
 		return Result{}, ErrSoldOut
@@ -260,58 +255,162 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 	return res, nil
 }
 
+// borrowRounds bounds the rounds of moves and re-runs one batch makes
+// before the requests still refused are answered ErrBusy; snapshotReads
+// bounds the reads of one round's snapshot while the buckets keep
+// changing.
+const (
+	borrowRounds  = 8
+	snapshotReads = 4
+)
+
 // borrow serves the requests of a batch in p that were refused as sold out
 // with units moved from the other buckets, changing their results in res.
-// It returns how long the SKU is known sold out: SoldOutRecheck when no
-// other bucket had units to lend or moving, movingRecheck when none had
-// units to lend but some are moving, 0 when it is not known sold out. A
-// failure to move units answers those requests ErrBusy: units may be left.
+// It returns how long the SKU is known sold out: SoldOutRecheck when, at
+// one instant (Snapshot), no bucket had a unit left and none was moving
+// between buckets; 0 otherwise.
+//
+// A request stays sold out only when the whole SKU had fewer units than it
+// asks for at such an instant; then the SKU is not flagged unless it had
+// none, so a buyer of fewer units is still served. Each round asks the
+// other buckets in turn (Borrow); when that finds nothing, the snapshot
+// says where the units are, and they are moved from there. Moves under way
+// land in a moment and are waited for; moves their process left in flight
+// are landed here (Settle). A request that the moves cannot serve within
+// borrowRounds (other buckets' buyers took the units meanwhile) is
+// answered ErrBusy: nothing was taken for it, and units may be left.
 func (s *Seller) borrow(ctx context.Context, p Part, buckets int, reqs []Request, res []Result, g Guard) time.Duration {
-	for range 3 {
-		var idx []int
-		var need int64
+	final := make([]bool, len(res)) // sold out for good: the SKU had fewer units
+	pending := func() (idx []int, need int64) {
 		for i, r := range res {
-			if errors.Is(r.Err, ErrSoldOut) {
+			if !final[i] && errors.Is(r.Err, ErrSoldOut) {
 				idx = append(idx, i)
 				need += int64(reqs[i].Qty)
 			}
 		}
+		return idx, need
+	}
+	for round := 0; round < borrowRounds; round++ {
+		idx, need := pending()
 		if len(idx) == 0 {
 			return 0
 		}
-		got, moving, err := s.store.Borrow(ctx, p, buckets, need)
-		if err != nil {
+		got, err := s.store.Borrow(ctx, p, buckets, need)
+		if got == 0 && err == nil {
+			var recheck time.Duration
+			got, recheck, err = s.locate(ctx, p, buckets, reqs, idx, need, final, round)
+			if recheck > 0 {
+				return recheck
+			}
+		}
+		if err != nil && got == 0 {
 			s.o.Log.Warn("stock: moving units between buckets failed", "sku", p.SKU, "bucket", p.Bucket, "err", err.Error())
 			s.busy(p.SKU, res, idx, err)
 			return 0
 		}
-		if got == 0 && moving {
-			// Units are on their way to a bucket: not sold out for long.
-			return min(movingRecheck, s.o.SoldOutRecheck)
-		}
-		if got == 0 {
-			return s.o.SoldOutRecheck
-		}
-		again := make([]Request, len(idx))
-		for j, i := range idx {
-			again[j] = reqs[i]
-		}
-		_, res2, err := s.store.Buy(ctx, p, again, g)
-		if err != nil {
-			// The batch's first run stands: its accepted orders are
-			// answered as accepted.
-			s.busy(p.SKU, res, idx, err)
+		if idx, _ = pending(); len(idx) == 0 {
 			return 0
 		}
-		for j, i := range idx {
-			res[i] = res2[j]
+		// Units may be in p now (moved, landed, or there all along for a
+		// smaller request): run the requests again.
+		if !s.rerun(ctx, p, reqs, res, idx, g) {
+			return 0
 		}
 	}
+	idx, _ := pending()
+	s.busy(p.SKU, res, idx, errors.New("units are moving between buckets"))
 	return 0
 }
 
-// busy answers the requests idx of a batch ErrBusy because of err (a
-// rebuild starts when err says Redis lost a bucket's state).
+// locate finds the units of the SKU after a Borrow found none for the
+// requests idx of a batch in p: from a snapshot, it marks final the
+// requests for more than the SKU holds, and returns SoldOutRecheck when it
+// holds none. Otherwise it moves units to p from the buckets the snapshot
+// saw them in, or lands the moves under way, and returns the units p
+// received.
+func (s *Seller) locate(ctx context.Context, p Part, buckets int, reqs []Request, idx []int, need int64, final []bool, round int) (int64, time.Duration, error) {
+	var sn Snap
+	for range snapshotReads {
+		var ok bool
+		var err error
+		if sn, ok, err = s.store.Snapshot(ctx, p.SKU, buckets); err != nil {
+			return 0, 0, err
+		} else if ok {
+			break
+		}
+		sn = Snap{}
+	}
+	if sn.Left == nil {
+		return 0, 0, nil // the buckets kept changing: try again
+	}
+	units := sn.Units()
+	if units == 0 {
+		return 0, s.o.SoldOutRecheck, nil
+	}
+	for _, i := range idx {
+		final[i] = int64(reqs[i].Qty) > units
+	}
+	if sn.Moving > 0 {
+		if round == 0 {
+			time.Sleep(time.Millisecond) // let the moves under way land
+			return 0, 0, nil
+		}
+		if _, err := s.store.Settle(ctx, p.SKU, buckets); err != nil {
+			return 0, 0, err
+		}
+	}
+	var got int64
+	for b, left := range sn.Left {
+		if b == p.Bucket || left == 0 || got >= need {
+			continue
+		}
+		n, err := s.store.Move(ctx, Part{SKU: p.SKU, Bucket: b}, p, need-got)
+		got += n
+		if err != nil {
+			return got, 0, err
+		}
+	}
+	return got, 0, nil
+}
+
+// rerun runs the requests idx of a batch in p again, after units were moved
+// to p, and puts their results in res. It reports whether it ran: when the
+// script's outcome is unknown (a timeout, a write not on the replicas),
+// those requests are answered with that error, never ErrBusy, since the
+// script may have taken units and made orders for them.
+func (s *Seller) rerun(ctx context.Context, p Part, reqs []Request, res []Result, idx []int, g Guard) bool {
+	again := make([]Request, len(idx))
+	for j, i := range idx {
+		again[j] = reqs[i]
+	}
+	_, res2, err := s.store.Buy(ctx, p, again, g)
+	if err != nil {
+		// The batch's first run stands: its accepted orders are answered
+		// as accepted.
+		if nothingWritten(err) {
+			s.busy(p.SKU, res, idx, err)
+		} else {
+			for _, i := range idx {
+				res[i] = Result{Err: err}
+			}
+		}
+		return false
+	}
+	for j, i := range idx {
+		res[i] = res2[j]
+	}
+	return true
+}
+
+// nothingWritten reports whether a failed buy script is known to have
+// written nothing: it refused to (paused, no state, a stale lock).
+func nothingWritten(err error) bool {
+	return errors.Is(err, ErrBusy) || errors.Is(err, ErrStateLost) || errors.Is(err, ErrStale)
+}
+
+// busy answers the requests idx of a batch ErrBusy because of err, for
+// which nothing was written (a rebuild starts when err says Redis lost a
+// bucket's state).
 func (s *Seller) busy(sku uint64, res []Result, idx []int, err error) {
 	if errors.Is(err, ErrStateLost) {
 		s.stateLost(sku)

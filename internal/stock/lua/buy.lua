@@ -42,7 +42,8 @@
 --           6 the sale has ended (ARGV[3] is at or past ends)
 -- In that order, ended first after replays: a replay is answered first and
 -- is never charged to the rate limit; ended and sold-out answers are not
--- charged either.
+-- charged either. A request for more than is left is answered 4 rather
+-- than 3 when the shopper's units would pass the limit too.
 local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local token, fence, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -116,7 +117,14 @@ for i = 0, n - 1 do
     out[#out + 1] = 6
     out[#out + 1] = ''
   elseif qty > left then
-    out[#out + 1] = 3
+    -- A shopper whose units would pass the limit anyway is told so: a SKU
+    -- split into buckets moves units to a bucket short of them, and must
+    -- not move them for a request that could not take them.
+    if limit > 0 and (tonumber(redis.call('HGET', buyers, user)) or 0) + qty > limit then
+      out[#out + 1] = 4
+    else
+      out[#out + 1] = 3
+    end
     out[#out + 1] = ''
   elseif wait > 0 then
     out[#out + 1] = 5

@@ -5,7 +5,9 @@
 -- left (undersold until a reconcile), never in both.
 --
 -- KEYS[1] the lending bucket's stock hash: left, moved (units received less
---         units lent), epoch (changed by every rebuild)
+--         units lent), epoch (changed by every rebuild), ver (bumped by
+--         every write that adds units to left or a move to lent: see
+--         Store.Snapshot)
 -- KEYS[2] its pause marker, set while the SKU is being rebuilt
 -- KEYS[3] its lent hash: transfer id -> "units:bucket:epoch"
 -- ARGV[1] transfer id
@@ -13,10 +15,8 @@
 -- ARGV[3] the receiving bucket
 -- Lends half of what is left, at least what is needed, at most what is
 -- left: a bucket whose shoppers ran it dry is likely to need more.
--- Returns {code, units, epoch, moving}: 1 lent (units 0: nothing left), -1
--- no state (Redis lost it), -4 paused; moving is the number of this
--- bucket's earlier transfers not settled yet (only when it lent nothing).
--- Nothing is written unless units > 0.
+-- Returns {code, units, epoch}: 1 lent (units 0: nothing left), -1 no state
+-- (Redis lost it), -4 paused. Nothing is written unless units > 0.
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {-4, 0, ''}
 end
@@ -27,10 +27,11 @@ end
 local left, epoch = tonumber(st[1]), st[2] or '0'
 local n = math.min(left, math.max(tonumber(ARGV[2]), math.ceil(left / 2)))
 if n <= 0 then
-  return {1, 0, epoch, redis.call('HLEN', KEYS[3])}
+  return {1, 0, epoch}
 end
 redis.call('HINCRBY', KEYS[1], 'left', -n)
 redis.call('HINCRBY', KEYS[1], 'moved', -n)
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
 redis.call('HSET', KEYS[3], ARGV[1], n .. ':' .. ARGV[3] .. ':' .. epoch)
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then

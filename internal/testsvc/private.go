@@ -1,4 +1,4 @@
-package faulttest
+package testsvc
 
 import (
 	"context"
@@ -11,30 +11,29 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// replicated are the arguments of every replicated redis-server of the
-// failover scenarios: a full resynchronisation starts at once rather than
-// after the default 5s wait for more replicas.
-var replicated = []string{"--repl-diskless-sync-delay", "0"}
+// Replicated are the arguments of every replicated private redis-server:
+// a full resynchronisation starts at once rather than after the default 5s
+// wait for more replicas.
+var Replicated = []string{"--repl-diskless-sync-delay", "0"}
 
-// sentinelSet is a primary watched by three Sentinels.
-type sentinelSet struct {
-	t       *testing.T
+// SentinelSet is a private primary watched by three private Sentinels.
+type SentinelSet struct {
+	t       testing.TB
 	name    string
-	all     []*testsvc.RedisServer
+	all     []*RedisServer
 	clients []*redis.SentinelClient
 }
 
-// startSentinels starts three Sentinels on the primary at primary and
-// waits until each knows the other two and the replicas it must see.
-func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelSet {
+// StartSentinelSet starts three Sentinels on the primary at primary under
+// name and waits until each knows the other two and the replicas it must
+// see.
+func StartSentinelSet(t testing.TB, name, primary string, replicas int) *SentinelSet {
 	t.Helper()
-	set := &sentinelSet{t: t, name: name}
+	set := &SentinelSet{t: t, name: name}
 	for range 3 {
-		s := testsvc.StartSentinel(t, name, primary)
+		s := StartSentinel(t, name, primary)
 		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
 		set.all, set.clients = append(set.all, s), append(set.clients, c)
@@ -42,7 +41,7 @@ func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelS
 	deadline := time.Now().Add(20 * time.Second)
 	for i, s := range set.all {
 		for {
-			m, err := set.clients[i].Master(t.Context(), name).Result()
+			m, err := set.clients[i].Master(context.Background(), name).Result()
 			if err == nil && m["num-other-sentinels"] == "2" && m["num-slaves"] == strconv.Itoa(replicas) {
 				break
 			}
@@ -56,10 +55,13 @@ func startSentinels(t *testing.T, name, primary string, replicas int) *sentinelS
 }
 
 // Addrs are the Sentinels' addresses, comma-separated.
-func (set *sentinelSet) Addrs() string { return joinAddrs(set.all) }
+func (set *SentinelSet) Addrs() string { return JoinAddrs(set.all) }
 
-// joinAddrs joins the addresses of servers with commas.
-func joinAddrs[S interface{ Addr() string }](servers []S) string {
+// Name is the master name the Sentinels watch.
+func (set *SentinelSet) Name() string { return set.name }
+
+// JoinAddrs joins the addresses of servers with commas.
+func JoinAddrs[S interface{ Addr() string }](servers []S) string {
 	out := make([]string, len(servers))
 	for i, s := range servers {
 		out[i] = s.Addr()
@@ -67,9 +69,9 @@ func joinAddrs[S interface{ Addr() string }](servers []S) string {
 	return strings.Join(out, ",")
 }
 
-// waitMaster waits until every Sentinel names addr as the primary and
+// WaitMaster waits until every Sentinel names addr as the primary and
 // returns when the last did.
-func (set *sentinelSet) waitMaster(addr string, limit time.Duration) time.Time {
+func (set *SentinelSet) WaitMaster(addr string, limit time.Duration) time.Time {
 	set.t.Helper()
 	deadline := time.Now().Add(limit)
 	for i, s := range set.all {
@@ -87,9 +89,23 @@ func (set *sentinelSet) waitMaster(addr string, limit time.Duration) time.Time {
 	return time.Now()
 }
 
-// replicaCount returns how many replicas are online on the server c reaches
-// (INFO replication).
-func replicaCount(c *redis.Client) int {
+// Master is the primary's address as the first Sentinel that answers names
+// it, "" when none does.
+func (set *SentinelSet) Master() string {
+	for _, c := range set.clients {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		got, err := c.GetMasterAddrByName(ctx, set.name).Result()
+		cancel()
+		if err == nil && len(got) == 2 {
+			return got[0] + ":" + got[1]
+		}
+	}
+	return ""
+}
+
+// ReplicaCount returns how many replicas are online on the server c reaches
+// (INFO replication), -1 when it does not answer.
+func ReplicaCount(c *redis.Client) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	info, err := c.Info(ctx, "replication").Result()
@@ -105,11 +121,11 @@ func replicaCount(c *redis.Client) int {
 	return n
 }
 
-// waitReplicas waits until the server c reaches has n replicas online.
-func waitReplicas(t *testing.T, c *redis.Client, n int, limit time.Duration) {
+// WaitReplicas waits until the server c reaches has n replicas online.
+func WaitReplicas(t testing.TB, c *redis.Client, n int, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
-	for replicaCount(c) < n {
+	for ReplicaCount(c) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: fewer than %d replicas online after %s", c.Options().Addr, n, limit)
 		}
@@ -117,42 +133,43 @@ func waitReplicas(t *testing.T, c *redis.Client, n int, limit time.Duration) {
 	}
 }
 
-// cluster is a private Redis Cluster of three masters with one replica each.
-type cluster struct {
-	t     *testing.T
-	nodes []*testsvc.RedisServer
+// RedisCluster is a private Redis Cluster of three masters with one replica
+// each.
+type RedisCluster struct {
+	t     testing.TB
+	Nodes []*RedisServer
 
 	mu      sync.Mutex
 	clients map[string]*redis.Client
 }
 
-// startCluster starts six cluster-mode redis-servers (node timeout 1s),
-// makes a cluster of them with redis-cli (three masters, each with a
+// StartRedisCluster starts six cluster-mode redis-servers (node timeout
+// 1s), makes a cluster of them with redis-cli (three masters, each with a
 // replica), and waits until every node says the cluster is ok and every
 // master has its replica online.
-func startCluster(t *testing.T) *cluster {
+func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		testsvc.Missing(t, "redis-cli not found: %v", err)
+		Missing(t, "redis-cli not found: %v", err)
 	}
-	c := &cluster{t: t, clients: map[string]*redis.Client{}}
-	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1000"}, replicated...)
+	c := &RedisCluster{t: t, clients: map[string]*redis.Client{}}
+	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1000"}, Replicated...)
 	for range 6 {
-		c.nodes = append(c.nodes, testsvc.StartRedisServer(t, args...))
+		c.Nodes = append(c.Nodes, StartRedisServer(t, args...))
 	}
 	create := []string{"--cluster", "create"}
 	create = append(create, strings.Split(c.Addrs(), ",")...)
 	create = append(create, "--cluster-replicas", "1", "--cluster-yes")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, create...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !c.ready() {
+	for !c.Ready() {
 		if time.Now().After(deadline) {
-			t.Fatalf("cluster not ready in 20s:\n%s", c.describe())
+			t.Fatalf("cluster not ready in 20s:\n%s", c.Describe())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -160,10 +177,10 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // Addrs are the nodes' addresses, comma-separated.
-func (c *cluster) Addrs() string { return joinAddrs(c.nodes) }
+func (c *RedisCluster) Addrs() string { return JoinAddrs(c.Nodes) }
 
-// client returns a client of the node at addr.
-func (c *cluster) client(addr string) *redis.Client {
+// Client returns a client of the node at addr, closed when the test ends.
+func (c *RedisCluster) Client(addr string) *redis.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[addr]; ok {
@@ -175,9 +192,9 @@ func (c *cluster) client(addr string) *redis.Client {
 	return cl
 }
 
-// node is the server at addr.
-func (c *cluster) node(addr string) *testsvc.RedisServer {
-	for _, n := range c.nodes {
+// Node is the server at addr.
+func (c *RedisCluster) Node(addr string) *RedisServer {
+	for _, n := range c.Nodes {
 		if n.Addr() == addr {
 			return n
 		}
@@ -186,53 +203,54 @@ func (c *cluster) node(addr string) *testsvc.RedisServer {
 	return nil
 }
 
-// clusterNode is one line of CLUSTER NODES.
-type clusterNode struct {
-	id, addr, master string // master: the master's id for a replica, "" for a master
-	flags            string
+// ClusterNode is one line of CLUSTER NODES.
+type ClusterNode struct {
+	ID, Addr string
+	Master   string // the master's id for a replica, "" for a master
+	Flags    string
 }
 
-// view is CLUSTER NODES as the node at addr sees it.
-func (c *cluster) view(addr string) ([]clusterNode, error) {
+// View is CLUSTER NODES as the node at addr sees it.
+func (c *RedisCluster) View(addr string) ([]ClusterNode, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	text, err := c.client(addr).ClusterNodes(ctx).Result()
+	text, err := c.Client(addr).ClusterNodes(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
-	var out []clusterNode
+	var out []ClusterNode
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 8 {
 			continue
 		}
-		n := clusterNode{id: f[0], addr: strings.Split(f[1], "@")[0], flags: f[2]}
+		n := ClusterNode{ID: f[0], Addr: strings.Split(f[1], "@")[0], Flags: f[2]}
 		if f[3] != "-" {
-			n.master = f[3]
+			n.Master = f[3]
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
 
-// ready reports whether every node says the cluster is ok and each of the
+// Ready reports whether every node says the cluster is ok and each of the
 // three masters has an online replica.
-func (c *cluster) ready() bool {
+func (c *RedisCluster) Ready() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	masters := 0
-	for _, n := range c.nodes {
-		info, err := c.client(n.Addr()).ClusterInfo(ctx).Result()
+	for _, n := range c.Nodes {
+		info, err := c.Client(n.Addr()).ClusterInfo(ctx).Result()
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
 			return false
 		}
-		role, err := c.client(n.Addr()).Do(ctx, "ROLE").Slice()
+		role, err := c.Client(n.Addr()).Do(ctx, "ROLE").Slice()
 		if err != nil || len(role) == 0 {
 			return false
 		}
 		if role[0] == "master" {
 			masters++
-			if replicaCount(c.client(n.Addr())) < 1 {
+			if ReplicaCount(c.Client(n.Addr())) < 1 {
 				return false
 			}
 		}
@@ -240,12 +258,12 @@ func (c *cluster) ready() bool {
 	return masters == 3
 }
 
-// masterOf returns the address of the master that serves slot, as the node
+// MasterOf returns the address of the master that serves slot, as the node
 // at addr sees it.
-func (c *cluster) masterOf(addr string, slot int64) (string, error) {
+func (c *RedisCluster) MasterOf(addr string, slot int64) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	shards, err := c.client(addr).ClusterShards(ctx).Result()
+	shards, err := c.Client(addr).ClusterShards(ctx).Result()
 	if err != nil {
 		return "", err
 	}
@@ -264,34 +282,34 @@ func (c *cluster) masterOf(addr string, slot int64) (string, error) {
 	return "", fmt.Errorf("slot %d has no master online", slot)
 }
 
-// replicaOf returns the address of the replica of the master at addr.
-func (c *cluster) replicaOf(addr string) string {
+// ReplicaOf returns the address of the replica of the master at addr.
+func (c *RedisCluster) ReplicaOf(addr string) string {
 	c.t.Helper()
-	nodes, err := c.view(addr)
+	nodes, err := c.View(addr)
 	if err != nil {
 		c.t.Fatalf("cluster nodes on %s: %v", addr, err)
 	}
 	var id string
 	for _, n := range nodes {
-		if n.addr == addr {
-			id = n.id
+		if n.Addr == addr {
+			id = n.ID
 		}
 	}
 	for _, n := range nodes {
-		if id != "" && n.master == id {
-			return n.addr
+		if id != "" && n.Master == id {
+			return n.Addr
 		}
 	}
-	c.t.Fatalf("master %s has no replica:\n%s", addr, c.describe())
+	c.t.Fatalf("master %s has no replica:\n%s", addr, c.Describe())
 	return ""
 }
 
-// describe is CLUSTER NODES of every node that answers, for a failure.
-func (c *cluster) describe() string {
+// Describe is CLUSTER NODES of every node that answers, for a failure.
+func (c *RedisCluster) Describe() string {
 	var b strings.Builder
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		text, err := c.client(n.Addr()).ClusterNodes(ctx).Result()
+		text, err := c.Client(n.Addr()).ClusterNodes(ctx).Result()
 		cancel()
 		fmt.Fprintf(&b, "%s: %v\n%s\n", n.Addr(), err, text)
 	}
