@@ -92,7 +92,7 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		// call that stopped between SQL and Redis): the payment deadline
 		// runs this for every order, so units never stay taken for good.
 		// Returning them announces it to every instance's seller.
-		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), stock.PartOf(o.SKU, o.OrderID), o.OrderID, o.User, o.Qty)
+		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), stock.PartOf(o.SKU, o.OrderID), o.OrderID, o.User, o.Qty, stock.ReturnClosed)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,7 @@
 -- is never created here: it must be rebuilt from SQL, or its past buyers
 -- could buy again and sold units would be sold twice.
 --
--- KEYS[1] stock hash
+-- KEYS[1] stock hash (ver is bumped by every change: see Store.Snapshot)
 -- KEYS[2] pause marker, set while the state is being rebuilt
 -- ARGV[1] units: the total (mode set), units to add to the total and to
 --         left (add), or the most units to cut from left and the total (cut)
@@ -19,6 +19,8 @@
 -- ARGV[6] mode: set, add or cut (add and cut are how a SKU split into
 --         buckets changes its total: the buckets' shares move as they lend
 --         each other units, so only the change is given)
+-- ARGV[7] keep: 1 when the per-user limit counts the shopper's cancelled
+--         and expired orders (return.lua then leaves their count), else 0
 -- Returns {code, left, applied}: 1 created, 2 updated, -1 refused (total
 -- below the units already taken; nothing changed), -2 missing (not created:
 -- rebuild it), -4 paused (a rebuild is in progress; nothing changed);
@@ -32,7 +34,7 @@ if not cur[1] then
   if ARGV[3] ~= '1' or mode ~= 'set' then
     return {-2, 0, 0}
   end
-  redis.call('HSET', KEYS[1], 'total', n, 'left', n, 'limit', limit, 'fence', 0, 'ends', ARGV[5], 'moved', 0)
+  redis.call('HSET', KEYS[1], 'total', n, 'left', n, 'limit', limit, 'fence', 0, 'ends', ARGV[5], 'moved', 0, 'ver', 1, 'keep', ARGV[7])
   redis.call('PEXPIREAT', KEYS[1], ARGV[4])
   return {1, n, n}
 end
@@ -51,6 +53,7 @@ else
   applied = math.min(left, n)
   total, left = total - applied, left - applied
 end
-redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit, 'ends', ARGV[5])
+redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit, 'ends', ARGV[5], 'keep', ARGV[7])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
 redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 return {2, left, applied}
