@@ -1,13 +1,16 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -120,4 +123,88 @@ func TestDeleteDeadRacingRequeueReturnsUnitsOnce(t *testing.T) {
 	after := s.audit(sku)
 	assert.Equal(t, *before.RedisLeft, *after.RedisLeft, "no unit of an order in SQL comes back")
 	assert.True(t, after.Consistent, "%+v", after)
+}
+
+// beforeReturn is a go-redis hook that runs f once, in the caller's
+// goroutine, just before the first unit-return script (return.lua: four
+// keys, the third the returned set) is sent.
+type beforeReturn struct {
+	once sync.Once
+	f    func()
+}
+
+func (h *beforeReturn) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeReturn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		if len(a) > 6 && strings.HasPrefix(fmt.Sprint(a[0]), "eval") && fmt.Sprint(a[2]) == "4" && strings.HasSuffix(fmt.Sprint(a[5]), ":returned") {
+			h.once.Do(h.f)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *beforeReturn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A dead letter's delete and the return of its units are one step for a
+// reconcile: an operator's reconcile on another instance that comes between
+// the two would count the units as free (the task is gone, the order is
+// not in SQL), and the return would then add them again, one unit too many
+// on sale and the shopper's count one too low. The reconcile waits for the
+// delete to finish instead.
+func TestAReconcileDoesNotComeBetweenADeadLettersDeleteAndItsReturn(t *testing.T) {
+	s := startSale(t, saleOpts{instances: 2, noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	sku := s.seed(5, 2)
+	task, _ := deadLetter(t, s, sku, "bob")
+	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "bob", 1).Status)
+	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 1).Status)
+
+	reconcile := &http.Client{Timeout: 1500 * time.Millisecond}
+	var during int
+	s.apps[0].Redis.AddHook(&beforeReturn{f: func() {
+		req, err := http.NewRequest("POST", fmt.Sprintf("%s/admin/skus/%d/reconcile", s.urls[1], sku), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		if resp, err := reconcile.Do(req); err == nil {
+			during = resp.StatusCode
+			resp.Body.Close()
+		}
+	}})
+	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, task), "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	assert.NotEqual(t, http.StatusOK, during, "the reconcile did not run between the delete and the return")
+
+	rep := s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(3), *rep.RedisLeft, "bob's dropped unit came back once")
+	assert.Equal(t, http.StatusAccepted, s.buy(1, sku, "bob", 1).Status, "bob holds one unit of two")
+	assert.Equal(t, "limit_exceeded", s.buy(1, sku, "bob", 1).Str("error"))
+}
+
+// The queue report counts orders waiting for the drain apart from the
+// payment-deadline timers: after the orders are written to MySQL and paid,
+// nothing waits, and the timers (which stay until due and then do
+// nothing) show as deadlines.
+func TestTheQueueReportSetsDeadlinesApart(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(5, 1)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, s.order(0, sku, fmt.Sprintf("p%d", i)))
+	}
+	for i, id := range ids {
+		user := fmt.Sprintf("p%d", i)
+		s.waitStatus(user, id, "pending_payment")
+		r := s.do(0, "POST", "/api/v1/orders/"+id+"/pay", user, nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	}
+	q := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/queue", sku), "", nil)
+	require.Equal(t, http.StatusOK, q.Status, q.Raw)
+	assert.Zero(t, q.Num("due"), q.Raw)
+	assert.Zero(t, q.Num("delayed"), "no order waits for the drain: %s", q.Raw)
+	assert.Positive(t, q.Num("deadlines"), q.Raw)
+	assert.Nil(t, q.Body["oldest_due"], q.Raw)
 }

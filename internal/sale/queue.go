@@ -42,13 +42,19 @@ func taskView(in queue.Info) TaskView {
 
 // QueueReport is the state of one SKU's queue.
 type QueueReport struct {
-	SKU       uint64     `json:"sku_id"`
-	Due       int64      `json:"due"`
-	Delayed   int64      `json:"delayed"`
+	SKU uint64 `json:"sku_id"`
+	// Due and Delayed are the tasks of orders waiting for the drain: due
+	// now, or after a failed attempt's back-off.
+	Due     int64 `json:"due"`
+	Delayed int64 `json:"delayed"`
+	// Deadlines are the payment-deadline timers still to run. A timer is
+	// not removed when its orders are paid or cancelled first: it does
+	// nothing when it comes due.
+	Deadlines int64      `json:"deadlines"`
 	InFlight  int64      `json:"in_flight"`
 	Dead      int64      `json:"dead"`
-	OldestDue *time.Time `json:"oldest_due"`
-	Next      []TaskView `json:"next"` // the first pending tasks by due time
+	OldestDue *time.Time `json:"oldest_due"` // of the orders waiting
+	Next      []TaskView `json:"next"`       // the first pending tasks by due time
 }
 
 // Queue reports the depths of sku's queue (of all its buckets' queues
@@ -63,11 +69,12 @@ func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, e
 	var next []queue.Info
 	for _, p := range stock.Parts(sku, k.Buckets) {
 		q := s.store.Lookup(p)
-		st, err := q.Stats(ctx)
+		st, deadlines, err := q.StatsApart(ctx, order.TaskExpire)
 		if err != nil {
 			return nil, err
 		}
 		r.Due, r.Delayed, r.InFlight, r.Dead = r.Due+st.Due, r.Delayed+st.Delayed, r.InFlight+st.InFlight, r.Dead+st.Dead
+		r.Deadlines += deadlines
 		if t := st.OldestDue.UTC(); !st.OldestDue.IsZero() && (r.OldestDue == nil || t.Before(*r.OldestDue)) {
 			r.OldestDue = &t
 		}
@@ -142,13 +149,23 @@ func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error 
 // DeleteDead drops a dead letter for good. Dropping accepted orders that
 // never reached SQL gives their units back, once, after the letter is gone
 // (a requeue racing the delete wins or loses as a whole); those shoppers'
-// orders are then gone. An order that is in SQL keeps its units.
+// orders are then gone. An order that is in SQL keeps its units. It runs
+// under the SKU's admin lock, as stock changes and rebuilds do: a rebuild
+// between the delete and the return would count the units as free and the
+// return would add them again.
 func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	k, err := s.skus.Get(ctx, sku)
 	if err != nil {
 		return err
 	}
-	q := s.store.Lookup(partOfTask(sku, k.Buckets, id))
+	return s.exclusive(ctx, sku, func(ctx context.Context) error {
+		return s.deleteDead(ctx, sku, partOfTask(sku, k.Buckets, id), id)
+	})
+}
+
+// deleteDead is DeleteDead under the SKU's admin lock.
+func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id string) error {
+	q := s.store.Lookup(p)
 	in, err := q.Inspect(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) || err == nil && in.State != queue.StateDead {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
@@ -187,7 +204,7 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 				"order_id", t.OrderID, "sku", t.SKU)
 			continue
 		}
-		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty); err != nil {
+		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty, stock.ReturnVoid); err != nil {
 			return err
 		}
 		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
@@ -198,7 +215,8 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 		// order names now: the state rebuilt from SQL frees them.
 		s.o.Log.Warn("dead letter dropped with orders that could not be read; rebuilding the sku's redis state",
 			"sku", sku, "err", unreadable.Error())
-		return s.Rebuild(ctx, sku)
+		_, err := s.reconcile(ctx, sku)
+		return err
 	}
 	return nil
 }
