@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -62,7 +61,9 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 		}
 		log.LogAttrs(c.Request.Context(), level, "http",
 			slog.String("request_id", requestIDOf(c)),
-			slog.String("method", c.Request.Method),
+			// The method as the metrics label it: a client's own method
+			// would put what it likes, up to the header limit, in the log.
+			slog.String("method", methodLabel(c.Request.Method)),
 			slog.String("route", c.FullPath()),
 			slog.Int("status", status),
 			slog.Duration("took", time.Since(start)),
@@ -101,7 +102,9 @@ func limitBody(limit int64) gin.HandlerFunc {
 
 // observe records request latency and status by route. The histogram of
 // each method, route and status is looked up once and kept (up to
-// maxObservers of them), instead of hashing three labels per request.
+// maxObservers of them), instead of hashing three labels per request. The
+// key holds the labels, not what the client sent, so the set of observers
+// and of series is bounded whatever the requests are (metrics.go).
 func observe(m *httpMetrics) gin.HandlerFunc {
 	type key struct {
 		method, route string
@@ -113,16 +116,16 @@ func observe(m *httpMetrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
+		route := c.FullPath() // a pattern of routes.go
 		if route == "" {
-			route = "unmatched"
+			route = routeUnmatched
 		}
-		k := key{c.Request.Method, route, c.Writer.Status()}
+		k := key{methodLabel(c.Request.Method), route, boundStatus(c.Writer.Status())}
 		mu.RLock()
 		o, ok := observers[k]
 		mu.RUnlock()
 		if !ok {
-			o = m.requests.WithLabelValues(k.method, k.route, strconv.Itoa(k.status))
+			o = m.requests.WithLabelValues(k.method, k.route, statusLabel(k.status))
 			mu.Lock()
 			if len(observers) < maxObservers {
 				observers[k] = o
@@ -146,7 +149,7 @@ func cors(origins []string) gin.HandlerFunc {
 			c.Header("Access-Control-Allow-Origin", origin)
 			c.Header("Vary", "Origin")
 			c.Header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-User-ID, X-Request-ID")
-			c.Header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+			c.Header("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 			if c.Request.Method == http.MethodOptions {
 				c.AbortWithStatus(http.StatusNoContent)
 				return
