@@ -26,7 +26,7 @@ run: ## run the server on the embedded default (in-process Redis and SQLite)
 build: ## build bin/seckill
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/seckill
 
-services: ## start Redis, the Redis Cluster, the Redlock servers and MariaDB when they are not running
+services: ## start Redis, the Redis Cluster, the Sentinel set (each also speaking TLS only), the Redlock servers and MariaDB when they are not running
 	./scripts/test-services.sh
 
 test: ## start the services, then run every test with the race detector

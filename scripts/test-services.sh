@@ -6,13 +6,23 @@
 #   Redis Sentinel set    127.0.0.1:6390 (primary), 6391 (its replica), and three
 #                         Sentinels on 26390-26392 watching master "seckill-test"
 #   MariaDB               127.0.0.1:3306 (root, empty password)
+# and the same kinds of Redis speaking TLS only, with a CA, a server and a
+# client certificate that it makes with openssl in $STATE_DIR/tls:
+#   Redis standalone      127.0.0.1:6400 (a client certificate is optional)
+#   Redis Cluster         127.0.0.1:7100-7102 (3 masters, bus over TLS)
+#   Redis Sentinel set    127.0.0.1:6410 (primary), 6411 (its replica), and three
+#                         Sentinels on 26410-26412 watching master "seckill-tls"
+# These ask for a client certificate signed by the CA, except where noted.
 # Cluster nodes and Sentinels use short timeouts, so that a failover a test
 # provokes completes within a few seconds. After one, the roles may be swapped
 # (6391 the primary, 7003 a master): that is healthy, and left as it is.
-# Installs redis-server and mariadb-server with apt-get when they are missing;
-# the Sentinels run as `redis-server <conf> --sentinel`.
+# Installs redis-server, mariadb-server and openssl with apt-get when they are
+# missing; the Sentinels run as `redis-server <conf> --sentinel`.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
+
+# start_tls_services changes the port variables in a subshell, on purpose.
+# shellcheck disable=SC2030,SC2031
 set -euo pipefail
 
 STATE_DIR=${SECKILL_SERVICES_DIR:-/tmp/seckill-test-services}
@@ -26,6 +36,15 @@ SENTINEL_DATA_PORTS=(6390 6391) # the first starts as the primary
 SENTINEL_PORTS=(26390 26391 26392)
 SENTINEL_QUORUM=2
 MYSQL_PORT=3306
+TLS_DIR=$STATE_DIR/tls
+TLS_REDIS_PORT=6400
+TLS_CLUSTER_PORTS=(7100 7101 7102)
+TLS_SENTINEL_MASTER=seckill-tls
+TLS_SENTINEL_DATA_PORTS=(6410 6411)
+TLS_SENTINEL_PORTS=(26410 26411 26412)
+# TLS=1 makes the functions below speak TLS: redis-cli through rcli, and the
+# servers that start_redis and start_sentinel start listen on TLS only.
+TLS=0
 
 quiet=0
 if [[ "${1:-}" == "--env" ]]; then quiet=1; fi
@@ -48,7 +67,26 @@ need_redis() {
 	fi
 }
 
-redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
+# rcli runs redis-cli, over TLS with the client certificate when TLS=1.
+rcli() {
+	if [[ $TLS == 1 ]]; then
+		redis-cli --tls --cacert "$TLS_DIR/ca.crt" --cert "$TLS_DIR/client.crt" --key "$TLS_DIR/client.key" "$@"
+	else
+		redis-cli "$@"
+	fi
+}
+
+# listen_args <port>: the arguments of a server that listens on <port>.
+listen_args() {
+	if [[ $TLS == 1 ]]; then
+		listen=(--port 0 --tls-port "$1" --tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key"
+			--tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-replication yes --tls-cluster yes)
+	else
+		listen=(--port "$1")
+	fi
+}
+
+redis_up() { rcli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
 
 poll() { # poll <tries> <command...>: like wait_for, silently
 	local tries=$1 i
@@ -78,24 +116,25 @@ start_redis() { # start_redis <port> [extra args...]
 		log "redis :$port already running"
 		return
 	fi
-	local dir=$STATE_DIR/redis-$port
+	local dir=$STATE_DIR/redis-$port listen
 	mkdir -p "$dir"
+	listen_args "$port"
 	log "starting redis :$port"
-	redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+	redis-server --daemonize yes --bind 127.0.0.1 "${listen[@]}" --save "" --appendonly no \
 		--dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" "$@" >&2
 	wait_for "redis :$port" 50 redis_up "$port"
 }
 
-cluster_ok() { redis-cli -p "${CLUSTER_PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+cluster_ok() { rcli -p "${CLUSTER_PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
 
 # info_field <port> <section> <field>: one field of INFO, empty when the server does not answer.
 info_field() {
 	local info
-	info=$(redis-cli -p "$1" info "$2" 2>/dev/null | tr -d '\r') || true
+	info=$(rcli -p "$1" info "$2" 2>/dev/null | tr -d '\r') || true
 	sed -n "s/^$3://p" <<<"$info"
 }
 
-cluster_nodes() { redis-cli -p "${CLUSTER_PORTS[0]}" cluster nodes 2>/dev/null | tr -d '\r'; }
+cluster_nodes() { rcli -p "${CLUSTER_PORTS[0]}" cluster nodes 2>/dev/null | tr -d '\r'; }
 
 # Prints the id of every master that serves slots and has no replica in working order.
 masters_without_replica() {
@@ -124,17 +163,17 @@ start_cluster() {
 	done
 	# Nodes started before the replicas existed waited 5s before declaring a node failed.
 	for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
-		if [[ "$(redis-cli -p "$port" config get cluster-node-timeout | tr -d '\r' | sed -n 2p)" != "$CLUSTER_NODE_TIMEOUT" ]]; then
+		if [[ "$(rcli -p "$port" config get cluster-node-timeout | tr -d '\r' | sed -n 2p)" != "$CLUSTER_NODE_TIMEOUT" ]]; then
 			log "redis :$port cluster-node-timeout $CLUSTER_NODE_TIMEOUT"
-			redis-cli -p "$port" config set cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" >/dev/null
-			redis-cli -p "$port" config set cluster-replica-validity-factor 0 >/dev/null
+			rcli -p "$port" config set cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" >/dev/null
+			rcli -p "$port" config set cluster-replica-validity-factor 0 >/dev/null
 		fi
 	done
 	if cluster_ok; then
 		log "redis cluster already formed"
 	else
 		local known
-		known=$(redis-cli -p "${CLUSTER_PORTS[0]}" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')
+		known=$(rcli -p "${CLUSTER_PORTS[0]}" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')
 		if [[ "$known" != "1" ]] && poll 50 cluster_ok; then
 			# A failover under way (a test stopped a master): the cluster recovers on its own.
 			known=ok
@@ -142,15 +181,15 @@ start_cluster() {
 		if [[ "$known" != "1" && "$known" != ok ]]; then
 			# Half-formed cluster from an earlier run: reset every node and create it again.
 			for port in "${CLUSTER_PORTS[@]}" "${CLUSTER_REPLICA_PORTS[@]}"; do
-				redis-cli -p "$port" flushall >/dev/null 2>&1 || true
-				redis-cli -p "$port" cluster reset hard >/dev/null
+				rcli -p "$port" flushall >/dev/null 2>&1 || true
+				rcli -p "$port" cluster reset hard >/dev/null
 			done
 		fi
 		if [[ "$known" != ok ]]; then
 			log "creating redis cluster on ${CLUSTER_PORTS[*]}"
 			local nodes=()
 			for port in "${CLUSTER_PORTS[@]}"; do nodes+=("127.0.0.1:$port"); done
-			redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >&2
+			rcli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >&2
 			wait_for "redis cluster" 150 cluster_ok
 		fi
 	fi
@@ -160,6 +199,7 @@ start_cluster() {
 # add_cluster_replicas gives every master of the cluster a replica from
 # CLUSTER_REPLICA_PORTS, preferring the pairing 7000-7003, 7001-7004, 7002-7005.
 add_cluster_replicas() {
+	if [[ ${#CLUSTER_REPLICA_PORTS[@]} == 0 ]]; then return; fi
 	if cluster_replicas_ok; then
 		log "redis cluster replicas already attached"
 		return
@@ -167,7 +207,7 @@ add_cluster_replicas() {
 	local i port id line master wanted lacking
 	for i in "${!CLUSTER_REPLICA_PORTS[@]}"; do
 		port=${CLUSTER_REPLICA_PORTS[$i]}
-		id=$(redis-cli -p "$port" cluster myid | tr -d '\r')
+		id=$(rcli -p "$port" cluster myid | tr -d '\r')
 		line=$(cluster_nodes | awk -v id="$id" '$1 == id')
 		if [[ -n "$line" ]] && ! awk '$3 ~ /master/ && NF < 9 { bad = 1 } END { exit !bad }' <<<"$line"; then
 			continue # a member already: a replica, or a master after a failover
@@ -182,16 +222,16 @@ add_cluster_replicas() {
 		if [[ -n "$line" ]]; then
 			# Met the cluster but never became a replica (an interrupted add-node).
 			log "redis :$port replicates $master"
-			redis-cli -p "$port" cluster replicate "$master" >/dev/null
+			rcli -p "$port" cluster replicate "$master" >/dev/null
 			continue
 		fi
-		if [[ "$(redis-cli -p "$port" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')" != "1" ]]; then
+		if [[ "$(rcli -p "$port" cluster info | awk -F: '/cluster_known_nodes/ {print $2}' | tr -d '\r')" != "1" ]]; then
 			# Knows a cluster that no longer exists: forget it.
-			redis-cli -p "$port" flushall >/dev/null 2>&1 || true
-			redis-cli -p "$port" cluster reset hard >/dev/null
+			rcli -p "$port" flushall >/dev/null 2>&1 || true
+			rcli -p "$port" cluster reset hard >/dev/null
 		fi
 		log "adding redis :$port as a replica of $master"
-		redis-cli --cluster add-node "127.0.0.1:$port" "127.0.0.1:${CLUSTER_PORTS[0]}" \
+		rcli --cluster add-node "127.0.0.1:$port" "127.0.0.1:${CLUSTER_PORTS[0]}" \
 			--cluster-slave --cluster-master-id "$master" >&2
 		# The next replica must see this one, or it would pick the same master.
 		wait_for "redis :$port in the cluster" 150 node_is_replica "$id"
@@ -203,13 +243,13 @@ node_is_replica() { cluster_nodes | awk -v id="$1" '$1 == id && $3 ~ /slave/ { o
 
 sentinel_field() { # sentinel_field <sentinel port> <field of SENTINEL MASTER>
 	local out
-	out=$(redis-cli -p "$1" sentinel master "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
+	out=$(rcli -p "$1" sentinel master "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
 	awk -v f="$2" 'prev == f { print; exit } { prev = $0 }' <<<"$out"
 }
 
 sentinel_master_port() { # the primary's port as the Sentinel on <port> knows it, or nothing
 	local out
-	out=$(redis-cli -p "$1" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
+	out=$(rcli -p "$1" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | tr -d '\r') || true
 	if [[ "$(sed -n 1p <<<"$out")" == 127.0.0.1 ]]; then sed -n 2p <<<"$out"; fi
 }
 
@@ -225,7 +265,7 @@ sentinel_set_ok() {
 		if [[ "$(sentinel_field "$port" flags)" != master ]]; then return 1; fi
 	done
 	[[ "$(info_field "$primary" replication role)" == master ]] || return 1
-	redis-cli -p "$primary" info replication 2>/dev/null | grep -q 'state=online'
+	rcli -p "$primary" info replication 2>/dev/null | grep -q 'state=online'
 }
 
 # current_primary prints the port of the primary: the one the Sentinels name,
@@ -260,8 +300,8 @@ start_sentinel() { # start_sentinel <port> <primary port>
 	if redis_up "$port"; then
 		if [[ -z "$(sentinel_master_port "$port")" ]]; then
 			log "sentinel :$port monitors $SENTINEL_MASTER at :$primary"
-			redis-cli -p "$port" sentinel monitor "$SENTINEL_MASTER" 127.0.0.1 "$primary" "$SENTINEL_QUORUM" >/dev/null
-			redis-cli -p "$port" sentinel set "$SENTINEL_MASTER" down-after-milliseconds 1000 \
+			rcli -p "$port" sentinel monitor "$SENTINEL_MASTER" 127.0.0.1 "$primary" "$SENTINEL_QUORUM" >/dev/null
+			rcli -p "$port" sentinel set "$SENTINEL_MASTER" down-after-milliseconds 1000 \
 				failover-timeout 5000 parallel-syncs 1 >/dev/null
 		else
 			log "sentinel :$port already running"
@@ -271,8 +311,11 @@ start_sentinel() { # start_sentinel <port> <primary port>
 	local dir=$STATE_DIR/sentinel-$port
 	mkdir -p "$dir"
 	# Sentinel rewrites its file with what it learns; a fresh one starts from the current primary.
-	cat >"$dir/sentinel.conf" <<-EOF
-		port $port
+	local listen
+	listen_args "$port"
+	# The listen arguments as lines of the file: --port 0 -> port 0.
+	printf '%s %s\n' "${listen[@]}" | sed 's/^--//' >"$dir/sentinel.conf"
+	cat >>"$dir/sentinel.conf" <<-EOF
 		bind 127.0.0.1
 		daemonize yes
 		dir $dir
@@ -306,16 +349,71 @@ start_sentinel_set() {
 	# node, a data node that is a master of its own.
 	if [[ "$(info_field "$primary" replication role)" != master ]]; then
 		log "redis :$primary becomes the primary"
-		redis-cli -p "$primary" replicaof no one >/dev/null
+		rcli -p "$primary" replicaof no one >/dev/null
 	fi
 	for port in "${SENTINEL_DATA_PORTS[@]}"; do
 		if [[ "$port" != "$primary" && "$(info_field "$port" replication master_port)" != "$primary" ]]; then
 			log "redis :$port replicates :$primary"
-			redis-cli -p "$port" replicaof 127.0.0.1 "$primary" >/dev/null
+			rcli -p "$port" replicaof 127.0.0.1 "$primary" >/dev/null
 		fi
 	done
 	for port in "${SENTINEL_PORTS[@]}"; do start_sentinel "$port" "$primary"; done
 	wait_for "redis sentinel set" 150 sentinel_set_ok
+}
+
+# make_tls_certs makes, in TLS_DIR, a CA and two certificates it signs: the
+# servers' (for 127.0.0.1 and localhost, also presented by a node to the
+# nodes it connects to) and the clients'. Certificates already there that the
+# CA verifies are kept, so the running servers go on trusting the clients.
+make_tls_certs() {
+	local d=$TLS_DIR
+	if [[ -s $d/server.key && -s $d/client.key ]] &&
+		openssl verify -CAfile "$d/ca.crt" "$d/server.crt" "$d/client.crt" >/dev/null 2>&1; then
+		log "tls certificates already in $d"
+		return
+	fi
+	if ! command -v openssl >/dev/null; then apt_install openssl; fi
+	log "making a CA, a server and a client certificate in $d"
+	mkdir -p "$d"
+	ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+		-subj "/CN=seckill test CA" -keyout "$d/ca.key" -out "$d/ca.crt"
+	sign_tls_cert server "subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth,clientAuth"
+	sign_tls_cert client "extendedKeyUsage=clientAuth"
+	rm -f "$d"/*.csr "$d"/*.srl
+}
+
+sign_tls_cert() { # sign_tls_cert <name> <extensions>: TLS_DIR/<name>.key and .crt
+	local d=$TLS_DIR
+	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=seckill test $1" \
+		-keyout "$d/$1.key" -out "$d/$1.csr"
+	ossl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+		-extfile <(printf '%s\n' "$2") -out "$d/$1.crt"
+}
+
+ossl() { # openssl, whose chatter is shown only when it fails
+	local out
+	if ! out=$(openssl "$@" 2>&1); then
+		echo "$out" >&2
+		return 1
+	fi
+}
+
+# start_tls_services starts the TLS deployments with the functions the
+# plain ones use, in a subshell that points them at the TLS ports.
+start_tls_services() {
+	make_tls_certs
+	(
+		TLS=1
+		start_redis "$TLS_REDIS_PORT" --tls-auth-clients optional
+		CLUSTER_PORTS=("${TLS_CLUSTER_PORTS[@]}")
+		CLUSTER_REPLICA_PORTS=()
+		start_cluster
+		SENTINEL_MASTER=$TLS_SENTINEL_MASTER
+		SENTINEL_DATA_PORTS=("${TLS_SENTINEL_DATA_PORTS[@]}")
+		SENTINEL_PORTS=("${TLS_SENTINEL_PORTS[@]}")
+		start_sentinel_set
+	)
 }
 
 mysql_up() { mysqladmin --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -uroot ping >/dev/null 2>&1; }
@@ -353,6 +451,7 @@ start_redis "$REDIS_PORT"
 for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done
 start_cluster
 start_sentinel_set
+start_tls_services
 start_mysql
 
 join() {
@@ -365,6 +464,10 @@ redlock_addrs=()
 for port in "${REDLOCK_PORTS[@]}"; do redlock_addrs+=("127.0.0.1:$port"); done
 sentinel_addrs=()
 for port in "${SENTINEL_PORTS[@]}"; do sentinel_addrs+=("127.0.0.1:$port"); done
+tls_cluster_addrs=()
+for port in "${TLS_CLUSTER_PORTS[@]}"; do tls_cluster_addrs+=("127.0.0.1:$port"); done
+tls_sentinel_addrs=()
+for port in "${TLS_SENTINEL_PORTS[@]}"; do tls_sentinel_addrs+=("127.0.0.1:$port"); done
 
 cat <<EOF
 export SECKILL_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
@@ -373,4 +476,11 @@ export SECKILL_TEST_REDLOCK_ADDRS=$(join "${redlock_addrs[@]}")
 export SECKILL_TEST_REDIS_SENTINEL_ADDRS=$(join "${sentinel_addrs[@]}")
 export SECKILL_TEST_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER
 export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'
+export SECKILL_TEST_REDIS_TLS_ADDR=127.0.0.1:$TLS_REDIS_PORT
+export SECKILL_TEST_REDIS_TLS_CLUSTER_ADDRS=$(join "${tls_cluster_addrs[@]}")
+export SECKILL_TEST_REDIS_TLS_SENTINEL_ADDRS=$(join "${tls_sentinel_addrs[@]}")
+export SECKILL_TEST_REDIS_TLS_SENTINEL_MASTER=$TLS_SENTINEL_MASTER
+export SECKILL_TEST_REDIS_TLS_CA_FILE=$TLS_DIR/ca.crt
+export SECKILL_TEST_REDIS_TLS_CERT_FILE=$TLS_DIR/client.crt
+export SECKILL_TEST_REDIS_TLS_KEY_FILE=$TLS_DIR/client.key
 EOF

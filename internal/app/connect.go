@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,9 +14,18 @@ import (
 // doubling to 4s.
 var connectBackoff = backoff.Exponential{Min: 250 * time.Millisecond, Max: 4 * time.Second}
 
+// permanentError is a failure that waiting does not cure, such as a server
+// certificate that is not trusted: retry returns it at once.
+type permanentError struct{ error }
+
+func (e permanentError) Unwrap() error { return e.error }
+
+// permanent marks err as a failure that waiting does not cure.
+func permanent(err error) error { return permanentError{err} }
+
 // retry calls try until it succeeds, ctx ends or wait has passed, logging
 // every failure so an operator sees what the process is waiting for. wait = 0
-// means a single attempt.
+// means a single attempt. An error marked permanent ends it at once.
 func retry(ctx context.Context, log *slog.Logger, what string, wait time.Duration, try func(context.Context) error) error {
 	deadline := time.Now().Add(wait)
 	for attempt := 1; ; attempt++ {
@@ -27,6 +37,10 @@ func retry(ctx context.Context, log *slog.Logger, what string, wait time.Duratio
 				log.Info(what+" reachable", "attempts", attempt)
 			}
 			return nil
+		}
+		var pe permanentError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s: %w", what, pe.error)
 		}
 		delay := connectBackoff.Delay(attempt - 1)
 		if wait == 0 || time.Now().Add(delay).After(deadline) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -21,9 +23,18 @@ import (
 // openRedis returns a client for the configured Redis (standalone, Cluster or
 // Sentinel, as redis.UniversalClient decides from the addresses and master
 // name) or, when no address is configured, for an in-process miniredis.
+//
+// With redis.tls enabled every connection is TLS: go-redis hands the one
+// tls.Config to each Cluster node it learns of and, with Sentinel, to the
+// connections to the Sentinels as well as to the primary and replicas. A
+// certificate or key file that cannot be used is a *config.Error.
 func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	if len(cfg.Addrs) == 0 {
 		return openMiniredis(log)
+	}
+	tlsConfig, err := cfg.TLS.ClientConfig()
+	if err != nil {
+		return nil, nil, err
 	}
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs:        cfg.Addrs,
@@ -35,6 +46,7 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout,
+		TLSConfig:    tlsConfig,
 		// One dial per command attempt. go-redis otherwise dials up to 5
 		// times, 100ms apart, so every call to a Redis that is down took
 		// about 1.7s to fail; the callers retry by themselves (a buyer gets
@@ -51,8 +63,16 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		sendOnce(cc)
 	}
-	err := retry(ctx, log, "redis", cfg.ConnectTimeout, func(ctx context.Context) error {
-		return rdb.Ping(ctx).Err()
+	err = retry(ctx, log, "redis", cfg.ConnectTimeout, func(ctx context.Context) error {
+		err := rdb.Ping(ctx).Err()
+		if tlsRefused(err) {
+			return permanent(fmt.Errorf("TLS handshake failed: %w; check redis.tls (ca_file, server_name, "+
+				"cert_file, key_file) against the server's certificate and the addresses dialled", err))
+		}
+		if err != nil && tlsConfig == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return fmt.Errorf("%w (a Redis that requires TLS closes plain connections so: see redis.tls.enabled)", err)
+		}
+		return err
 	})
 	if err != nil {
 		_ = rdb.Close()
@@ -60,6 +80,18 @@ func openRedis(ctx context.Context, cfg config.Redis, log *slog.Logger) (redis.U
 	}
 	checkEviction(ctx, rdb, log)
 	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// tlsRefused reports whether err is a TLS handshake that failed for a reason
+// waiting does not cure: the server's certificate is not trusted or not for
+// the name dialled, the server answered something other than TLS, or it
+// refused the client (no certificate, or one it does not trust).
+func tlsRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	var op *net.OpError
+	return errors.As(err, &verify) || errors.As(err, &header) ||
+		errors.As(err, &op) && op.Op == "remote error"
 }
 
 // sendOnce keeps a Cluster client from sending a command again after an

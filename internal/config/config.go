@@ -69,6 +69,7 @@ type Redis struct {
 	// order goes to SQL; 0 answers on the primary's word alone.
 	WaitReplicas int           `mapstructure:"wait_replicas"`
 	WaitTimeout  time.Duration `mapstructure:"wait_timeout"`
+	TLS          RedisTLS      `mapstructure:"tls"`
 }
 
 // MySQL configures the SQL store. No DSN means the embedded SQLite database.

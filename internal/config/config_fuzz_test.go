@@ -96,6 +96,9 @@ func FuzzLoadFile(f *testing.F) {
 		"- 1\n- 2\n", "null\n", "~", "%YAML 1.1\n---\nhttp: {addr: ':1'}\n", "---\n---\n",
 		"\t", "{", "http:\n\taddr: x\n", "? [a, b]\n: c\n", "{[1]: 2}\n", "1: 2\n", "http:\n  1: 2\n",
 		"\xff\xfe", "http:\n  addr: \"\\uD800\"\n",
+		"redis:\n  addrs: [\"h:1\"]\n  tls:\n    enabled: true\n    ca_file: /dev/zero\n",
+		"redis:\n  addrs: [\"h:1\"]\n  tls:\n    enabled: true\n    cert_file: /etc/hostname\n    key_file: /etc/hostname\n",
+		"redis:\n  tls:\n    insecure_skip_verify: true\n", "redis:\n  tls: true\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -33,6 +33,7 @@ func (c *Config) Validate() error {
 		notNegative("redis.connect_timeout", c.Redis.ConnectTimeout),
 		between("redis.wait_replicas", int64(c.Redis.WaitReplicas), 0, 16),
 		positive("redis.wait_timeout", c.Redis.WaitTimeout),
+		c.Redis.TLS.validate(c.EmbeddedRedis()),
 		mysqlDSN(c.MySQL.DSN),
 		between("mysql.max_open_conns", int64(c.MySQL.MaxOpenConns), 1, 10000),
 		between("mysql.max_idle_conns", int64(c.MySQL.MaxIdleConns), 0, 10000),
