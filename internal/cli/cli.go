@@ -54,6 +54,22 @@ type env struct {
 // environment environ ("NAME=value" entries, as os.Environ returns them).
 func Run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	e := &env{environ: environ, stdout: stdout, stderr: stderr}
+	root, _ := newRoot(e)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	_, err := root.ExecuteContextC(ctx)
+	return err
+}
+
+// sharedStores opens the examples of the commands that act on the data of
+// the servers (seed, verify, queue): they run with the Redis and MySQL the
+// servers use, which in embedded mode they refuse to do without.
+const sharedStores = "  export SECKILL_REDIS_ADDRS=127.0.0.1:6379 SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill'   # the servers' Redis and MySQL\n"
+
+// newRoot builds the command tree on e, and returns it with every command
+// in the order it is declared (the root first, a command before its own).
+func newRoot(e *env) (*cobra.Command, []*cobra.Command) {
 	root := &cobra.Command{
 		Use:   "seckill",
 		Short: "Flash-sale backend: never oversold, no accepted order lost",
@@ -62,35 +78,39 @@ lock and Lua script take stock, a Redis ZSET queue carries each accepted order,
 and workers drain the queue into MySQL, which refuses to oversell on its own.
 
 With nothing configured it runs on embedded backends (in-process Redis and
-SQLite). Configure real ones with SECKILL_REDIS_ADDRS and SECKILL_MYSQL_DSN
-or a --config file; see configs/config.yaml for every key.`,
+SQLite), whose data lives in the serving process only. Configure real ones
+with SECKILL_REDIS_ADDRS and SECKILL_MYSQL_DSN (and SECKILL_AUTH_MODE, how
+shoppers are identified) or a --config file; see configs/config.yaml for
+every key and configs/production.example.yaml for a production setup.
+
+worker, migrate, seed, verify and queue act on the Redis and MySQL the
+servers use. With the embedded backends they refuse to run (exit 2), since
+stores of their own would be seen by nobody; the admin API of the running
+server does the same work (seckill <command> names the call).`,
 		Example: `  seckill serve                       # embedded mode, http://localhost:8080
-  SECKILL_REDIS_ADDRS=127.0.0.1:6379 \
-  SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill' seckill serve
-  seckill serve --config /etc/seckill.yaml`,
+  SECKILL_REDIS_ADDRS=127.0.0.1:6379 SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill' \
+  SECKILL_AUTH_MODE=header seckill serve
+  seckill serve --config configs/config.yaml   # a YAML file of keys; this one holds them all`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})
 	root.PersistentFlags().StringVarP(&e.configPath, "config", "c", "", "YAML file overriding configs/config.yaml (the environment overrides both)")
-	root.AddCommand(
-		serveCmd(e),
-		workerCmd(e),
-		migrateCmd(e),
-		seedCmd(e),
-		verifyCmd(e),
-		queueCmd(e),
-		tokenCmd(e),
-		versionCmd(e),
-	)
+	seed, verify, queue := seedCmd(e), verifyCmd(e), queueCmd(e)
+	subs := []*cobra.Command{serveCmd(e), workerCmd(e), migrateCmd(e), seed, verify, queue, tokenCmd(e), versionCmd(e)}
+	root.AddCommand(subs...)
+	all := []*cobra.Command{root}
+	for _, c := range subs {
+		all = append(all, c)
+		all = append(all, c.Commands()...)
+	}
+	for _, c := range append([]*cobra.Command{seed, verify, queue}, queue.Commands()...) {
+		c.Example = sharedStores + c.Example
+	}
 	typedArgs(root)
-	_, err := root.ExecuteContextC(ctx)
-	return err
+	return root, all
 }
 
 // typedArgs makes the positional-argument check of cmd and every command
@@ -134,11 +154,15 @@ func (e *env) load() (*config.Config, *slog.Logger, error) {
 	return cfg, log, nil
 }
 
-// withApp loads the configuration, opens the application (applying pending
+// withApp loads the configuration, refuses stores that only this process
+// would see (see refusePrivate), opens the application (applying pending
 // migrations when migrate is set), runs f with it and closes it.
-func (e *env) withApp(ctx context.Context, migrate bool, f func(a *app.App) error) error {
+func (e *env) withApp(ctx context.Context, migrate bool, w work, f func(a *app.App) error) error {
 	cfg, log, err := e.load()
 	if err != nil {
+		return err
+	}
+	if err := refusePrivate(cfg, w); err != nil {
 		return err
 	}
 	a, err := app.Open(ctx, cfg, log, migrate)

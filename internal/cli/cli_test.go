@@ -257,7 +257,8 @@ func TestSeedVerifyAndQueue(t *testing.T) {
 	assert.Contains(t, out, `"created":false`, "re-seeding changes nothing")
 	_, err = run("seed", "--file", csvFile)
 	require.NoError(t, err)
-	out, err = run("seed", "--name", "Flag", "--price-cents", "1", "--stock", "3")
+	out, err = run("seed", "--name", "Flag", "--price-cents", "1", "--stock", "3", "--per-user-limit", "1",
+		"--starts-at", "2026-11-11T00:00:00Z", "--ends-at", "2036-11-11T01:00:00Z")
 	require.NoError(t, err)
 	assert.Contains(t, out, `"stock_left":3`)
 
@@ -313,7 +314,8 @@ func TestSeedBuckets(t *testing.T) {
 		return n
 	}
 	sku := func(extra ...string) []string {
-		return append([]string{"seed", "--id", "21", "--name", "Hot", "--price-cents", "1"}, extra...)
+		return append([]string{"seed", "--id", "21", "--name", "Hot", "--price-cents", "1", "--per-user-limit", "1",
+			"--starts-at", "2026-11-11T00:00:00Z", "--ends-at", "2036-11-11T01:00:00Z"}, extra...)
 	}
 
 	out, err := run(sku("--stock", "8", "--buckets", "4")...)

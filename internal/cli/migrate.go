@@ -18,7 +18,7 @@ unless told not to.`,
 		Example: `  SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill' seckill migrate`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.withApp(cmd.Context(), true, func(a *app.App) error {
+			return e.withApp(cmd.Context(), true, migrateWork, func(a *app.App) error {
 				fmt.Fprintf(e.stdout, "migrations up to date (%s)\n", a.Dialect)
 				return nil
 			})

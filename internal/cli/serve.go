@@ -65,6 +65,9 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 		if _, err := cfg.ShopperAuth(); err != nil {
 			return err
 		}
+	} else if err := refusePrivate(cfg, workerWork); err != nil {
+		// Workers alone on stores of their own would drain nothing, ever.
+		return err
 	}
 	ctx := cmd.Context()
 	a, err := app.Open(ctx, cfg, log, opts.Migrate && cfg.MySQL.MigrateOnStart)
@@ -72,5 +75,12 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 		return err
 	}
 	defer a.Close()
+	if opts.API && a.AdminToken == "" {
+		// Embedded mode generates a token; elsewhere an empty one turns
+		// the admin API off, which an operator would otherwise learn only
+		// from a 403.
+		log.Warn("admin API off: admin.token (SECKILL_ADMIN_TOKEN) is empty, so every /admin call answers 403 admin_disabled",
+			"key", "admin.token", "env", "SECKILL_ADMIN_TOKEN")
+	}
 	return a.Run(ctx, opts)
 }

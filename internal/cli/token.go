@@ -22,8 +22,9 @@ carrying the shopper id in auth.jwt_user_claim, exp = now + --ttl, and iss
 and aud when auth.jwt_issuer and auth.jwt_audience are set: what a server in
 jwt mode with the same configuration accepts. Production tokens come from the
 shop's identity service.`,
-		Example: `  SECKILL_AUTH_MODE=jwt SECKILL_AUTH_JWT_SECRET=$SECRET seckill token --user alice --ttl 1h
-  curl -H "Authorization: Bearer $(seckill token --user alice)" localhost:8080/api/v1/skus/1`,
+		Example: `  export SECKILL_AUTH_MODE=jwt SECKILL_AUTH_JWT_SECRET=$(openssl rand -hex 32)   # the servers' secret
+  seckill token --user alice --ttl 1h
+  seckill token --user alice --user bob                # one token per line`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if len(users) == 0 {

@@ -20,14 +20,18 @@ func verifyCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check the sale invariants; exit 1 on a violation",
-		Long: `verify audits SKUs and prints one JSON report per SKU: stock_total, sold,
+		Long: `verify audits SKUs and prints one JSON report per SKU: stock, sold,
 units left in Redis, queued, pending_payment, paid, cancelled, expired,
 failed, dead letters, duplicate orders, and whether
-redis_left + in_flight + queued + active units == stock_total and
-sold <= stock_total. A SKU split into buckets is also reported per bucket
+redis_left + in_flight + queued + active units == stock and
+sold <= stock (stock_total, the old name of stock, is still printed too). A SKU split into buckets is also reported per bucket
 (units taken in Redis against its queued and active orders). It exits 1
-when any SKU violates an invariant. Without --sku it checks every SKU.`,
-		Example: `  seckill verify --sku 42
+when any SKU violates an invariant. Without --sku it checks every SKU.
+
+It reads the servers' Redis and MySQL (SECKILL_REDIS_ADDRS,
+SECKILL_MYSQL_DSN or --config); in embedded mode it refuses, exit 2, and
+names GET /admin/skus/{id}/audit, which reports the same on the server.`,
+		Example: `  seckill verify --sku 1
   seckill verify                 # every SKU`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -36,7 +40,7 @@ when any SKU violates an invariant. Without --sku it checks every SKU.`,
 					return usageError{fmt.Errorf("--sku %d: must be from 1 to %d", id, uint64(catalog.MaxID))}
 				}
 			}
-			return e.withApp(cmd.Context(), false, func(a *app.App) error {
+			return e.withApp(cmd.Context(), false, verifyWork(skus), func(a *app.App) error {
 				var ids []uint64
 				for _, id := range skus {
 					ids = append(ids, uint64(id))
