@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,6 +178,29 @@ func (p *Process) Pid() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// RSSKiB is the process's resident set size in KiB (VmRSS in
+// /proc/<pid>/status, so Linux only); 0 when it does not run or the figure
+// cannot be read.
+func (p *Process) RSSKiB() int64 {
+	pid := p.Pid()
+	if pid == 0 {
+		return 0
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // Signal sends sig to the process and reports whether it was running.
