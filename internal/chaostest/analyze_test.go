@@ -1,6 +1,7 @@
 package chaostest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -15,11 +16,18 @@ const tick = 2 * time.Millisecond
 
 // analysis is the end-of-run check of the whole history against MySQL.
 type analysis struct {
-	c      *cluster
+	l      *lane
 	ops    []*op
 	faults []fault
 	losses []fault // faults in which Redis lost its data
 	final  *snapshot
+	// known are the orders of MySQL at the end and those of the dead
+	// letters the run listed that never reached MySQL (status "dead").
+	known map[string]*orderRow
+	// deleted are the orders an operator deleted with their dead letter
+	// (a delete answered 200, or one without a clear answer whose order
+	// never reached MySQL), with when the delete was sent.
+	deleted map[string]time.Time
 
 	acked   map[string]*op   // order id -> the first 202 that named it
 	creator map[string][]*op // order in MySQL without a 202 -> requests that may have made it
@@ -32,15 +40,51 @@ type analysis struct {
 	ridLoss      []string // request ids whose replay got another order or a refusal after a loss forgot them
 	limitLoss    []string // shoppers over the limit with an order that was in Redis at a loss
 	unacked      int      // orders in MySQL whose request got no clear answer
+	// What an operator's delete of a dead letter excuses.
+	gone    []string // 202 orders not in MySQL: deleted with their dead letter
+	ridGone []string // request ids whose replay after the delete got another answer
 }
 
-func (c *cluster) analyze() {
-	ops, faults := c.hist.snapshot()
-	a := &analysis{c: c, ops: ops, faults: faults, final: c.snaps[len(c.snaps)-1],
-		acked: map[string]*op{}, creator: map[string][]*op{}, makes: map[*op][]string{}}
+// analyze checks the lane's whole history, logs its summary and returns
+// its linearizability checks.
+func (l *lane) analyze() []linResult {
+	ops, faults := l.hist.snapshot()
+	a := &analysis{l: l, ops: ops, faults: faults, final: l.snaps[len(l.snaps)-1],
+		acked: map[string]*op{}, creator: map[string][]*op{}, makes: map[*op][]string{},
+		known: map[string]*orderRow{}, deleted: map[string]time.Time{}}
 	for _, f := range faults {
 		if f.dataLoss {
 			a.losses = append(a.losses, f)
+		}
+	}
+	for id, row := range a.final.orders {
+		a.known[id] = row
+	}
+	l.deadMu.Lock()
+	for _, d := range l.dead {
+		for _, t := range d.orders {
+			if a.known[t.OrderID] == nil {
+				a.known[t.OrderID] = &orderRow{id: t.OrderID, sku: t.SKU, user: t.User, rid: t.RequestID, qty: t.Qty,
+					status: "dead", created: time.UnixMilli(t.CreatedMS)}
+			}
+		}
+	}
+	l.deadMu.Unlock()
+	for _, o := range ops {
+		if o.kind != opDeadDel || (o.answered() && o.status != http.StatusOK && o.status != http.StatusServiceUnavailable) {
+			continue
+		}
+		d := l.deadLetterOf(o.task)
+		if d == nil {
+			continue
+		}
+		for _, t := range d.orders {
+			if a.final.orders[t.OrderID] != nil {
+				continue
+			}
+			if at, ok := a.deleted[t.OrderID]; !ok || o.call.Before(at) {
+				a.deleted[t.OrderID] = o.call
+			}
 		}
 	}
 	for _, o := range ops {
@@ -57,8 +101,10 @@ func (c *cluster) analyze() {
 	a.checkLimits()
 	a.checkRequestIDs()
 	a.checkOrderOutcomes()
+	a.checkRefusedTokens()
 	lin := a.checkLinearizable()
 	a.summary(lin)
+	return lin
 }
 
 // exposed reports whether the order accepted by a request sent at call was
@@ -93,10 +139,17 @@ func (a *analysis) callOf(id string) time.Time {
 	if o, ok := a.acked[id]; ok {
 		return o.call
 	}
-	if row := a.final.orders[id]; row != nil {
+	if row := a.known[id]; row != nil {
 		return row.created
 	}
 	return time.Time{}
+}
+
+// goneBy reports whether an operator's delete of the order's dead letter
+// was sent before t.
+func (a *analysis) goneBy(id string, t time.Time) bool {
+	at, ok := a.deleted[id]
+	return ok && !at.After(t)
 }
 
 // leak matches what an error body must never show a shopper.
@@ -104,43 +157,109 @@ var leak = regexp.MustCompile(`(?i)redis|mysql|sql|dial|tcp|127\.0\.0\.1|refused
 
 // checkAnswers checks every answer against the API's table: no 500, no
 // answer the run's requests cannot get (bad request, unknown SKU, rate
-// limit, sale window), and 5xx bodies that are {"error","detail"} and name
-// nothing internal.
+// limit, sale window; 401 only for a refused token, checkRefusedTokens),
+// and 5xx bodies that are {"error","detail"} and name nothing internal.
+// A buy's 503 may carry the request_id to retry with: the one sent, or one
+// the server made; once a server sends one, every buy's 503 unavailable
+// must.
 func (a *analysis) checkAnswers() {
+	ridFeature := false
 	for _, o := range a.ops {
-		if !o.answered() {
+		ridFeature = ridFeature || (o.kind == opBuy && o.outRID != "")
+	}
+	for _, o := range a.ops {
+		if !o.answered() || o.badToken != "" {
 			continue
 		}
 		switch {
 		case o.status >= 500 && o.status != http.StatusServiceUnavailable:
-			a.c.viol.add("answer", "%s: %s", o, o.raw)
+			a.l.viol.addSKU(o.sku, "answer", "%s: %s", o, o.raw)
 		case o.status >= 500:
-			if o.code == "" || strings.Count(o.raw, `":`) != 2 || leak.MatchString(o.raw) {
-				a.c.viol.add("answer", "%s: 503 body must be {error, detail} naming nothing internal: %s", o, o.raw)
+			if msg := badBody(o); msg != "" {
+				a.l.viol.addSKU(o.sku, "answer", "%s: 503 body %s: %s", o, msg, o.raw)
+			} else if ridFeature && o.kind == opBuy && o.code == "unavailable" && o.outRID == "" {
+				a.l.viol.addSKU(o.sku, "answer", "%s: a buy's 503 unavailable without the request_id to retry with: %s", o, o.raw)
 			}
 		case o.status == http.StatusBadRequest, o.status == http.StatusUnauthorized, o.status == http.StatusForbidden,
 			o.status == http.StatusTooManyRequests, o.status == http.StatusRequestEntityTooLarge:
-			a.c.viol.add("answer", "%s: unexpected for this request: %s", o, o.raw)
+			a.l.viol.addSKU(o.sku, "answer", "%s: unexpected for this request: %s", o, o.raw)
 		case o.status == http.StatusNotFound && o.code != "not_found":
-			a.c.viol.add("answer", "%s: %s", o, o.raw)
+			a.l.viol.addSKU(o.sku, "answer", "%s: %s", o, o.raw)
 		}
-		if o.status == http.StatusNotFound && o.order != "" {
+		if o.status == http.StatusNotFound && o.order != "" && !a.goneBy(o.order, o.ret) {
 			if _, ok := a.exposed(o.order, a.callOf(o.order)); !ok {
-				a.c.viol.add("lost", "%s: an accepted order is not found, and no data loss explains it", o)
+				a.l.viol.addSKU(o.sku, "lost", "%s: an accepted order is not found, and no data loss or delete of its dead letter explains it", o)
 			}
 		}
 		if (o.kind == opSetStock || o.kind == opUpsert) && o.status == http.StatusOK && o.outTotal != o.total {
-			a.c.viol.add("answer", "%s: answered stock_total %d", o, o.outTotal)
+			a.l.viol.addSKU(o.sku, "answer", "%s: answered stock_total %d", o, o.outTotal)
+		}
+	}
+}
+
+// badBody says what is wrong with a 503's body, "" if nothing: it is
+// {"error","detail"}, plus for a buy the request_id to retry with (the one
+// the buy sent, if it sent one), and names nothing internal.
+func badBody(o *op) string {
+	var body map[string]any
+	if err := json.Unmarshal([]byte(o.raw), &body); err != nil {
+		return "is not a JSON object"
+	}
+	fields := 2
+	if v, ok := body["request_id"]; ok {
+		rid, _ := v.(string)
+		switch {
+		case o.kind != opBuy:
+			return "has a request_id outside a buy"
+		case rid == "":
+			return "has an empty request_id"
+		case o.rid != "" && rid != o.rid:
+			return "names another request_id than the one sent"
+		}
+		fields = 3
+	}
+	e, _ := body["error"].(string)
+	d, _ := body["detail"].(string)
+	switch {
+	case len(body) != fields || e == "" || d == "":
+		return "must be {error, detail} (and a buy's request_id)"
+	case leak.MatchString(e + " " + d):
+		return "names something internal"
+	}
+	return ""
+}
+
+// checkRefusedTokens: a request with an expired or forged token is
+// answered 401 with the detail that says why, and changes nothing: no
+// order carries a refused buy's request id (the lane's cancels and
+// payments with such tokens are left out of every other check, so an
+// effect of theirs shows there).
+func (a *analysis) checkRefusedTokens() {
+	rids := map[string]*op{}
+	for _, o := range a.ops {
+		if o.badToken == "" || !o.answered() {
+			continue
+		}
+		if o.status != http.StatusUnauthorized || o.code != "unauthorized" || !strings.Contains(o.raw, tokenDetail[o.badToken]) {
+			a.l.viol.addSKU(o.sku, "auth", "%s: a %s token must be answered 401 unauthorized %q: %s", o, o.badToken, tokenDetail[o.badToken], o.raw)
+		}
+		if o.kind == opBuy {
+			rids[o.user+"/"+o.rid] = o
+		}
+	}
+	for id, row := range a.known {
+		if o := rids[row.user+"/"+row.rid]; o != nil {
+			a.l.viol.addSKU(o.sku, "auth", "%s: order %s (%s) carries the request id of a buy with a refused token", o, id, row.status)
 		}
 	}
 }
 
 // checkStock: never oversold in MySQL, at every barrier and at the end.
 func (a *analysis) checkStock() {
-	for _, s := range a.c.snaps {
+	for _, s := range a.l.snaps {
 		for id, r := range s.skus {
 			if r.sold > r.total {
-				a.c.viol.add("oversold", "barrier %d: sku %d sold %d > stock_total %d", s.n, id, r.sold, r.total)
+				a.l.viol.addSKU(id, "oversold", "barrier %d: sku %d sold %d > stock_total %d", s.n, id, r.sold, r.total)
 			}
 			active := int64(0)
 			for _, o := range s.orders {
@@ -149,7 +268,7 @@ func (a *analysis) checkStock() {
 				}
 			}
 			if active != r.sold {
-				a.c.viol.add("sold", "barrier %d: sku %d sold %d != units of active orders %d", s.n, id, r.sold, active)
+				a.l.viol.addSKU(id, "sold", "barrier %d: sku %d sold %d != units of active orders %d", s.n, id, r.sold, active)
 			}
 		}
 	}
@@ -166,16 +285,18 @@ func (a *analysis) checkAcked() {
 		switch {
 		case row == nil && exposed:
 			a.lost = append(a.lost, fmt.Sprintf("%s (%s; %s)", id, o, f))
+		case row == nil && a.goneBy(id, time.Now()):
+			a.gone = append(a.gone, fmt.Sprintf("%s (%s)", id, o))
 		case row == nil:
-			a.c.viol.add("lost", "%s: accepted, not in MySQL, and no data loss explains it", o)
+			a.l.viol.addSKU(o.sku, "lost", "%s: accepted, not in MySQL, and no data loss or delete of its dead letter explains it", o)
 		case row.user != o.user || row.sku != o.sku || row.qty != o.qty:
-			a.c.viol.add("order", "%s: MySQL has user %s sku %d qty %d", o, row.user, row.sku, row.qty)
+			a.l.viol.addSKU(o.sku, "order", "%s: MySQL has user %s sku %d qty %d", o, row.user, row.sku, row.qty)
 		case row.status == "failed" && exposed:
 			a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (%s; %s)", id, o, f))
 		case row.status == "failed" && a.collateral(row, o.call):
 			a.refusedAfter = append(a.refusedAfter, fmt.Sprintf("%s (%s)", id, o))
 		case row.status == "failed":
-			a.c.viol.add("refused", "%s: accepted and then refused by the stock guard (failed), and no data loss explains it", o)
+			a.l.viol.addSKU(o.sku, "refused", "%s: accepted and then refused by the stock guard (failed), and no data loss explains it", o)
 		}
 	}
 }
@@ -204,20 +325,21 @@ func (a *analysis) collateral(row *orderRow, call time.Time) bool {
 
 // phaseOf is the phase that was running at t.
 func (a *analysis) phaseOf(t time.Time) int {
-	for _, p := range a.c.phases {
-		if !t.Before(p.from) && !t.After(a.c.snaps[p.n].at) {
+	for _, p := range a.l.phases {
+		if !t.Before(p.from) && !t.After(a.l.snaps[p.n].at) {
 			return p.n
 		}
 	}
 	return -1
 }
 
-// resolveUnacked finds, for every order in MySQL, the requests without a
-// clear answer that may have made it: the same user, SKU, qty and request
-// id, sent before the order was made and (if answered at all) answered
-// after. An order no 202 named needs one: an order no request explains is
-// a violation. (An order a 202 named may still have been made by an
-// earlier attempt of its request id that got no answer.)
+// resolveUnacked finds, for every order in MySQL or in a dead letter, the
+// requests without a clear answer that may have made it: the same user,
+// SKU, qty and request id (sameRequest), sent before the order was made
+// and (if answered at all) answered after. An order no 202 named needs
+// one: an order no request explains is a violation. (An order a 202 named
+// may still have been made by an earlier attempt of its request id that
+// got no answer.)
 func (a *analysis) resolveUnacked() {
 	byUser := map[string][]*op{}
 	for _, o := range a.ops {
@@ -225,14 +347,19 @@ func (a *analysis) resolveUnacked() {
 			byUser[o.user] = append(byUser[o.user], o)
 		}
 	}
-	for _, id := range sortedKeys(a.final.orders) {
-		row := a.final.orders[id]
+	for _, id := range sortedKeys(a.known) {
+		row := a.known[id]
 		_, acked := a.acked[id]
 		if acked && row.rid == "" {
 			continue
 		}
 		for _, o := range byUser[row.user] {
-			if o.sku != row.sku || o.qty != row.qty || o.rid != row.rid {
+			if o.sku != row.sku || o.qty != row.qty || !sameRequest(o, row.rid) {
+				continue
+			}
+			if acked && o.rid == "" && o.outRID != row.rid {
+				// A 202 named it: its request, or an earlier attempt that
+				// was told the request id the 202's request retried with.
 				continue
 			}
 			if o.call.After(row.created.Add(tick)) || (o.answered() && row.created.After(o.ret.Add(tick))) {
@@ -250,11 +377,11 @@ func (a *analysis) resolveUnacked() {
 			busy = busy && o.code == "busy"
 		}
 		if busy {
-			a.c.viol.add("busy_took", "order %s in MySQL (user %s sku %d qty %d rid %q) was made by a request answered 503 busy, which must write nothing: %s",
-				id, row.user, row.sku, row.qty, row.rid, a.creator[id][0])
+			a.l.viol.addSKU(row.sku, "busy_took", "order %s (%s; user %s sku %d qty %d rid %q) was made by a request answered 503 busy, which must write nothing: %s",
+				id, row.status, row.user, row.sku, row.qty, row.rid, a.creator[id][0])
 		}
 		if len(a.creator[id]) == 0 {
-			a.c.viol.add("phantom", "order %s in MySQL (user %s sku %d qty %d rid %q status %s created %s) matches no request that could have made it",
+			a.l.viol.addSKU(row.sku, "phantom", "order %s (user %s sku %d qty %d rid %q status %s created %s) matches no request that could have made it",
 				id, row.user, row.sku, row.qty, row.rid, row.status, clock(row.created))
 			continue
 		}
@@ -264,9 +391,24 @@ func (a *analysis) resolveUnacked() {
 			} else if a.collateral(row, row.created) {
 				a.refusedAfter = append(a.refusedAfter, id+" (unanswered)")
 			} else {
-				a.c.viol.add("refused", "order %s (unanswered request) refused by the stock guard, and no data loss explains it", id)
+				a.l.viol.addSKU(row.sku, "refused", "order %s (unanswered request) refused by the stock guard, and no data loss explains it", id)
 			}
 		}
+	}
+}
+
+// sameRequest reports whether an order carrying request id rid may have
+// been made by the buy o: the buy's request id, or for a buy sent without
+// one, the id the server made for it (the one its 503 named, when it named
+// one; otherwise none, or any id the shopper did not send).
+func sameRequest(o *op, rid string) bool {
+	switch {
+	case o.rid != "":
+		return rid == o.rid
+	case o.outRID != "":
+		return rid == o.outRID
+	default:
+		return rid == "" || !(strings.HasPrefix(rid, o.user+"-r") || strings.HasPrefix(rid, o.user+"-bad"))
 	}
 }
 
@@ -286,7 +428,7 @@ func (a *analysis) checkLimits() {
 		}
 	}
 	for k, n := range held {
-		sku := a.c.sku(k.sku)
+		sku := a.l.sku(k.sku)
 		if sku == nil || n <= sku.limit {
 			continue
 		}
@@ -300,7 +442,7 @@ func (a *analysis) checkLimits() {
 		if excused {
 			a.limitLoss = append(a.limitLoss, msg)
 		} else {
-			a.c.viol.add("limit", "%s, and no data loss explains it", msg)
+			a.l.viol.addSKU(k.sku, "limit", "%s, and no data loss explains it", msg)
 		}
 	}
 }
@@ -308,12 +450,13 @@ func (a *analysis) checkLimits() {
 // checkRequestIDs: a request id answered 202 is answered the same order
 // ever after — never another order, never a refusal — and maps to one
 // order in MySQL; unless a data loss forgot the order between the first
-// answer and the replay.
+// answer and the replay, or an operator deleted it with its dead letter
+// before the replay.
 func (a *analysis) checkRequestIDs() {
 	type key struct{ user, rid string }
 	groups := map[key][]*op{}
 	for _, o := range a.ops {
-		if o.kind == opBuy && o.rid != "" {
+		if o.kind == opBuy && o.rid != "" && o.badToken == "" {
 			k := key{o.user, o.rid}
 			groups[k] = append(groups[k], o)
 		}
@@ -338,7 +481,7 @@ func (a *analysis) checkRequestIDs() {
 		}
 		if first != nil {
 			if row := a.final.orders[first.outOrder]; row != nil && row.rid != k.rid {
-				a.c.viol.add("request_id", "%s: the order carries request id %q in MySQL", first, row.rid)
+				a.l.viol.addSKU(first.sku, "request_id", "%s: the order carries request id %q in MySQL", first, row.rid)
 			}
 			for _, o := range g {
 				if !o.call.After(first.ret) || !o.definite() {
@@ -352,17 +495,21 @@ func (a *analysis) checkRequestIDs() {
 					a.ridLoss = append(a.ridLoss, fmt.Sprintf("%s after %s (%s)", o, first.outOrder, f))
 					continue
 				}
+				if a.goneBy(first.outOrder, o.call) {
+					a.ridGone = append(a.ridGone, fmt.Sprintf("%s after %s", o, first.outOrder))
+					continue
+				}
 				kind := "request_id"
 				if a.lossBetween(first.ret, o.call) {
 					// The order was in MySQL before the loss: MySQL still
 					// knows the request id.
 					kind = "request_id_after_loss"
 				}
-				a.c.viol.add(kind, "%s: request id %s was answered order %s before (%s)", o, k.rid, first.outOrder, first)
+				a.l.viol.addSKU(o.sku, kind, "%s: request id %s was answered order %s before (%s)", o, k.rid, first.outOrder, first)
 			}
 		}
 		var rows []*orderRow
-		for _, row := range a.final.orders {
+		for _, row := range a.known {
 			if row.user == k.user && row.rid == k.rid {
 				rows = append(rows, row)
 			}
@@ -372,7 +519,7 @@ func (a *analysis) checkRequestIDs() {
 			ok := true
 			for i := 1; i < len(rows); i++ {
 				prev := &op{call: rows[i-1].created, outOrder: rows[i-1].id}
-				if _, lost := forgotten(prev, rows[i].created); !lost {
+				if _, lost := forgotten(prev, rows[i].created); !lost && !a.goneBy(prev.outOrder, rows[i].created) {
 					ok = false
 				}
 			}
@@ -382,11 +529,11 @@ func (a *analysis) checkRequestIDs() {
 			}
 			switch {
 			case ok:
-				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss: %v", k.user, k.rid, len(rows), ids))
+				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss or a delete: %v", k.user, k.rid, len(rows), ids))
 			case a.lossBetween(rows[0].created, rows[len(rows)-1].created):
-				a.c.viol.add("request_id_after_loss", "user %s request id %s is %d orders in MySQL, the first written before a data loss: %v", k.user, k.rid, len(rows), ids)
+				a.l.viol.addSKU(rows[0].sku, "request_id_after_loss", "user %s request id %s is %d orders in MySQL, the first written before a data loss: %v", k.user, k.rid, len(rows), ids)
 			default:
-				a.c.viol.add("request_id", "user %s request id %s is %d orders in MySQL: %v", k.user, k.rid, len(rows), ids)
+				a.l.viol.addSKU(rows[0].sku, "request_id", "user %s request id %s is %d orders: %v", k.user, k.rid, len(rows), ids)
 			}
 		}
 	}
@@ -408,12 +555,12 @@ func (a *analysis) checkOrderOutcomes() {
 		case o.kind == opPay && o.status == http.StatusOK:
 			get(o.order).paid = o
 			if o.outStatus != "paid" {
-				a.c.viol.add("pay", "%s: answered status %q", o, o.outStatus)
+				a.l.viol.addSKU(o.sku, "pay", "%s: answered status %q", o, o.outStatus)
 			}
 		case o.kind == opCancel && o.status == http.StatusOK:
 			get(o.order).cancelled = o
 			if o.outStatus != "cancelled" {
-				a.c.viol.add("cancel", "%s: answered status %q", o, o.outStatus)
+				a.l.viol.addSKU(o.sku, "cancel", "%s: answered status %q", o, o.outStatus)
 			}
 		case o.kind == opCancel && o.code == "order_paid":
 			get(o.order).cancelPaid = o
@@ -430,15 +577,15 @@ func (a *analysis) checkOrderOutcomes() {
 		}
 		switch {
 		case x.paid != nil && x.cancelled != nil:
-			a.c.viol.add("order_state", "order %s both paid (%s) and cancelled (%s); MySQL: %s", id, x.paid, x.cancelled, status)
+			a.l.viol.addSKU(x.paid.sku, "order_state", "order %s both paid (%s) and cancelled (%s); MySQL: %s", id, x.paid, x.cancelled, status)
 		case x.paid != nil && status != "paid":
-			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.paid, status)
+			a.l.viol.addSKU(x.paid.sku, "order_state", "%s, but MySQL ends with %s", x.paid, status)
 		case x.cancelPaid != nil && status != "paid":
-			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.cancelPaid, status)
+			a.l.viol.addSKU(x.cancelPaid.sku, "order_state", "%s, but MySQL ends with %s", x.cancelPaid, status)
 		case x.cancelled != nil && status != "cancelled":
-			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.cancelled, status)
+			a.l.viol.addSKU(x.cancelled.sku, "order_state", "%s, but MySQL ends with %s", x.cancelled, status)
 		case x.payClosed != nil && status != "cancelled" && status != "expired" && status != "failed":
-			a.c.viol.add("order_state", "%s, but MySQL ends with %s", x.payClosed, status)
+			a.l.viol.addSKU(x.payClosed.sku, "order_state", "%s, but MySQL ends with %s", x.payClosed, status)
 		}
 	}
 }

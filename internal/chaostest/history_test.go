@@ -14,14 +14,17 @@ import (
 
 // Operation kinds.
 const (
-	opBuy       = "buy"
-	opCancel    = "cancel"
-	opPay       = "pay"
-	opGetOrder  = "get_order"
-	opPeek      = "get_sku"
-	opSetStock  = "set_stock"  // PUT /admin/skus/{id}/stock
-	opUpsert    = "upsert_sku" // POST /admin/skus with the SKU's id
-	opReconcile = "reconcile"
+	opBuy         = "buy"
+	opCancel      = "cancel"
+	opPay         = "pay"
+	opGetOrder    = "get_order"
+	opPeek        = "get_sku"
+	opSetStock    = "set_stock"  // PUT /admin/skus/{id}/stock
+	opUpsert      = "upsert_sku" // POST /admin/skus with the SKU's id
+	opReconcile   = "reconcile"
+	opDeadList    = "dead_list"    // GET /admin/skus/{id}/dead
+	opDeadDel     = "dead_delete"  // DELETE /admin/skus/{id}/dead/{task_id}
+	opDeadRequeue = "dead_requeue" // POST /admin/skus/{id}/dead/{task_id}/requeue
 )
 
 // op is one request of the history: what was asked, of which instance,
@@ -35,9 +38,14 @@ type op struct {
 	rid      string // request id of a buy, "" without
 	order    string // the order a cancel, pay or read names
 	total    int64  // the stock_total a stock change asks for
+	cut      bool   // the stock change may lower the total (as far as the admin knows)
 	attempt  int    // 1 for the first request of a buy, cancel, pay or stock change; more for its retries
 	instance int
 	phase    int
+	task     string // the dead letter a delete or requeue names
+	// badToken is the kind of refused token the request was sent with
+	// (tokenExpired, tokenForged), "" for none: it must be answered 401.
+	badToken string
 
 	call, ret time.Time
 	status    int    // HTTP status, 0 without an answer
@@ -48,6 +56,7 @@ type op struct {
 	left      int64  // stock_left of a stock read or a stock change
 	outTotal  int64  // stock_total of a stock change's answer
 	outStatus string // status of an order read, pay or cancel
+	outRID    string // request_id of a buy's 503: the id to retry with
 }
 
 // answered reports whether the server answered at all.
@@ -87,12 +96,21 @@ func (o *op) String() string {
 	if o.order != "" {
 		fmt.Fprintf(&b, " order=%s", o.order)
 	}
+	if o.task != "" {
+		fmt.Fprintf(&b, " task=%s", o.task)
+	}
+	if o.badToken != "" {
+		fmt.Fprintf(&b, " token=%s", o.badToken)
+	}
 	if o.kind == opSetStock || o.kind == opUpsert {
 		fmt.Fprintf(&b, " total=%d", o.total)
 	}
 	fmt.Fprintf(&b, " attempt=%d on=%d call=%s ret=%s -> %s", o.attempt, o.instance, clock(o.call), clock(o.ret), o.outcome())
 	if o.outOrder != "" {
 		fmt.Fprintf(&b, " order_id=%s", o.outOrder)
+	}
+	if o.outRID != "" {
+		fmt.Fprintf(&b, " request_id=%s", o.outRID)
 	}
 	if o.kind == opPeek || (o.status == http.StatusOK && (o.kind == opSetStock || o.kind == opUpsert)) {
 		fmt.Fprintf(&b, " left=%d", o.left)
@@ -120,6 +138,9 @@ type fault struct {
 	target   string
 	from, to time.Time
 	dataLoss bool // Redis lost everything it held at from
+	// failover: a Redis primary was replaced; what it had not replicated
+	// is gone (with wait_replicas, nothing a shopper was told of).
+	failover bool
 	// committed are the orders in MySQL just before a data loss; an
 	// accepted order not among them was only in Redis.
 	committed map[string]bool
@@ -175,9 +196,17 @@ func newClient(t *testing.T, token string) *client {
 	}}}
 }
 
-// do sends one request for o to base and fills in o's answer.
+// do sends one request for o to base and fills in o's answer. A request
+// with a bad token carries that token instead of the shopper's.
 func (c *client) do(o *op, base, method, path string, body any) {
-	r, err := c.Do(base, method, path, o.user, body)
+	var r testutil.Reply
+	req, err := c.Request(base, method, path, o.user, body)
+	if err == nil {
+		if o.badToken != "" {
+			req.Header.Set("Authorization", "Bearer "+badToken(o.badToken, o.user))
+		}
+		r, err = c.Send(req)
+	}
 	o.call, o.ret = r.Start, r.Start.Add(r.Took)
 	if err != nil {
 		o.err = shortErr(err)
@@ -186,6 +215,7 @@ func (c *client) do(o *op, base, method, path string, body any) {
 	o.status, o.raw = r.Status, r.Raw
 	if r.Status >= 400 {
 		o.code = r.Str("error")
+		o.outRID = r.Str("request_id")
 		return
 	}
 	o.outOrder = r.Str("order_id")

@@ -1,6 +1,7 @@
 package chaostest
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,39 +24,51 @@ const (
 	// and the process setting its flag: the reply on its way back and the
 	// scheduler. The time a process was stopped is added on top.
 	soldOutSlack = 250 * time.Millisecond
-	// linTimeout bounds the linearizability check of one segment.
+	// linTimeout bounds the linearizability check of one segment, splits
+	// included.
 	linTimeout = 2 * time.Minute
 )
 
 // linResult is the linearizability check of one SKU in one phase.
 type linResult struct {
 	sku       uint64
+	buckets   int
 	phase     int
 	ops       int // operations checked
-	unchecked int // operations after a data loss, not checked
-	cut       bool
-	result    porcupine.CheckResult
-	took      time.Duration
-	kinds     map[string]int // operations by kind and output
-	rounds    int            // porcupine runs (checkStaged)
-	file      string         // the visualization of an illegal history
+	unchecked int // operations after a data loss or a failover, not checked
+	// excused are sold_out answers of a SKU split into buckets left out:
+	// given while a stock cut went from bucket to bucket (see
+	// checkSegment).
+	excused int
+	cut     bool
+	result  porcupine.CheckResult
+	took    time.Duration
+	kinds   map[string]int // operations by kind and output
+	rounds  int            // porcupine runs (checkStaged)
+	splits  int            // histories split at a quiescent point to decide them
+	file    string         // the visualization of an illegal or undecided history
 }
 
 // checkLinearizable checks, for every SKU and every phase, the history of
-// buys, cancels, expiries, stock reads and stock changes against the model
-// (model_test.go). A phase starts at rest from what MySQL held at the
-// barrier before it. A data loss cuts its phase: the operations before it
-// are checked, those that were still running when it began count as
-// "maybe", and the rest of the phase is not checked (Redis then starts
-// from a rebuild whose outcome depends on what it lost).
+// buys, cancels, expiries, stock reads, stock changes, reconciles and
+// deletes of dead letters against the model (model_test.go). A phase starts
+// at rest from what MySQL held at the barrier before it. A data loss or a
+// failover cuts its phase: the operations before it are checked, those
+// that were still running when it began count as "maybe", and the rest of
+// the phase is not checked (Redis then starts from a rebuild whose outcome
+// depends on what it lost, or without the returns the old primary had not
+// replicated). A history porcupine does not decide is a violation too.
 func (a *analysis) checkLinearizable() []linResult {
 	var out []linResult
-	for n := 1; n < len(a.c.snaps); n++ {
-		for _, sku := range a.c.skus {
+	for n := 1; n < len(a.l.snaps); n++ {
+		for _, sku := range a.l.skus {
 			r := a.checkSegment(n, sku)
 			out = append(out, r)
-			if r.result == porcupine.Illegal {
-				a.c.viol.add("linearizability", "sku %d phase %d: %d operations are not linearizable against the stock model; see %s", sku.id, n, r.ops, r.file)
+			switch r.result {
+			case porcupine.Illegal:
+				a.l.viol.addSKU(sku.id, "linearizability", "sku %d (%d buckets) phase %d: %d operations are not linearizable against the stock model; see %s", sku.id, sku.buckets, n, r.ops, r.file)
+			case porcupine.Unknown:
+				a.l.viol.addSKU(sku.id, "undecided", "sku %d (%d buckets) phase %d: %d operations: porcupine did not decide in %s, nor once split at quiescent points (%d splits); see %s", sku.id, sku.buckets, n, r.ops, linTimeout, r.splits, r.file)
 			}
 		}
 	}
@@ -119,17 +132,18 @@ func (b *builder) ridSet(user, rid string) []int {
 func ns(t time.Time) int64 { return t.Sub(runStart).Nanoseconds() }
 
 func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
-	start, end := a.c.snaps[n-1], a.c.snaps[n]
+	start, end := a.l.snaps[n-1], a.l.snaps[n]
 	from, cut := start.end, end.at
-	var loss *fault
-	for i, f := range a.losses {
-		if f.from.After(from) && f.from.Before(cut) {
-			loss = &a.losses[i]
-			cut = f.from
-			break
+	var loss *fault // the data loss or failover that cuts the segment
+	for i, f := range a.faults {
+		if (f.dataLoss || f.failover) && f.from.After(from) && f.from.Before(cut) && (loss == nil || f.from.Before(loss.from)) {
+			loss = &a.faults[i]
 		}
 	}
-	res := linResult{sku: sku.id, phase: n, cut: loss != nil}
+	if loss != nil {
+		cut = loss.from
+	}
+	res := linResult{sku: sku.id, buckets: sku.buckets, phase: n, cut: loss != nil}
 	b := &builder{index: map[string]int{}, users: map[string]int{}}
 	init := mstate{total: start.skus[sku.id].total}
 	var initActive int64
@@ -149,11 +163,11 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 	// The segment's requests, and the orders they name or may have made.
 	var segOps []*op
 	for _, o := range a.ops {
-		if o.phase != n || o.sku != sku.id {
+		if o.phase != n || o.sku != sku.id || o.badToken != "" {
 			continue
 		}
 		switch o.kind {
-		case opBuy, opCancel, opPeek, opSetStock, opUpsert:
+		case opBuy, opCancel, opPeek, opSetStock, opUpsert, opReconcile, opDeadDel:
 		default:
 			continue
 		}
@@ -174,7 +188,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		}
 		if !o.definite() || late(o) {
 			for _, id := range a.makes[o] {
-				row := a.final.orders[id]
+				row := a.known[id]
 				b.order(id, row.user, row.qty, row.rid)
 			}
 			// 503 busy writes nothing (the lock was not obtained, or the
@@ -193,10 +207,45 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			rids[o.user+"/"+o.rid] = true
 		}
 	}
-	for _, id := range sortedKeys(a.final.orders) {
-		row := a.final.orders[id]
+	for _, id := range sortedKeys(a.known) {
+		row := a.known[id]
 		if row.sku == sku.id && row.rid != "" && rids[row.user+"/"+row.rid] && row.created.Before(cut) {
 			b.order(id, row.user, row.qty, row.rid)
+		}
+	}
+	// The orders of the dead letters deleted in the segment that never
+	// reached MySQL: their units come back.
+	deleted := map[*op][]int{}
+	for _, o := range segOps {
+		if o.kind != opDeadDel {
+			continue
+		}
+		d := a.l.deadLetterOf(o.task)
+		if d == nil {
+			continue
+		}
+		for _, t := range d.orders {
+			if a.final.orders[t.OrderID] == nil {
+				deleted[o] = append(deleted[o], b.order(t.OrderID, t.User, t.Qty, t.RequestID))
+			}
+		}
+	}
+	// Sold-out answers of a SKU split into buckets that docs/SCALING.md
+	// allows although the model has units left: while a stock cut went
+	// from bucket to bucket (not atomic: a cut takes units bucket after
+	// bucket, and a refused one holds them until it gives them back). Units
+	// moving between buckets count as left: a seller lands a move held up
+	// (its process stopped or dead) before it says sold_out.
+	var excuse []span
+	if sku.buckets > 1 {
+		for _, o := range segOps {
+			if (o.kind == opSetStock || o.kind == opUpsert) && o.cut {
+				to := o.ret
+				if !o.answered() {
+					to = cut
+				}
+				excuse = append(excuse, span{o.call, to})
+			}
 		}
 	}
 	// Payment deadlines: orders that expired in this phase give their units
@@ -259,7 +308,12 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				in.order = b.index[o.outOrder]
 				add(u, in, moutput{kind: outOK}, o.call, o.ret)
 			case o.code == "sold_out" && !late(o):
-				add(u, in, moutput{kind: outSoldOut}, a.soldOutCall(o, from), o.ret)
+				call := a.soldOutCall(o, from)
+				if overlaps(excuse, call, o.ret) {
+					res.excused++
+					continue
+				}
+				add(u, in, moutput{kind: outSoldOut}, call, o.ret)
 			case o.code == "limit_exceeded" && !late(o):
 				add(u, in, moutput{kind: outLimit}, o.call, o.ret)
 			case o.definite() && !late(o):
@@ -273,7 +327,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				var alts []int
 				persisted := time.Time{}
 				for _, id := range a.makes[o] {
-					row := a.final.orders[id]
+					row := a.known[id]
 					if row.sku != sku.id {
 						continue
 					}
@@ -305,7 +359,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		case opCancel:
 			x, ok := b.index[o.order]
 			if !ok {
-				row := a.final.orders[o.order]
+				row := a.known[o.order]
 				if row == nil {
 					continue // an order Redis lost before this segment
 				}
@@ -318,14 +372,14 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				add(u, in, moutput{kind: outOK}, o.call, o.ret)
 			case o.definite() && !late(o):
 			default:
-				row := a.final.orders[o.order]
+				row := a.known[o.order]
 				if row == nil || row.status != "cancelled" {
 					continue // it cancelled nothing
 				}
 				// The units come back once, before the order shows in
 				// the returned set: not at all, or before this request,
 				// leaves it nothing to do.
-				seen, ok := a.c.ret.first(o.order)
+				seen, ok := a.l.ret.first(o.order)
 				if (!ok && loss == nil) || (ok && seen.Before(o.call)) {
 					continue
 				}
@@ -373,12 +427,31 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				maybes[key] = true
 				add(adminClient(), in, moutput{kind: outMaybe}, o.call, ret)
 			}
+		case opReconcile, opDeadDel:
+			in := minput{kind: mRebuild, desc: desc}
+			if o.kind == opDeadDel {
+				in = minput{kind: mDelete, orders: deleted[o], desc: desc}
+			}
+			switch {
+			case o.status == http.StatusOK && !late(o):
+				add(adminClient(), in, moutput{kind: outOK}, o.call, o.ret)
+			case o.status == http.StatusNotFound && !late(o):
+				// Another operator took the dead letter first.
+			case o.kind == opReconcile && o.code == "busy" && !late(o):
+				// Another rebuild held the SKU: nothing was changed.
+			default:
+				ret := cut
+				if l := a.latest(o); o.answered() && l.Before(ret) {
+					ret = l
+				}
+				add(adminClient(), in, moutput{kind: outMaybe}, o.call, ret)
+			}
 		}
 	}
 	for _, e := range expiries {
-		call := e.row.closed.Add(-tick)
+		call := a.l.heldUntil(e.row.closed.Add(-tick))
 		ret := cut
-		if seen, ok := a.c.ret.first(e.row.id); ok && seen.Before(ret) && seen.After(call) {
+		if seen, ok := a.l.ret.first(e.row.id); ok && seen.Before(ret) && seen.After(call) {
 			ret = seen
 			e.out.kind = outOK // back before the loss, if any
 		}
@@ -399,33 +472,115 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			init.returned = with(init.returned, b.index[id])
 		}
 	}
-	m := &mmodel{limit: int64(sku.limit), qty: b.qty, userOrders: b.userOrders, init: init}
+	m := &mmodel{bucketed: sku.buckets > 1, limit: int64(sku.limit), qty: b.qty, userOrders: b.userOrders, init: init}
 	res.ops = len(hist)
 	res.kinds = map[string]int{}
 	for _, h := range hist {
 		in, out := h.Input.(minput), h.Output.(moutput)
-		res.kinds[fmt.Sprintf("%s:%s", []string{"buy", "cancel", "expire", "read", "set"}[in.kind], out)]++
+		res.kinds[fmt.Sprintf("%s:%s", []string{"buy", "cancel", "expire", "read", "set", "rebuild", "delete"}[in.kind], out)]++
 	}
 	if len(hist) == 0 {
 		res.result = porcupine.Ok
 		return res
 	}
-	model := m.porcupine()
 	began := time.Now()
-	result, info, checked, rounds := checkStaged(model, hist)
-	res.result, res.took, res.rounds = result, time.Since(began), rounds
+	d := decide(m, m.porcupine(), hist, 0, began.Add(linTimeout))
+	res.result, res.took, res.rounds, res.splits = d.result, time.Since(began), d.rounds, d.splits
 	if res.result != porcupine.Ok {
-		res.file = filepath.Join(os.TempDir(), fmt.Sprintf("seckill-chaos-%d-sku%d-phase%d.html", runSeed, sku.id, n))
-		if err := porcupine.VisualizePath(model, info, res.file); err != nil {
+		res.file = filepath.Join(os.TempDir(), fmt.Sprintf("seckill-chaos-%d-%s-sku%d-phase%d.html", runSeed, a.l.spec.name, sku.id, n))
+		if err := porcupine.VisualizePath(d.model, d.info, res.file); err != nil {
 			res.file = "(visualization failed: " + err.Error() + ")"
 		}
 		what := "not linearizable"
 		if res.result == porcupine.Unknown {
 			what = fmt.Sprintf("not decided in %s", linTimeout)
 		}
-		a.c.t.Logf("chaos: sku %d phase %d %s from total=%d left=%d:\n%s", sku.id, n, what, init.total, init.left, explain(checked, info))
+		a.l.logf("sku %d phase %d %s from total=%d left=%d:\n%s", sku.id, n, what, init.total, init.left, explain(d.checked, d.info))
 	}
 	return res
+}
+
+// decision is what decide found about a history.
+type decision struct {
+	result  porcupine.CheckResult
+	model   porcupine.Model // the model of the part decided last
+	info    porcupine.LinearizationInfo
+	checked []porcupine.Operation // the operations porcupine checked last
+	end     any                   // Ok: the states after the linearization found
+	rounds  int
+	splits  int
+}
+
+// decide checks hist with checkStaged and, when porcupine cannot decide it
+// in half the time left before deadline, splits it at the quiescent point
+// (no operation open across it) nearest its middle, up to six times deep.
+// Every linearization of the whole orders the first part before the
+// second, so a first part that is not linearizable makes the whole not
+// linearizable; a first part that is, followed by a second that is from
+// the states its linearization ends in, makes the whole linearizable. A
+// second part that is not, from those states only, leaves the whole
+// undecided (another linearization of the first part might end
+// elsewhere): never a pass.
+func decide(m *mmodel, model porcupine.Model, hist []porcupine.Operation, depth int, deadline time.Time) decision {
+	d := checkStaged(model, hist, time.Now().Add(time.Until(deadline)/2))
+	d.model = model
+	if d.result != porcupine.Unknown || depth >= 6 {
+		return d
+	}
+	first, second, ok := splitQuiet(hist)
+	if !ok {
+		return d
+	}
+	d1 := decide(m, model, first, depth+1, time.Now().Add(time.Until(deadline)/2))
+	d1.splits++
+	d1.rounds += d.rounds
+	if d1.result != porcupine.Ok {
+		return d1
+	}
+	d2 := decide(m, m.from(d1.end.([]any)), second, depth+1, deadline)
+	d2.splits += d1.splits
+	d2.rounds += d1.rounds
+	if d2.result == porcupine.Illegal {
+		d2.result = porcupine.Unknown
+	}
+	return d2
+}
+
+// splitQuiet splits hist, ordered by call, at the quiescent point nearest
+// its middle: every operation of the first part returned before any of
+// the second was called. ok is false when there is none.
+func splitQuiet(hist []porcupine.Operation) (first, second []porcupine.Operation, ok bool) {
+	h := slices.Clone(hist)
+	slices.SortStableFunc(h, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	best := -1
+	maxRet := int64(-1 << 62)
+	for k := 1; k < len(h); k++ {
+		maxRet = max(maxRet, h[k-1].Return)
+		if maxRet < h[k].Call && (best < 0 || abs(k-len(h)/2) < abs(best-len(h)/2)) {
+			best = k
+		}
+	}
+	if best < 0 {
+		return nil, nil, false
+	}
+	return h[:best], h[best:], true
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// overlaps reports whether [from, to] meets one of spans.
+func overlaps(spans []span, from, to time.Time) bool {
+	for _, s := range spans {
+		if !s.from.After(to) && !s.to.Before(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkStaged checks hist in stages, because porcupine's search does not
@@ -438,11 +593,14 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 // operation that must precede it and before every one that must follow
 // it). The answers that cannot be placed are added to the history, which
 // is checked again, and the rest placed again into the new linearization,
-// until all are placed or porcupine says the history is not linearizable.
+// until all are placed or porcupine says the history is not linearizable,
+// or the deadline has passed (undecided).
 // Illegal is porcupine's verdict on a part of the history, so the whole is
 // not linearizable either. It returns the verdict, porcupine's account of
-// the last history it checked, that history, and how many rounds it took.
-func checkStaged(model porcupine.Model, hist []porcupine.Operation) (porcupine.CheckResult, porcupine.LinearizationInfo, []porcupine.Operation, int) {
+// the last history it checked, that history, how many rounds it took and,
+// when linearizable, the states the linearization found ends in. A
+// linearizable history without a linearization to show is undecided.
+func checkStaged(model porcupine.Model, hist []porcupine.Operation, deadline time.Time) decision {
 	var core, waiting []porcupine.Operation
 	for _, h := range hist {
 		if h.Output.(moutput).kind == outSoldOut {
@@ -452,28 +610,52 @@ func checkStaged(model porcupine.Model, hist []porcupine.Operation) (porcupine.C
 		}
 	}
 	for round := 1; ; round++ {
-		res, info := porcupine.CheckOperationsVerbose(model, core, linTimeout)
-		if res != porcupine.Ok || len(waiting) == 0 {
-			return res, info, core, round
+		res, info := porcupine.CheckOperationsVerbose(model, core, max(time.Until(deadline), time.Second))
+		d := decision{result: res, info: info, checked: core, rounds: round}
+		if res != porcupine.Ok {
+			return d
 		}
-		parts := info.PartialLinearizations()
-		if len(parts) == 0 || len(parts[0]) == 0 {
-			return porcupine.Unknown, info, core, round
+		lin := []int{}
+		if len(core) > 0 {
+			parts := info.PartialLinearizations()
+			if len(parts) == 0 || len(parts[0]) == 0 || len(parts[0][0]) != len(core) {
+				d.result = porcupine.Unknown
+				return d
+			}
+			lin = parts[0][0]
 		}
-		rest := unplaced(model, core, parts[0][0], waiting)
+		d.end = endState(model, core, lin)
+		if len(waiting) == 0 {
+			return d
+		}
+		rest := unplaced(model, core, lin, waiting)
 		if len(rest) == 0 {
-			return porcupine.Ok, info, core, round
+			return d
 		}
-		if round >= 5 {
-			rest = waiting // let porcupine decide on all of them at once
-		}
-		core = append(core, rest...)
+		// One at a time, the earliest first: porcupine then has one
+		// long window more to place, and says at once whether another
+		// linearization takes it. Many at once make it try their orders
+		// among themselves.
+		first := slices.MinFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+		core = append(core, first)
 		waiting = slices.DeleteFunc(waiting, func(h porcupine.Operation) bool {
-			return slices.ContainsFunc(rest, func(r porcupine.Operation) bool {
-				return r.Call == h.Call && r.Input.(minput).desc == h.Input.(minput).desc
-			})
+			return h.Call == first.Call && h.Input.(minput).desc == first.Input.(minput).desc
 		})
+		if time.Now().After(deadline) {
+			d.result = porcupine.Unknown
+			return d
+		}
 	}
+}
+
+// endState is the states the model is in after the operations of core in
+// the order lin.
+func endState(model porcupine.Model, core []porcupine.Operation, lin []int) any {
+	state := model.Init()
+	for _, i := range lin {
+		_, state = model.Step(state, core[i].Input, core[i].Output)
+	}
+	return state
 }
 
 // unplaced returns the sold_out answers of waiting that fit nowhere in the
@@ -525,6 +707,21 @@ func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, wait
 	return out
 }
 
+// heldUntil is t, or the end of the hold of the SKU rows (holdDrain) that
+// began before t and was still on then: a close that began in it waits for
+// the skus row to take its units off sold, and gives them back in Redis
+// only after it committed.
+func (l *lane) heldUntil(t time.Time) time.Time {
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	for _, h := range l.holds {
+		if !t.Before(h.from) && t.Before(h.to) {
+			t = h.to
+		}
+	}
+	return t
+}
+
 // latest is the last moment a request without a clear answer can have
 // taken effect in Redis. An answered one: its answer, or the end of a Redis
 // freeze it met (a command sent to a frozen Redis runs when it goes on). One
@@ -534,7 +731,7 @@ func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, wait
 func (a *analysis) latest(o *op) time.Time {
 	t := o.ret
 	if !o.answered() {
-		p := a.c.procs[o.instance]
+		p := a.l.procs[o.instance]
 		last := o.call
 		for _, s := range p.stopSpans() {
 			if !s.from.After(last.Add(6*time.Second)) && s.to.After(last) {
@@ -559,7 +756,7 @@ func (a *analysis) latest(o *op) time.Time {
 // soldOutSlack, plus the time the process was stopped around then.
 func (a *analysis) soldOutCall(o *op, from time.Time) time.Time {
 	ext := soldOutRecheck + soldOutSlack
-	for _, s := range a.c.procs[o.instance].stopSpans() {
+	for _, s := range a.l.procs[o.instance].stopSpans() {
 		if s.to.After(o.call.Add(-ext)) && s.from.Before(o.ret) {
 			ext += s.to.Sub(s.from)
 		}

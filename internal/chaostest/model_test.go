@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -26,18 +27,32 @@ import (
 //     without Redis for up to stock's SoldOutRecheck (1s) after a buy saw
 //     the SKU sold out, so this operation's call is moved back by that
 //     much plus a slack (see soldOutCall).
-//   - buy limit_exceeded: qty > limit, or (request id not bought, qty <=
-//     left and the user's units + qty > limit).
+//   - buy limit_exceeded: qty > limit, or (request id not bought and the
+//     user's units + qty > limit), whatever is left: a shopper who could
+//     not take the units anyway is told so rather than sold_out.
 //   - buy maybe(orders): no clear answer: nothing, or the buy of one of the
 //     orders that MySQL shows it may have made, under the rules of ok.
 //   - cancel/expire ok(order): the order must be bought; its units come
 //     back unless they already have (a second cancel is a no-op; an expiry
 //     must be the first return).
 //   - cancel/expire maybe(order): nothing, or the return.
-//   - read left: left equals the answer (GET /api/v1/skus/{id}).
+//   - read left: left equals the answer (GET /api/v1/skus/{id}). For a SKU
+//     split into buckets the answer is at most left: it adds up the
+//     buckets' units left, without the units moving between two of them,
+//     which the counter counts (a sold_out answer must find none of them
+//     either).
 //   - set total ok(left): left' = left + total' - total >= 0 and equals the
-//     answer's stock_left. below_sold: left + total' - total < 0.
-//     maybe: nothing, or the change.
+//     answer's stock_left (is at least it, split into buckets). below_sold:
+//     left + total' - total < 0 (split into buckets, a cut goes bucket after
+//     bucket and cannot take units on their way between two, so it may be
+//     refused with units left). maybe: nothing, or the change.
+//   - rebuild ok: left' = total - the units of the orders bought and not
+//     returned (a reconcile rebuilds Redis from MySQL and the queue, which
+//     hold exactly those orders; units of moves that never landed come
+//     back). maybe: nothing, or the rebuild.
+//   - delete ok(orders): an operator deleted a dead letter: the units of its
+//     orders that never reached MySQL come back, each once; those orders
+//     must have been bought. maybe: nothing, or any of them back.
 
 type mkind uint8
 
@@ -47,6 +62,8 @@ const (
 	mExpire
 	mPeek
 	mSet
+	mRebuild
+	mDelete
 )
 
 type moutKind uint8
@@ -66,9 +83,11 @@ type minput struct {
 	qty   int64 // units of a buy
 	order int   // the order a buy ok made, or a cancel or expiry names
 	alts  []int // the orders a buy maybe may have made
-	rid   []int // orders carrying the buy's request id (nil without one)
-	total int64 // the stock_total a stock change asks for
-	desc  string
+	// orders are the orders of a deleted dead letter that are not in MySQL
+	orders []int
+	rid    []int // orders carrying the buy's request id (nil without one)
+	total  int64 // the stock_total a stock change asks for
+	desc   string
 }
 
 type moutput struct {
@@ -93,6 +112,7 @@ func with(b []uint64, i int) []uint64 {
 
 // mmodel is the model of one segment of one SKU.
 type mmodel struct {
+	bucketed   bool // the SKU is split into stock buckets
 	limit      int64
 	qty        []int64 // per order
 	userOrders [][]int // per user: its orders
@@ -163,7 +183,7 @@ func (m *mmodel) step(st, inv, outv any) []any {
 				return []any{s}
 			}
 		case outLimit:
-			if in.qty > m.limit || (!replay && in.qty <= s.left && m.held(s, in.user)+in.qty > m.limit) {
+			if in.qty > m.limit || (!replay && m.held(s, in.user)+in.qty > m.limit) {
 				return []any{s}
 			}
 		}
@@ -185,7 +205,7 @@ func (m *mmodel) step(st, inv, outv any) []any {
 			return []any{s}
 		}
 	case mPeek:
-		if s.left == out.left {
+		if s.left == out.left || (m.bucketed && 0 <= out.left && out.left <= s.left) {
 			return []any{s}
 		}
 	case mSet:
@@ -193,11 +213,11 @@ func (m *mmodel) step(st, inv, outv any) []any {
 		set := mstate{total: in.total, left: left, bought: s.bought, returned: s.returned}
 		switch out.kind {
 		case outOK:
-			if left >= 0 && left == out.left {
+			if left >= 0 && (left == out.left || (m.bucketed && 0 <= out.left && out.left <= left)) {
 				return []any{set}
 			}
 		case outBelow:
-			if left < 0 {
+			if left < 0 || (m.bucketed && in.total < s.total) {
 				return []any{s}
 			}
 		case outMaybe:
@@ -206,6 +226,41 @@ func (m *mmodel) step(st, inv, outv any) []any {
 			}
 			return []any{s}
 		}
+	case mRebuild:
+		var held int64
+		for i := range m.qty {
+			if has(s.bought, i) && !has(s.returned, i) {
+				held += m.qty[i]
+			}
+		}
+		re := mstate{total: s.total, left: max(0, s.total-held), bought: s.bought, returned: s.returned}
+		switch out.kind {
+		case outOK:
+			return []any{re}
+		case outMaybe:
+			return []any{s, re}
+		}
+	case mDelete:
+		res := []any{s}
+		for _, x := range in.orders {
+			if !has(s.bought, x) {
+				if out.kind == outOK {
+					return nil // a dead letter holds orders that were bought
+				}
+				continue
+			}
+			if has(s.returned, x) {
+				continue
+			}
+			if out.kind == outOK {
+				res[0] = m.give(res[0].(mstate), x)
+				continue
+			}
+			for _, st := range res[:len(res):len(res)] {
+				res = append(res, m.give(st.(mstate), x))
+			}
+		}
+		return res
 	}
 	return nil
 }
@@ -256,6 +311,14 @@ func (m *mmodel) porcupine() porcupine.Model {
 	return nm.ToModel()
 }
 
+// from returns the model with the initial states states (a set, as
+// porcupine keeps them), for the second part of a split history.
+func (m *mmodel) from(states []any) porcupine.Model {
+	model := m.porcupine()
+	model.Init = func() any { return states }
+	return model
+}
+
 func (o moutput) String() string {
 	switch o.kind {
 	case outOK:
@@ -293,37 +356,54 @@ func TestModel(t *testing.T) {
 	cancel := func(order int) minput { return minput{kind: mCancel, order: order} }
 	expire := func(order int) minput { return minput{kind: mExpire, order: order} }
 	set := func(total int64) minput { return minput{kind: mSet, total: total} }
+	rebuild := minput{kind: mRebuild}
+	del := func(orders ...int) minput { return minput{kind: mDelete, orders: orders} }
+	maybeOut := moutput{kind: outMaybe}
 	for _, tc := range []struct {
-		name  string
-		total int64
-		limit int64
-		ops   []o
-		want  bool
+		name     string
+		total    int64
+		limit    int64
+		bucketed bool
+		ops      []o
+		want     bool
 	}{
-		{"sold out placed between a read and a buy", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 1, 2}, {buy(1, 1, 1), soldOut, 3, 4}}, true},
-		{"sold out before a read that sees the unit", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 5, 6}, {buy(1, 1, 1), soldOut, 3, 4}}, false},
-		{"two units sell out", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), soldOut, 4, 5}}, true},
-		{"a third unit is oversold", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), ok, 4, 5}}, false},
-		{"sold out with a unit left", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, false},
-		{"sold out while a concurrent buy takes the last", 1, 1, []o{{buy(0, 0, 1), ok, 0, 10}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
-		{"a cancel gives the unit back", 1, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {buy(1, 1, 1), ok, 4, 5}}, true},
-		{"a second cancel gives nothing", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(3), 6, 7}}, false},
-		{"a second cancel is a no-op", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(2), 6, 7}}, true},
-		{"an expiry after a cancel", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {expire(0), ok, 4, 5}}, false},
-		{"per-user limit", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), ok, 2, 3}}, false},
-		{"per-user limit refused", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, true},
-		{"limit refused without cause", 5, 2, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, false},
-		{"a replay answers the same order", 1, 1, []o{{buy(0, 0, 1, 0), ok, 0, 1}, {buy(0, 0, 1, 0), ok, 2, 3}}, true},
-		{"a replay answers another order", 2, 2, []o{{buy(0, 0, 1, 0, 1), ok, 0, 1}, {buy(0, 1, 1, 0, 1), ok, 2, 3}}, false},
-		{"a maybe buy that happened", 1, 1, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
-		{"a maybe buy cannot both happen and not", 1, 1, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}, {peek, left(1), 4, 5}}, false},
-		{"a stock cut", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(2), 2, 3}, {peek, left(2), 4, 5}}, true},
-		{"a stock cut with a wrong answer", 5, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(3), 2, 3}}, false},
-		{"a cut below what is taken", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 0, 1}, {set(1), below, 2, 3}}, true},
-		{"a cut refused without cause", 2, 1, []o{{buy(0, 0, 1), ok, 0, 1}, {set(1), below, 2, 3}}, false},
+		{"sold out placed between a read and a buy", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 1, 2}, {buy(1, 1, 1), soldOut, 3, 4}}, true},
+		{"sold out before a read that sees the unit", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 10}, {peek, left(1), 5, 6}, {buy(1, 1, 1), soldOut, 3, 4}}, false},
+		{"two units sell out", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), soldOut, 4, 5}}, true},
+		{"a third unit is oversold", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 2, 3}, {buy(2, 2, 1), ok, 4, 5}}, false},
+		{"sold out with a unit left", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, false},
+		{"sold out while a concurrent buy takes the last", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 10}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
+		{"a cancel gives the unit back", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {buy(1, 1, 1), ok, 4, 5}}, true},
+		{"a second cancel gives nothing", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(3), 6, 7}}, false},
+		{"a second cancel is a no-op", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {cancel(0), ok, 4, 5}, {peek, left(2), 6, 7}}, true},
+		{"an expiry after a cancel", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {expire(0), ok, 4, 5}}, false},
+		{"per-user limit", 5, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), ok, 2, 3}}, false},
+		{"per-user limit refused", 5, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, true},
+		{"limit refused without cause", 5, 2, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, false},
+		{"limit refused when sold out too", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(0, 1, 1), limited, 2, 3}}, true},
+		{"a replay answers the same order", 1, 1, false, []o{{buy(0, 0, 1, 0), ok, 0, 1}, {buy(0, 0, 1, 0), ok, 2, 3}}, true},
+		{"a replay answers another order", 2, 2, false, []o{{buy(0, 0, 1, 0, 1), ok, 0, 1}, {buy(0, 1, 1, 0, 1), ok, 2, 3}}, false},
+		{"a maybe buy that happened", 1, 1, false, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, true},
+		{"a maybe buy cannot both happen and not", 1, 1, false, []o{{maybe(0, 1, 0), moutput{kind: outMaybe}, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}, {peek, left(1), 4, 5}}, false},
+		{"a stock cut", 5, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(2), 2, 3}, {peek, left(2), 4, 5}}, true},
+		{"a stock cut with a wrong answer", 5, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {set(3), okLeft(3), 2, 3}}, false},
+		{"a cut below what is taken", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), ok, 0, 1}, {set(1), below, 2, 3}}, true},
+		{"a cut refused without cause", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {set(1), below, 2, 3}}, false},
+		{"a rebuild changes nothing at rest", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {rebuild, ok, 2, 3}, {peek, left(1), 4, 5}}, true},
+		{"a rebuild that counts a returned unit twice", 2, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {cancel(0), ok, 2, 3}, {rebuild, ok, 4, 5}, {peek, left(3), 6, 7}}, false},
+		{"a deleted dead letter gives its units back", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {del(0), ok, 2, 3}, {buy(1, 1, 1), ok, 4, 5}}, true},
+		{"a deleted dead letter gives them back once", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {del(0), ok, 2, 3}, {del(0), ok, 4, 5}, {peek, left(2), 6, 7}}, false},
+		{"a dead letter of an order never bought", 1, 1, false, []o{{del(0), ok, 0, 1}}, false},
+		{"a delete and a rebuild racing count the units once", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {del(0), ok, 2, 5}, {rebuild, ok, 3, 4}, {peek, left(1), 6, 7}}, true},
+		{"a delete and a rebuild racing count the units twice", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {del(0), ok, 2, 5}, {rebuild, ok, 3, 4}, {peek, left(2), 6, 7}}, false},
+		{"a delete without an answer", 1, 1, false, []o{{buy(0, 0, 1), ok, 0, 1}, {del(0), maybeOut, 2, 3}, {buy(1, 1, 1), soldOut, 4, 5}}, true},
+		{"a split sku reads fewer units while some move", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {peek, left(1), 2, 3}}, true},
+		{"a split sku never reads more units than left", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {peek, left(3), 2, 3}}, false},
+		{"a split sku's cut may be refused with units moving", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {set(2), below, 2, 3}}, true},
+		{"a split sku sold out with units left", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &mmodel{limit: tc.limit, init: mstate{total: tc.total, left: tc.total, bought: make([]uint64, 1), returned: make([]uint64, 1)}}
+			m := &mmodel{bucketed: tc.bucketed, limit: tc.limit, init: mstate{total: tc.total, left: tc.total, bought: make([]uint64, 1), returned: make([]uint64, 1)}}
 			users := 0
 			for _, x := range tc.ops {
 				users = max(users, x.in.user+1)
@@ -354,9 +434,22 @@ func TestModel(t *testing.T) {
 				in.desc = fmt.Sprint(i)
 				hist[i].Input = in
 			}
-			if staged, _, _, _ := checkStaged(m.porcupine(), hist); (staged == porcupine.Ok) != tc.want {
+			if staged := decide(m, m.porcupine(), hist, 0, time.Now().Add(time.Minute)).result; (staged == porcupine.Ok) != tc.want {
 				t.Errorf("checkStaged = %v, want linearizable %v", staged, tc.want)
 			}
 		})
+	}
+}
+
+// TestSplitQuiet: a history is split only where no operation is open, at
+// the point nearest its middle.
+func TestSplitQuiet(t *testing.T) {
+	op := func(call, ret int64) porcupine.Operation { return porcupine.Operation{Call: call, Return: ret} }
+	first, second, ok := splitQuiet([]porcupine.Operation{op(10, 11), op(0, 3), op(4, 9), op(1, 2), op(5, 6)})
+	if !ok || len(first) != 2 || len(second) != 3 || first[1].Call != 1 || second[0].Call != 4 {
+		t.Errorf("split %v | %v, %v; want the two operations before 4 first", first, second, ok)
+	}
+	if _, _, ok := splitQuiet([]porcupine.Operation{op(0, 5), op(1, 2), op(3, 6)}); ok {
+		t.Error("split a history with no quiescent point")
 	}
 }

@@ -1,11 +1,6 @@
 package chaostest
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -107,28 +102,6 @@ func (p *proc) killAfter(t time.Time) (time.Time, bool) {
 func (p *proc) killedSince(t time.Time) bool {
 	_, ok := p.killAfter(t)
 	return ok
-}
-
-// rssKiB is the resident set size of the process from /proc, 0 when it
-// does not run.
-func (p *proc) rssKiB() int64 {
-	pid := p.Pid()
-	if pid == 0 {
-		return 0
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // checkLog fails the test if the process panicked, the runtime aborted it

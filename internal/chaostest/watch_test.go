@@ -5,26 +5,28 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/internal/stock"
 )
 
-// returnWatch reads every SKU's set of returned orders (the ids whose units
-// came back to Redis) every 50ms and remembers when each id was first seen.
-// The moment bounds when an expiry or a cancel gave its units back, which
-// keeps those operations short in the linearizability check. An id never
-// seen (Redis lost it, or it came and went between two reads) leaves the
-// operation open to the end of its segment: the check stays sound, only
-// slower.
+// returnWatch reads, every 50ms, the set of returned orders of every
+// bucket of every SKU (the ids whose units came back to Redis) and
+// remembers when each id was first seen. The moment bounds when an expiry
+// or a cancel gave its units back, which keeps those operations short in
+// the linearizability check. An id never seen (Redis lost it, or it came
+// and went between two reads) leaves the operation open to the end of its
+// segment: the check stays sound, only slower.
 type returnWatch struct {
-	c    *cluster
+	l    *lane
 	mu   sync.Mutex
 	seen map[string]time.Time
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-func watchReturns(c *cluster) *returnWatch {
-	w := &returnWatch{c: c, seen: map[string]time.Time{}, done: make(chan struct{})}
+func watchReturns(l *lane) *returnWatch {
+	w := &returnWatch{l: l, seen: map[string]time.Time{}, done: make(chan struct{})}
 	w.wg.Go(w.loop)
 	return w
 }
@@ -38,21 +40,35 @@ func (w *returnWatch) loop() {
 			return
 		case <-tick.C:
 		}
-		for _, sku := range w.c.skus {
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			ids, err := w.c.rdb.SMembers(ctx, w.c.prefix+stock.Tag(sku.id)+":returned").Result()
-			cancel()
-			if err != nil {
-				continue
+		for _, sku := range w.l.skus {
+			w.poll(sku)
+		}
+	}
+}
+
+// poll reads the returned sets of sku's buckets, in one pipeline (one per
+// Cluster node).
+func (w *returnWatch) poll(sku *skuInfo) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	parts := stock.Parts(sku.id, sku.buckets)
+	pipe := w.l.rdb.Pipeline()
+	rets := make([]*redis.StringSliceCmd, len(parts))
+	for i, p := range parts {
+		rets[i] = pipe.SMembers(ctx, w.l.prefix+p.Tag()+":returned")
+	}
+	_, _ = pipe.Exec(ctx)
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range rets {
+		if c.Err() != nil {
+			continue
+		}
+		for _, id := range c.Val() {
+			if _, ok := w.seen[id]; !ok {
+				w.seen[id] = now
 			}
-			now := time.Now()
-			w.mu.Lock()
-			for _, id := range ids {
-				if _, ok := w.seen[id]; !ok {
-					w.seen[id] = now
-				}
-			}
-			w.mu.Unlock()
 		}
 	}
 }
