@@ -1,8 +1,9 @@
-// flash-sale.js: a flash crowd. setup() seeds a fresh SKU with STOCK units
-// (one per shopper); VUS shoppers, each a distinct user, load the list of
-// sales as a shop front does (GET /api/v1/skus) and find it there, wait for
-// the same start instant and buy once. Every answer must be 202 (accepted) or 409
-// sold_out; exactly STOCK are accepted. teardown() waits for the drain and
+// flash-sale.js: a flash crowd. setup() seeds a fresh load-test SKU with
+// STOCK units (one per shopper; hidden from the shop's list); VUS shoppers,
+// each a distinct user, load the list of sales as a shop front does
+// (GET /api/v1/skus), open the sale's page, wait for the same start instant
+// and buy once. Every answer must be 202 (accepted) or 409 sold_out; exactly
+// STOCK are accepted. teardown() ends the sale, waits for the drain and
 // fails the run unless the audit shows orders == sold == stock_total,
 // consistent and no violations.
 //
@@ -11,7 +12,7 @@ import http from 'k6/http';
 import { check, fail, sleep } from 'k6';
 import exec from 'k6/execution';
 import { Counter } from 'k6/metrics';
-import { BASE_URL, buyBody, buyParams, drainedAudit, envInt, errorCode, findOnSale, judgeAudit, seedSKU, summary } from './lib.js';
+import { BASE_URL, buyBody, buyParams, drainedAudit, endSKU, envInt, errorCode, judgeAudit, openSale, seedSKU, summary } from './lib.js';
 
 const VUS = envInt('VUS', 2000);
 const STOCK = envInt('STOCK', 10);
@@ -45,9 +46,9 @@ export function setup() {
 }
 
 export default function (data) {
-  // The shop front: the shopper loads the list of sales and finds this one.
-  const listed = findOnSale(data.sku);
-  check(listed, { 'the sale is listed': (s) => s !== null });
+  // The shop front: the shopper loads the list of sales and opens this one.
+  const opened = openSale(data.sku);
+  check(opened, { 'the sale is open': (s) => s !== null });
   const wait = data.startAt - Date.now();
   if (wait > 0) sleep(wait / 1000);
   const user = `k6-${data.run}-${exec.vu.idInTest}`;
@@ -60,6 +61,7 @@ export default function (data) {
 }
 
 export function teardown(data) {
+  endSKU(data.sku);
   const rep = drainedAudit(data.sku, DRAIN_TIMEOUT);
   if (!judgeAudit(rep, { orders: STOCK, sold: STOCK })) {
     exec.test.abort(`audit of SKU ${data.sku} failed`);

@@ -1,6 +1,12 @@
 // Shared helpers of the seckill k6 scenarios: settings from the environment,
-// seeding a SKU through the admin API, waiting for the drain, checking the
-// audit, and the end-of-test summary.
+// seeding a SKU through the admin API and ending it, waiting for the drain,
+// checking the audit, and the end-of-test summary.
+//
+// A scenario's SKU is a load test's: its name starts with "loadtest: ", it
+// is hidden from the shop's list (GET /api/v1/skus), teardown() ends its
+// sale (POST /admin/skus/{id}/end), and the summary names its id for
+// `seckill verify --sku`. Its window outlasts the run by a little only, so a
+// run stopped before its teardown leaves nothing on sale for long.
 import http from 'k6/http';
 import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
@@ -45,12 +51,17 @@ function adminParams(tag) {
   };
 }
 
-// seedSKU creates a fresh SKU on sale from now for `minutes` and returns it.
+// SKU_PREFIX starts the name of every SKU a scenario seeds.
+export const SKU_PREFIX = 'loadtest: ';
+
+// seedSKU creates a fresh load-test SKU (hidden, named SKU_PREFIX + name)
+// on sale from now for `minutes` and returns it.
 export function seedSKU(name, stock, perUserLimit, minutes) {
   if (ADMIN_TOKEN === '') fail('ADMIN_TOKEN is not set: the scenario seeds its SKU through the admin API');
   const now = new Date();
   const body = JSON.stringify({
-    name: name,
+    name: SKU_PREFIX + name,
+    hidden: true,
     price_cents: 99900,
     stock: stock,
     per_user_limit: perUserLimit,
@@ -59,7 +70,31 @@ export function seedSKU(name, stock, perUserLimit, minutes) {
   });
   const r = http.post(`${BASE_URL}/admin/skus`, body, adminParams('admin seed'));
   if (r.status !== 201) fail(`seeding the SKU: ${r.status} ${r.body}`);
-  return r.json();
+  const sku = r.json();
+  console.log(`seeded SKU ${sku.id} (${sku.name}, hidden), on sale until ${sku.ends_at} or the end of the run`);
+  return sku;
+}
+
+// endSKU ends the sale of the scenario's SKU (POST /admin/skus/{id}/end);
+// teardown() calls it first, so that the run leaves nothing on sale even
+// when its audit then fails. Orders taken before stay valid.
+export function endSKU(skuID) {
+  const r = http.post(`${BASE_URL}/admin/skus/${skuID}/end`, null, adminParams('admin end'));
+  const ok = check(r, { 'teardown: the sale is ended': () => r.status === 200 });
+  if (!ok) console.error(`ending SKU ${skuID}: ${r.status} ${r.body}`);
+  return ok;
+}
+
+// minutes is a k6 duration ("90s", "2m", "1h30m") in minutes, rounded up.
+export function minutes(duration) {
+  let ms = 0;
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
+  let m;
+  while ((m = re.exec(duration)) !== null) {
+    ms += parseFloat(m[1]) * { ms: 1, s: 1000, m: 60000, h: 3600000 }[m[2]];
+  }
+  if (ms === 0) fail(`${duration}: not a duration such as 90s, 2m or 1h30m`);
+  return Math.ceil(ms / 60000);
 }
 
 const jwtHead = encoding.b64encode(JSON.stringify({ alg: 'HS256', typ: 'JWT' }), 'rawurl');
@@ -95,28 +130,19 @@ export function buyParams(user) {
   };
 }
 
-// findOnSale loads the sales a shop front lists (GET /api/v1/skus, upcoming
-// and live, page by page) as a shopper does before buying, and returns the
-// listed SKU with id skuID, or null. The list may be up to a second old, so
-// a sale seeded just now is looked for a few times.
-export function findOnSale(skuID) {
-  for (let attempt = 0; attempt < 4; attempt++) {
-    let cursor = '';
-    for (let page = 0; page < 20; page++) {
-      const r = http.get(`${BASE_URL}/api/v1/skus?limit=100${cursor}`, {
-        tags: { name: 'GET /api/v1/skus' },
-        timeout: '30s',
-      });
-      if (r.status !== 200) break;
-      const body = r.json();
-      const hit = body.items.find((s) => s.id === skuID);
-      if (hit) return hit;
-      if (!body.next_cursor) break;
-      cursor = `&cursor=${body.next_cursor}`;
-    }
-    sleep(0.4);
+// openSale does what a shopper does before buying: loads the first page of
+// the sales a shop front lists (GET /api/v1/skus), which leaves the
+// load test's hidden SKU out, then opens the sale's own page
+// (GET /api/v1/skus/{id}). It returns that SKU, or null.
+export function openSale(skuID) {
+  const list = http.get(`${BASE_URL}/api/v1/skus?limit=100`, { tags: { name: 'GET /api/v1/skus' }, timeout: '30s' });
+  check(list, { 'the shop lists its sales': () => list.status === 200 });
+  if (list.status === 200 && list.json().items.some((s) => s.id === skuID)) {
+    console.error(`SKU ${skuID} is in the shop's list: a load test's SKU must be hidden`);
+    return null;
   }
-  return null;
+  const r = http.get(`${BASE_URL}/api/v1/skus/${skuID}`, { tags: { name: 'GET /api/v1/skus/:id' }, timeout: '30s' });
+  return r.status === 200 ? r.json() : null;
 }
 
 export function buyBody(skuID) {
@@ -202,7 +228,14 @@ function val(data, metric, field) {
 export function summary(data, title, lines) {
   const out = [];
   const dur = data.state ? data.state.testRunDurationMs / 1000 : 0;
-  out.push('', `== ${title} ==`, `base url:        ${BASE_URL}`, `run time:        ${dur.toFixed(1)}s`);
+  const sku = data.setup_data && data.setup_data.sku;
+  out.push(
+    '',
+    `== ${title} ==`,
+    `base url:        ${BASE_URL}`,
+    `sku:             ${sku === undefined ? 'none seeded' : `${sku} (hidden, ended by teardown; seckill verify --sku ${sku})`}`,
+    `run time:        ${dur.toFixed(1)}s`,
+  );
   const reqs = val(data, 'http_reqs', 'count') || 0;
   out.push(`http requests:   ${reqs} (${(val(data, 'http_reqs', 'rate') || 0).toFixed(0)}/s, incl. admin calls)`);
   for (const [label, v] of lines || []) out.push(`${(label + ':').padEnd(17)}${v}`);

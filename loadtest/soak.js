@@ -3,16 +3,17 @@
 // for CI). RATE shoppers per second for DURATION, each a distinct user: buy,
 // poll the order until it is persisted, then pay (PAY_PCT %), cancel
 // (CANCEL_PCT %) or leave it to expire after order.payment_timeout. The SKU
-// has STOCK units. Thresholds on latency and unexpected answers; teardown()
-// waits for the drain and requires a consistent audit with sold == orders
-// that are pending or paid.
+// has STOCK units (a load-test SKU, hidden from the shop's list). Thresholds
+// on latency and unexpected answers; teardown() ends the sale, waits for the
+// drain and requires a consistent audit with sold == orders that are pending
+// or paid.
 //
 //   BASE_URL=... ADMIN_TOKEN=... RATE=100 DURATION=2h k6 run loadtest/soak.js
 import http from 'k6/http';
 import { check, sleep } from 'k6';
 import exec from 'k6/execution';
 import { Counter, Trend } from 'k6/metrics';
-import { BASE_URL, buyBody, buyParams, drainedAudit, env, envInt, findOnSale, judgeAudit, seedSKU, shopperHeaders, summary } from './lib.js';
+import { BASE_URL, buyBody, buyParams, drainedAudit, endSKU, env, envInt, judgeAudit, minutes, openSale, seedSKU, shopperHeaders, summary } from './lib.js';
 
 const RATE = envInt('RATE', 100);
 const DURATION = env('DURATION', '2h');
@@ -51,7 +52,8 @@ export const options = {
 };
 
 export function setup() {
-  const sku = seedSKU('k6 soak', STOCK, 1, 48 * 60);
+  // On sale for the run and the drain, and a few minutes more.
+  const sku = seedSKU('soak', STOCK, 1, minutes(DURATION) + Math.ceil(DRAIN_TIMEOUT / 60) + 5);
   return { sku: sku.id, run: Date.now().toString(36) };
 }
 
@@ -61,8 +63,8 @@ function shopper(user, name) {
 
 export default function (data) {
   const user = `k6k-${data.run}-${exec.scenario.iterationInTest}`;
-  // The shop front: the list of sales, then the buy.
-  if (!check(findOnSale(data.sku), { 'list: the sale is listed': (s) => s !== null })) {
+  // The shop front: the list of sales, the sale's page, then the buy.
+  if (!check(openSale(data.sku), { 'list: the sale is open': (s) => s !== null })) {
     unexpected.add(1, { step: 'list', status: 'missing' });
   }
   const r = http.post(`${BASE_URL}/api/v1/orders`, buyBody(data.sku), buyParams(user));
@@ -101,6 +103,7 @@ export default function (data) {
 }
 
 export function teardown(data) {
+  endSKU(data.sku);
   const rep = drainedAudit(data.sku, DRAIN_TIMEOUT);
   if (!judgeAudit(rep, {})) {
     exec.test.abort(`audit of SKU ${data.sku} failed`);

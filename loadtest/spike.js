@@ -2,14 +2,15 @@
 // SPIKE_DURATION and falls back, twice, against a SKU with STOCK units (large
 // by default, so the spike hits the in-stock path). Every answer must be 202
 // or 409 sold_out; 503 busy is counted separately and allowed up to
-// BUSY_RATE; no other 5xx. teardown() checks the audit.
+// BUSY_RATE; no other 5xx. teardown() ends the sale (a load-test SKU,
+// hidden from the shop's list) and checks the audit.
 //
 //   BASE_URL=... ADMIN_TOKEN=... BASE_RATE=200 SPIKE_RATE=5000 k6 run loadtest/spike.js
 import http from 'k6/http';
 import { check } from 'k6';
 import exec from 'k6/execution';
 import { Counter } from 'k6/metrics';
-import { BASE_URL, buyBody, buyParams, drainedAudit, env, envInt, errorCode, judgeAudit, seedSKU, summary } from './lib.js';
+import { BASE_URL, buyBody, buyParams, drainedAudit, endSKU, env, envInt, errorCode, judgeAudit, minutes, seedSKU, summary } from './lib.js';
 
 const BASE_RATE = envInt('BASE_RATE', 200);
 const SPIKE_RATE = envInt('SPIKE_RATE', 5000);
@@ -57,7 +58,9 @@ export const options = {
 };
 
 export function setup() {
-  const sku = seedSKU('k6 spike', STOCK, 1, 24 * 60);
+  // On sale for the stages and the drain, and a few minutes more.
+  const run = stages.reduce((sum, s) => sum + minutes(s.duration), 0);
+  const sku = seedSKU('spike', STOCK, 1, run + Math.ceil(DRAIN_TIMEOUT / 60) + 5);
   return { sku: sku.id, run: Date.now().toString(36) };
 }
 
@@ -73,6 +76,7 @@ export default function (data) {
 }
 
 export function teardown(data) {
+  endSKU(data.sku);
   const rep = drainedAudit(data.sku, DRAIN_TIMEOUT);
   const taken = rep && rep.redis_left !== null ? rep.stock_total - rep.redis_left : undefined;
   if (!judgeAudit(rep, { orders: taken, sold: taken })) {

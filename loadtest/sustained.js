@@ -2,16 +2,17 @@
 // DURATION (constant arrival rate, so a slow server cannot slow the client
 // down), each from a distinct user, against a SKU with STOCK units (large
 // enough never to sell out). Thresholds: p(99) buy latency under P99_MS and
-// under ERROR_RATE of answers other than 202. teardown() waits for the drain
-// and checks the audit: sold == persisted orders == units taken in Redis,
-// consistent, no violations.
+// under ERROR_RATE of answers other than 202. teardown() ends the sale (a
+// load-test SKU, hidden from the shop's list), waits for the drain and checks
+// the audit: sold == persisted orders == units taken in Redis, consistent, no
+// violations.
 //
 //   BASE_URL=... ADMIN_TOKEN=... RATE=2000 DURATION=60s k6 run loadtest/sustained.js
 import http from 'k6/http';
 import { check } from 'k6';
 import exec from 'k6/execution';
 import { Counter } from 'k6/metrics';
-import { BASE_URL, buyBody, buyParams, drainedAudit, env, envInt, errorCode, judgeAudit, seedSKU, summary } from './lib.js';
+import { BASE_URL, buyBody, buyParams, drainedAudit, endSKU, env, envInt, errorCode, judgeAudit, minutes, seedSKU, summary } from './lib.js';
 
 const RATE = envInt('RATE', 1000);
 const DURATION = env('DURATION', '60s');
@@ -46,7 +47,8 @@ export const options = {
 };
 
 export function setup() {
-  const sku = seedSKU('k6 sustained', STOCK, 1, 24 * 60);
+  // On sale for the run and the drain, and a few minutes more.
+  const sku = seedSKU('sustained', STOCK, 1, minutes(DURATION) + Math.ceil(DRAIN_TIMEOUT / 60) + 5);
   return { sku: sku.id, run: Date.now().toString(36) };
 }
 
@@ -59,6 +61,7 @@ export default function (data) {
 }
 
 export function teardown(data) {
+  endSKU(data.sku);
   const rep = drainedAudit(data.sku, DRAIN_TIMEOUT);
   const taken = rep && rep.redis_left !== null ? rep.stock_total - rep.redis_left : undefined;
   if (!judgeAudit(rep, { orders: taken, sold: taken })) {

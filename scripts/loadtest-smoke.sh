@@ -102,10 +102,30 @@ log "server on $addr; k6 flash sale: $VUS buyers, $STOCK units"
 
 rc=0
 BASE_URL="http://$addr" ADMIN_TOKEN=$token JWT_SECRET=$jwt_secret VUS=$VUS STOCK=$STOCK START_DELAY_MS=${START_DELAY_MS:-1000} \
-	"$k6" run --quiet --no-color loadtest/flash-sale.js || rc=$?
+	"$k6" run --quiet --no-color loadtest/flash-sale.js | tee "$work/k6.out" || rc=$?
 if [[ $rc -ne 0 ]]; then
 	log "k6 failed (exit $rc); server log:"
 	grep -v '"level":"INFO"' "$work/server.log" | tail -20 >&2 || true
+fi
+
+# The run leaves nothing on the shop: its summary names its SKU, which is a
+# load test's (named so, hidden from the shop's list) and ended.
+sku=$(sed -n 's/^sku: *\([0-9][0-9]*\) .*/\1/p' "$work/k6.out" | head -1)
+if [[ -z "$sku" ]]; then
+	log "the k6 summary names no SKU"
+	rc=1
+else
+	view=$(curl -fsS "http://$addr/api/v1/skus/$sku")
+	if [[ "$view" != *'"name":"loadtest: '* || "$view" != *'"state":"ended"'* ]]; then
+		log "SKU $sku is not a load test's ended sale: $view"
+		rc=1
+	fi
+	sleep 1.1 # the shop's list is at most a second old
+	if curl -fsS "http://$addr/api/v1/skus?state=upcoming,live,sold_out,ended&limit=100" | grep -q "\"id\":$sku,"; then
+		log "SKU $sku is in the shop's list"
+		rc=1
+	fi
+	log "SKU $sku: a load test's, hidden from the shop's list, ended"
 fi
 
 if ! "$work/seckill" verify >"$work/verify.log" 2>&1; then
