@@ -37,9 +37,12 @@ type analysis struct {
 	lost         []string // 202 orders not in MySQL: still in Redis when it lost its data
 	refusedLoss  []string // 202 orders refused by the stock guard (failed) that were in Redis at a loss
 	refusedAfter []string // orders accepted after a loss and refused because an order from before it reached MySQL
-	ridLoss      []string // request ids whose replay got another order or a refusal after a loss forgot them
-	limitLoss    []string // shoppers over the limit with an order that was in Redis at a loss
-	unacked      int      // orders in MySQL whose request got no clear answer
+	// What the replacement of a live Sentinel primary excuses (fault.live).
+	lostLive    []string // 202 orders not in MySQL, accepted while the old primary still answered
+	refusedLive []string // orders refused by the stock guard in the phase of the replacement, after it began
+	ridLoss     []string // request ids whose replay got another order or a refusal after a loss forgot them
+	limitLoss   []string // shoppers over the limit with an order that was in Redis at a loss
+	unacked     int      // orders in MySQL whose request got no clear answer
 	// What an operator's delete of a dead letter excuses.
 	gone    []string // 202 orders not in MySQL: deleted with their dead letter
 	ridGone []string // request ids whose replay after the delete got another answer
@@ -285,6 +288,8 @@ func (a *analysis) checkAcked() {
 		switch {
 		case row == nil && exposed:
 			a.lost = append(a.lost, fmt.Sprintf("%s (%s; %s)", id, o, f))
+		case row == nil && a.whileLive(o.call):
+			a.lostLive = append(a.lostLive, fmt.Sprintf("%s (%s)", id, o))
 		case row == nil && a.goneBy(id, time.Now()):
 			a.gone = append(a.gone, fmt.Sprintf("%s (%s)", id, o))
 		case row == nil:
@@ -295,6 +300,8 @@ func (a *analysis) checkAcked() {
 			a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (%s; %s)", id, o, f))
 		case row.status == "failed" && a.collateral(row, o.call):
 			a.refusedAfter = append(a.refusedAfter, fmt.Sprintf("%s (%s)", id, o))
+		case row.status == "failed" && a.afterLive(o.call):
+			a.refusedLive = append(a.refusedLive, fmt.Sprintf("%s (%s)", id, o))
 		case row.status == "failed":
 			a.l.viol.addSKU(o.sku, "refused", "%s: accepted and then refused by the stock guard (failed), and no data loss explains it", o)
 		}
@@ -318,6 +325,37 @@ func (a *analysis) collateral(row *orderRow, call time.Time) bool {
 			if exposedTo(f, id, a.callOf(id)) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// liveGrace is how long after the run saw a new primary the seckill
+// processes may still send to the old one: each learns of the switch from
+// the Sentinels on its own.
+const liveGrace = 2 * time.Second
+
+// whileLive reports whether a request sent at call may have been answered
+// by a live primary the Sentinels were replacing (fault.live): from the
+// replacement's start until a moment after the new primary was seen.
+func (a *analysis) whileLive(call time.Time) bool {
+	for _, f := range a.faults {
+		if f.live && !call.Before(f.from) && (f.switched.IsZero() || call.Before(f.switched.Add(liveGrace))) {
+			return true
+		}
+	}
+	return false
+}
+
+// afterLive reports whether an order sent at call and refused by the stock
+// guard may owe it to the replacement of a live primary: in the same
+// phase, after it began. The units the old primary sold until it was
+// demoted reached MySQL through the drain while the new primary, which
+// never had them, sold them again; the guard's refusal rebuilds the SKU.
+func (a *analysis) afterLive(call time.Time) bool {
+	for _, f := range a.faults {
+		if f.live && !call.Before(f.from) && a.phaseOf(f.from) == a.phaseOf(call) {
+			return true
 		}
 	}
 	return false
@@ -390,6 +428,8 @@ func (a *analysis) resolveUnacked() {
 				a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (unanswered; %s)", id, f))
 			} else if a.collateral(row, row.created) {
 				a.refusedAfter = append(a.refusedAfter, id+" (unanswered)")
+			} else if a.afterLive(row.created) {
+				a.refusedLive = append(a.refusedLive, id+" (unanswered)")
 			} else {
 				a.l.viol.addSKU(row.sku, "refused", "order %s (unanswered request) refused by the stock guard, and no data loss explains it", id)
 			}

@@ -201,7 +201,7 @@ func (l *lane) freezePrimary(rng *rand.Rand, stop <-chan struct{}) fault {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := l.sentinels.Master(); m != "" && m != p {
-			f.failover, f.note = true, "failed over to "+m
+			f.failover, f.live, f.switched, f.note = true, true, time.Now(), "failed over to "+m
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -235,7 +235,7 @@ func (l *lane) sentinelFailover() fault {
 	if p == "" {
 		return fault{}
 	}
-	f := fault{kind: faultSentinelFailover, target: "primary " + p, from: time.Now(), failover: true}
+	f := fault{kind: faultSentinelFailover, target: "primary " + p, from: time.Now(), failover: true, live: true}
 	var err error
 	for _, addr := range strings.Split(l.sentinels.Addrs(), ",") {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
@@ -249,7 +249,7 @@ func (l *lane) sentinelFailover() fault {
 	}
 	if err != nil {
 		f.note = "refused: " + err.Error()
-		f.failover = false
+		f.failover, f.live = false, false
 		f.to = time.Now()
 		return f
 	}
@@ -264,7 +264,8 @@ func (l *lane) waitNewPrimary(old string, f *fault) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := l.sentinels.Master(); m != "" && m != old {
-			f.note = "promoted " + m + " after " + time.Since(f.from).Round(time.Millisecond).String()
+			f.switched = time.Now()
+			f.note = "promoted " + m + " after " + f.switched.Sub(f.from).Round(time.Millisecond).String()
 			return
 		}
 		if time.Now().After(deadline) {

@@ -276,7 +276,9 @@ func (l *lane) drain(n int, rng *rand.Rand) {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			r, err := l.audit(sku.id)
-			if err == nil && r.QueuedOrders == 0 {
+			// A dead letter's orders are not counted as queued: a batch
+			// whose lease ran out while the queue emptied is one.
+			if err == nil && r.QueuedOrders == 0 && r.DeadLetters == 0 {
 				break
 			}
 			if err == nil && r.DeadLetters > 0 {

@@ -141,6 +141,14 @@ type fault struct {
 	// failover: a Redis primary was replaced; what it had not replicated
 	// is gone (with wait_replicas, nothing a shopper was told of).
 	failover bool
+	// live: the primary replaced was still running (a stall past the
+	// Sentinels' down-after, or SENTINEL FAILOVER). It went on answering,
+	// with a replica that had not been repointed yet acknowledging its
+	// writes, until the Sentinels made it a replica: what it took in
+	// between is gone, wait_replicas or not (docs/SCALING.md). switched is
+	// when the run saw the new primary.
+	live     bool
+	switched time.Time
 	// committed are the orders in MySQL just before a data loss; an
 	// accepted order not among them was only in Redis.
 	committed map[string]bool

@@ -318,8 +318,11 @@ func (l *lane) seedSKUs() {
 		sku.spec = map[string]any{
 			"id": sku.id, "name": fmt.Sprintf("chaos-%s-%d", l.spec.name, sku.id), "price_cents": 1000 + i,
 			"per_user_limit": sku.limit,
-			"starts_at":      now.Add(-time.Minute).Format(time.RFC3339Nano),
-			"ends_at":        now.Add(l.s.duration + 2*time.Hour).Format(time.RFC3339Nano),
+			// The model counts what a shopper holds: a cancel or an expiry
+			// gives their count back.
+			"limit_counts_cancelled": false,
+			"starts_at":              now.Add(-time.Minute).Format(time.RFC3339Nano),
+			"ends_at":                now.Add(l.s.duration + 2*time.Hour).Format(time.RFC3339Nano),
 		}
 		body := map[string]any{"stock": sku.stock, "buckets": b}
 		maps.Copy(body, sku.spec)

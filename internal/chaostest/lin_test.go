@@ -472,6 +472,14 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			init.returned = with(init.returned, b.index[id])
 		}
 	}
+	// An order deleted with its dead letter in an earlier phase is not in
+	// MySQL, but its request id still answers it: bought, its units back.
+	for id, at := range a.deleted {
+		i, ok := b.index[id]
+		if ok && at.Before(from) && a.known[id] != nil && a.known[id].sku == sku.id {
+			init.bought, init.returned = with(init.bought, i), with(init.returned, i)
+		}
+	}
 	m := &mmodel{bucketed: sku.buckets > 1, limit: int64(sku.limit), qty: b.qty, userOrders: b.userOrders, init: init}
 	res.ops = len(hist)
 	res.kinds = map[string]int{}
