@@ -140,8 +140,9 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 }
 
 // A buy while Redis stalls or is down is a 503 with Retry-After, never a
-// 500, even when the stalled script ran once Redis resumed: the shopper's
-// retry with the same request id gets that order.
+// 500, and says its outcome is unknown: the stalled script may run once
+// Redis resumes. The answer names a request id (the server makes one for a
+// buy sent without), and the shopper's retry with it gets that order.
 func TestBuyWhileRedisStallsIsUnavailable(t *testing.T) {
 	srv := testsvc.StartRedisServer(t)
 	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{
@@ -151,29 +152,34 @@ func TestBuyWhileRedisStallsIsUnavailable(t *testing.T) {
 	}})
 	sku := s.seed(10, 5)
 	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "u1", 1).Status)
-	body := map[string]any{"sku_id": sku, "qty": 1, "request_id": "r-1"}
 
 	// The stall outlasts the read timeout, and ends before a resend of the
 	// script would time out as well.
 	srv.Freeze()
 	done := make(chan testutil.Reply, 1)
-	go func() { done <- s.do(0, "POST", "/api/v1/orders", "u2", body) }()
+	go func() { done <- s.do(0, "POST", "/api/v1/orders", "u2", map[string]any{"sku_id": sku, "qty": 1}) }()
 	time.Sleep(300 * time.Millisecond)
 	srv.Thaw()
 	r := <-done
 	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
 	assert.Equal(t, "unavailable", r.Str("error"), r.Raw)
+	assert.Contains(t, r.Str("detail"), "may have been placed", r.Raw)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
+	rid := r.Str("request_id")
+	require.NotEmpty(t, rid, "the answer names the request id to retry with: %s", r.Raw)
 
 	time.Sleep(200 * time.Millisecond)
-	retry := s.do(0, "POST", "/api/v1/orders", "u2", body)
+	retry := s.do(0, "POST", "/api/v1/orders", "u2", map[string]any{"sku_id": sku, "qty": 1, "request_id": rid})
 	require.Equal(t, http.StatusAccepted, retry.Status, retry.Raw)
 	rep := s.audit(sku)
 	assert.Equal(t, int64(8), *rep.RedisLeft, "the stalled buy took its unit once")
+	assert.Equal(t, retry.Str("order_id"), s.do(0, "POST", "/api/v1/orders", "u2",
+		map[string]any{"sku_id": sku, "qty": 1, "request_id": rid}).Str("order_id"), "the same order again")
 
 	srv.Kill()
-	r = s.buy(0, sku, "u3", 1)
+	r = s.do(0, "POST", "/api/v1/orders", "u3", map[string]any{"sku_id": sku, "qty": 1, "request_id": "mine-1"})
 	assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
 	assert.Equal(t, "unavailable", r.Str("error"), r.Raw)
+	assert.Equal(t, "mine-1", r.Str("request_id"), "the client's own request id: %s", r.Raw)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"), r.Raw)
 }

@@ -385,3 +385,17 @@ func TestDeadlinesPerSecondOfOrders(t *testing.T) {
 	assert.Equal(t, int64(n/2), rep.Expired)
 	assert.Equal(t, int64(n/2), *rep.RedisLeft, "each unpaid order's unit returned once")
 }
+
+// A shopper over the limit is told the same, whether the qty alone is over
+// it or the units they hold already are.
+func TestTheLimitIsExplainedTheSameWay(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(10, 2)
+	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "lee", 2).Status)
+	held := s.buy(0, sku, "lee", 1)
+	tooMany := s.buy(0, sku, "kim", 3)
+	assert.Equal(t, "limit_exceeded", held.Str("error"), held.Raw)
+	assert.Equal(t, "limit_exceeded", tooMany.Str("error"), tooMany.Raw)
+	assert.Equal(t, "per-user limit exceeded: at most 2 per shopper", held.Str("detail"))
+	assert.Equal(t, held.Str("detail"), tooMany.Str("detail"))
+}

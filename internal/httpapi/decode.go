@@ -88,7 +88,11 @@ func jsonProblem(body []byte, v any, err error) string {
 	var pe *time.ParseError
 	switch {
 	case errors.As(err, &te) && te.Field != "":
-		return fmt.Sprintf("field %s must be %s", te.Field, jsonKind(te.Type))
+		kind, ok := fieldKind(reflect.TypeOf(v).Elem(), te.Field)
+		if !ok {
+			kind = jsonKind(te.Type)
+		}
+		return fmt.Sprintf("field %s must be %s", te.Field, kind)
 	case errors.As(err, &te):
 		return "body must be a JSON object"
 	case errors.As(err, &se):
@@ -105,6 +109,22 @@ func jsonProblem(body []byte, v any, err error) string {
 		return "a field's value is not of the field's type"
 	}
 	return "malformed JSON"
+}
+
+// fieldKind is the `kind` tag of the field of struct type t that takes the
+// JSON key name: what the field takes when its Go type says less (a SKU id
+// is an integer from 1, not any unsigned one).
+func fieldKind(t reflect.Type, name string) (string, bool) {
+	if t.Kind() != reflect.Struct {
+		return "", false
+	}
+	for _, f := range reflect.VisibleFields(t) {
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && strings.EqualFold(key, name) {
+			return f.Tag.Lookup("kind")
+		}
+	}
+	return "", false
 }
 
 // jsonKind names the JSON a Go type takes, for a client that never saw the

@@ -144,45 +144,91 @@ func FuzzSKURequest(f *testing.F) {
 		`{"name":"x","stock":1,"per_user_limit":1,"buckets":65,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
 		`{"name":"x","stock":1,"per_user_limit":1,"buckets":-1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z"}`,
 		`{"name":"x","stock":1,"per_user_limit":1,"buckets":1.5}`, `{"name":"x","stock":1,"per_user_limit":1,"buckets":"2"}`,
+		`{"name":"Phone X"}`, `{"price_cents":0}`, `{"stock":2}`, `{"stock_total":12}`, `{"stock":5,"stock_total":6}`,
+		`{"name":null}`, `{"ends_at":"2026-11-10T00:00:00Z"}`, `{"id":7,"buckets":1}`, `{"id":8}`, `{"buckets":2}`,
 	} {
 		f.Add([]byte(b))
 	}
 	for _, b := range hostile {
 		f.Add([]byte(b))
 	}
+	// The SKU every body is also applied to as a patch.
+	start := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	cur := catalog.SKU{ID: 7, Name: "Phone", PriceCents: 99900, StockTotal: 10, Sold: 3, PerUserLimit: 2, Buckets: 1,
+		StartsAt: start, EndsAt: start.Add(time.Hour)}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		var req skuRequest
+		err := decodeStrict(body, &req)
+		if key, null := nullKey(body); err == nil && null {
+			err = invalid("field " + key + " must not be null")
+		}
 		var spec catalog.Spec
-		if err := decodeStrict(body, &spec); err != nil {
+		if err == nil {
+			spec, err = req.spec()
+		}
+		if err != nil {
 			mustBe4xx(t, err, body)
 			return
 		}
-		if err := spec.Validate(); err != nil {
+		if spec.ID > catalog.MaxID {
+			if err := spec.Validate(); err == nil {
+				t.Fatalf("accepted id %d", spec.ID)
+			}
+		}
+		// As a create: every required field given, each within bounds.
+		if sku, err := spec.New(start); err != nil {
+			mustBe4xx(t, err, body)
+		} else {
+			checkSKU(t, body, sku)
+		}
+		// As a patch: within bounds, and what it does not give is kept.
+		next, err := spec.Apply(cur)
+		if err != nil {
 			mustBe4xx(t, err, body)
 			return
 		}
-		n := utf8.RuneCountInString(spec.Name)
+		checkSKU(t, body, next)
 		switch {
-		case spec.ID > catalog.MaxID:
-			t.Fatalf("accepted id %d", spec.ID)
-		case n < 1 || n > catalog.MaxNameLen || spec.Name != strings.TrimSpace(spec.Name) || !utf8.ValidString(spec.Name):
-			t.Fatalf("accepted name %q", spec.Name)
-		case spec.PriceCents < 0 || spec.PriceCents > catalog.MaxPriceCents:
-			t.Fatalf("accepted price_cents %d", spec.PriceCents)
-		case spec.Stock < 0 || spec.Stock > catalog.MaxStock:
-			t.Fatalf("accepted stock %d", spec.Stock)
-		case spec.PerUserLimit < 1 || spec.PerUserLimit > catalog.MaxPerUserLimit:
-			t.Fatalf("accepted per_user_limit %d", spec.PerUserLimit)
-		case spec.Buckets < 0 || spec.Buckets > catalog.MaxBuckets:
-			t.Fatalf("accepted buckets %d", spec.Buckets)
-		case !spec.EndsAt.After(spec.StartsAt) || spec.StartsAt.Year() < 2000 || spec.EndsAt.Year() > 9000:
-			t.Fatalf("accepted window %s .. %s", spec.StartsAt.Format(time.RFC3339Nano), spec.EndsAt.Format(time.RFC3339Nano))
+		case next.ID != cur.ID || next.Sold != cur.Sold || next.Buckets != cur.Buckets:
+			t.Fatalf("%q: a patch changed the id, sold or buckets: %+v", body, next)
+		case req.Name == nil && next.Name != cur.Name, req.PriceCents == nil && next.PriceCents != cur.PriceCents,
+			req.Stock == nil && req.StockTotal == nil && next.StockTotal != cur.StockTotal,
+			req.PerUserLimit == nil && next.PerUserLimit != cur.PerUserLimit,
+			req.StartsAt == nil && !next.StartsAt.Equal(cur.StartsAt), req.EndsAt == nil && !next.EndsAt.Equal(cur.EndsAt):
+			t.Fatalf("%q: a patch changed a field it does not give: %+v", body, next)
+		case next.StockTotal < cur.Sold:
+			t.Fatalf("%q: a patch took the stock below what is sold: %+v", body, next)
 		}
 	})
 }
 
+// checkSKU fails unless every field of sku, which body gave, is within the
+// documented bounds.
+func checkSKU(t *testing.T, body []byte, sku catalog.SKU) {
+	t.Helper()
+	n := utf8.RuneCountInString(sku.Name)
+	switch {
+	case sku.ID > catalog.MaxID:
+		t.Fatalf("%q: accepted id %d", body, sku.ID)
+	case n < 1 || n > catalog.MaxNameLen || sku.Name != strings.TrimSpace(sku.Name) || !utf8.ValidString(sku.Name):
+		t.Fatalf("%q: accepted name %q", body, sku.Name)
+	case sku.PriceCents < 0 || sku.PriceCents > catalog.MaxPriceCents:
+		t.Fatalf("%q: accepted price_cents %d", body, sku.PriceCents)
+	case sku.StockTotal < 0 || sku.StockTotal > catalog.MaxStock:
+		t.Fatalf("%q: accepted stock %d", body, sku.StockTotal)
+	case sku.PerUserLimit < 1 || sku.PerUserLimit > catalog.MaxPerUserLimit:
+		t.Fatalf("%q: accepted per_user_limit %d", body, sku.PerUserLimit)
+	case sku.Buckets < 1 || sku.Buckets > catalog.MaxBuckets:
+		t.Fatalf("%q: accepted buckets %d", body, sku.Buckets)
+	case !sku.EndsAt.After(sku.StartsAt) || sku.StartsAt.Year() < 2000 || sku.EndsAt.Year() > 9000:
+		t.Fatalf("%q: accepted window %s .. %s", body, sku.StartsAt.Format(time.RFC3339Nano), sku.EndsAt.Format(time.RFC3339Nano))
+	}
+}
+
 func FuzzStockRequest(f *testing.F) {
-	for _, b := range []string{`{"stock_total":0}`, `{"stock_total":10}`, `{"stock_total":1000000000}`,
-		`{"stock_total":9223372036854775807}`, `{"stock_total":-9223372036854775808}`, `{"stock_total":1e3}`} {
+	for _, b := range []string{`{"stock":0}`, `{"stock":10}`, `{"stock":1000000000}`,
+		`{"stock":9223372036854775807}`, `{"stock":-9223372036854775808}`, `{"stock":1e3}`,
+		`{"stock_total":10}`, `{"stock":10,"stock_total":10}`, `{"stock":10,"stock_total":11}`, `{"stock":null}`} {
 		f.Add([]byte(b), "1")
 	}
 	for _, b := range hostile {
@@ -190,14 +236,18 @@ func FuzzStockRequest(f *testing.F) {
 	}
 	for _, id := range []string{"0", "-1", "18446744073709551616", "x", "1%2F2", "%00", "1.0",
 		"9223372036854775807", "9223372036854775808", "18446744073709551615", "+1", "0x10"} {
-		f.Add([]byte(`{"stock_total":5}`), id)
+		f.Add([]byte(`{"stock":5}`), id)
 	}
 	h := testAPI(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte, id string) {
 		var req stockRequest
 		err := decodeStrict(body, &req)
-		if err == nil && req.StockTotal == nil {
-			err = invalid("stock_total is required")
+		var stock *int64
+		if err == nil {
+			stock, err = oneStock(req.Stock, req.StockTotal)
+		}
+		if err == nil && stock == nil {
+			err = invalid("stock is required")
 		}
 		if err != nil {
 			mustBe4xx(t, err, body)

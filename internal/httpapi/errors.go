@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -19,6 +20,9 @@ type Error struct {
 	Code       string
 	Detail     string
 	RetryAfter string // seconds; sent as the Retry-After header when set
+	// RequestID, when set, is sent as "request_id": the request id a buy
+	// of unknown outcome is retried with to learn it.
+	RequestID string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Detail }
@@ -30,6 +34,7 @@ var (
 	errInternal         = &Error{Status: http.StatusInternalServerError, Code: "internal", Detail: "internal error; see the server log with this request id"}
 	errBodyTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Code: "invalid_request", Detail: "request body too large"}
 	errUnauthorized     = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "identify the shopper with the X-User-ID header"}
+	errBadUserID        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "X-User-ID must be 1 to 64 letters, digits or - _ . : @"}
 	errNoToken          = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <JWT>"}
 	errTokenUser        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "the token's user claim is not a valid shopper id (1-64 letters, digits or - _ . : @)"}
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
@@ -76,6 +81,10 @@ func fromRules(err error) *Error {
 			if e.Code == "rate_limited" && errors.As(err, &rl) {
 				e.RetryAfter = strconv.Itoa(max(1, int(math.Ceil(rl.RetryAfter.Seconds()))))
 			}
+			var uo *order.UnknownOutcomeError
+			if errors.As(err, &uo) {
+				e.RequestID = uo.RequestID
+			}
 			return &e
 		}
 	}
@@ -99,5 +108,9 @@ func writeAnswer(c *gin.Context, log *slog.Logger, err error, ae *Error) {
 		c.Header("Retry-After", ae.RetryAfter)
 	}
 	c.Abort()
+	if ae.RequestID != "" {
+		writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code, "request_id", ae.RequestID)
+		return
+	}
 	writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code)
 }

@@ -42,7 +42,7 @@ var rules = []rule{
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
 	{is(order.ErrNotFound, sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
-	{is(stock.ErrLimitExceeded, order.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
+	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrNotStarted), Error{Status: http.StatusForbidden, Code: "sale_not_started"}},
 	{is(order.ErrEnded, stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
 	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon}},
@@ -56,5 +56,9 @@ var rules = []rule{
 	// The client went away; nobody reads this answer, but the outcome is
 	// counted as what it was rather than as an internal error.
 	{is(context.Canceled), Error{Status: http.StatusServiceUnavailable, Code: "canceled", Detail: "the request was canceled"}},
+	// A buy that may have happened: retried with the request id it names,
+	// it returns the order if there is one and buys otherwise.
+	{isA[*order.UnknownOutcomeError], Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Detail: "a backing store did not answer in time: the order may have been placed; retry with this request_id to learn the outcome", RetryAfter: "2"}},
 	{storeerr.Unavailable, Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Detail: "a backing store is unavailable, retry shortly", RetryAfter: "2"}},
 }

@@ -41,10 +41,23 @@ func TestErrorTable(t *testing.T) {
 		got := toAPI(tc.err)
 		assert.Equal(t, tc.status, got.Status, "%v", tc.err)
 		assert.Equal(t, tc.code, got.Code, "%v", tc.err)
+		assert.Empty(t, got.RequestID, "only a buy of unknown outcome names a request id")
 		if got.Status == http.StatusInternalServerError {
 			assert.NotContains(t, got.Detail, "10.0.0.1", "internals stay in the log")
 		}
 	}
+}
+
+// A buy of unknown outcome is 503 unavailable, says so, and names the
+// request id to retry with.
+func TestAnUnknownOutcomeNamesItsRequestID(t *testing.T) {
+	err := fmt.Errorf("order: %w", &order.UnknownOutcomeError{RequestID: "srv-1", Err: fmt.Errorf("stock: %w", context.DeadlineExceeded)})
+	got := toAPI(err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.Status)
+	assert.Equal(t, "unavailable", got.Code)
+	assert.Equal(t, "srv-1", got.RequestID)
+	assert.Equal(t, "2", got.RetryAfter)
+	assert.Contains(t, got.Detail, "may have been placed")
 }
 
 // A store that cannot be reached, stalls, drops the connection or refuses

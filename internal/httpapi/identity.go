@@ -30,7 +30,11 @@ func shopper(tokens TokenVerifier, log *slog.Logger) func(shopperHandler) gin.Ha
 			return func(c *gin.Context) {
 				id := c.GetHeader("X-User-Id") // X-User-ID in its canonical form: found without a copy
 				if !order.ValidUserID(id) {
-					writeError(c, log, errUnauthorized)
+					if id == "" {
+						writeError(c, log, errUnauthorized)
+					} else {
+						writeError(c, log, errBadUserID)
+					}
 					return
 				}
 				h(c, id)

@@ -94,8 +94,10 @@ func decodeCursor(s string) (uint64, bool) {
 	return id, true
 }
 
-// defaultStates are the sales a shop front lists unless it asks otherwise.
-var defaultStates = []string{catalog.Upcoming, catalog.Live}
+// defaultStates are the sales a shop front lists unless it asks otherwise:
+// a sold-out sale stays listed, as sold out (a cancel or an expiry can put
+// units back on sale); an ended one does not.
+var defaultStates = []string{catalog.Upcoming, catalog.Live, catalog.SoldOut}
 
 // stateQuery reads the state filter: a comma-separated list of states (the
 // parameter given twice adds to it).

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -9,8 +11,10 @@ import (
 
 // The buy path answers every request with one of two small JSON objects;
 // they are written from pooled buffers instead of through gin.H and
-// reflection. The bytes are the ones c.JSON would send: keys in sorted order,
-// strings escaped as encoding/json escapes them (HTML-safe).
+// reflection. The bytes are the ones writeJSON would send: keys in sorted
+// order, strings escaped as encoding/json escapes them without its HTML
+// escapes (an answer is application/json, never HTML: a detail's < and >
+// arrive as written).
 
 var jsonContentType = []string{"application/json; charset=utf-8"}
 
@@ -39,13 +43,38 @@ func writeObject(c *gin.Context, status int, kv ...string) {
 	replyBufs.Put(bp)
 }
 
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it.
+// writeJSON sends v as JSON with status: encoding/json without its HTML
+// escapes, as writeObject writes its objects.
+func writeJSON(c *gin.Context, status int, v any) {
+	bp := replyBufs.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		replyBufs.Put(bp)
+		_ = c.Error(err)
+		c.Status(http.StatusInternalServerError)
+		return
+	}
+	c.Status(status)
+	if h := c.Writer.Header(); len(h["Content-Type"]) == 0 {
+		h["Content-Type"] = jsonContentType
+	}
+	_, _ = c.Writer.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	*bp = buf.Bytes()
+	replyBufs.Put(bp)
+}
+
+// appendJSONString appends s as a JSON string exactly as an encoding/json
+// Encoder with SetEscapeHTML(false) writes it.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s) // a string always encodes
+			return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 		}
 	}
 	b = append(b, '"')

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
@@ -33,9 +32,12 @@ func handleGetSKU(sales Sales, log *slog.Logger) gin.HandlerFunc {
 	return skuAction(sales.SKU, log)
 }
 
+// placeRequest is a buy's body. A kind tag says what a field takes when a
+// value of the wrong type comes (TestPlaceRequestKinds holds them to
+// catalog.MaxID and order.MaxQty).
 type placeRequest struct {
-	SKU       uint64 `json:"sku_id"`
-	Qty       int    `json:"qty"`
+	SKU       uint64 `json:"sku_id" kind:"an integer from 1 to 9223372036854775807"`
+	Qty       int    `json:"qty" kind:"an integer from 1 to 1000"`
 	RequestID string `json:"request_id"`
 }
 
@@ -52,16 +54,16 @@ func errSKUID(name string) error {
 	return invalid(name + " must be an integer from 1 to " + strconv.FormatUint(catalog.MaxID, 10))
 }
 
-func handlePlaceOrder(shop Shop, outcomes *prometheus.CounterVec, log *slog.Logger) shopperHandler {
+func handlePlaceOrder(shop Shop, outcomes *buyOutcomes, log *slog.Logger) shopperHandler {
 	return func(c *gin.Context, user string) {
 		placed, err := place(c, shop, user)
 		if err != nil {
 			ae := toAPI(err)
-			outcomes.WithLabelValues(ae.Code).Inc()
+			outcomes.count(ae.Code)
 			writeAnswer(c, log, err, ae)
 			return
 		}
-		outcomes.WithLabelValues("accepted").Inc()
+		outcomes.count("accepted")
 		writeObject(c, http.StatusAccepted, "order_id", placed.OrderID, "status", placed.Status)
 	}
 }

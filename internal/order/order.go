@@ -11,8 +11,12 @@
 package order
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"time"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // Statuses of an order. Queued orders are accepted but not yet in SQL.
@@ -27,15 +31,40 @@ const (
 
 // Errors. The HTTP layer maps each to a status code.
 var (
-	ErrInvalid        = errors.New("invalid request")
-	ErrNotFound       = errors.New("order not found")
-	ErrNotStarted     = errors.New("sale not started")
-	ErrEnded          = errors.New("sale ended")
-	ErrLimitExceeded  = errors.New("per-user limit exceeded")
+	ErrInvalid    = errors.New("invalid request")
+	ErrNotFound   = errors.New("order not found")
+	ErrNotStarted = errors.New("sale not started")
+	ErrEnded      = errors.New("sale ended")
+	// ErrLimitExceeded is stock's: the buy script refuses a shopper over
+	// the limit, and the service the qty over it before any I/O.
+	ErrLimitExceeded  = stock.ErrLimitExceeded
 	ErrClosed         = errors.New("order cancelled or expired")
 	ErrQueued         = errors.New("order accepted but not yet confirmed, retry shortly")
 	ErrNotCancellable = errors.New("order already paid")
 )
+
+// UnknownOutcomeError is a buy whose outcome is not known: a store failed
+// after it may have taken the units and made the order. A retry with
+// RequestID, by the same shopper, returns the order if there is one, and
+// buys otherwise.
+type UnknownOutcomeError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return "outcome unknown (retry with request id " + e.RequestID + "): " + e.Err.Error()
+}
+
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
+
+// newRequestID makes a request id for a buy that came without one: 24
+// random hex digits after "srv-", a valid request id.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "srv-" + hex.EncodeToString(b[:])
+}
 
 // Limits on input.
 const (
