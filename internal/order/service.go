@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/storeerr"
 )
 
 // DefaultPaymentTimeout is how long an order waits for payment unless
@@ -117,10 +118,29 @@ type Placed struct {
 // SKU (from the catalog's cache), outside the window, qty over the limit,
 // known sold out. Only such a refusal carrying a request id looks the
 // request id up. The rate limits apply to requests that reach Redis.
+//
+// A failure of a store after which the order may exist (a reply that timed
+// out, a write not yet on the replicas, a connection lost) is an
+// *UnknownOutcomeError naming the request id to retry with: the client's,
+// or one made here when the client sent none. Only an accepted order keeps
+// a request id, so making one costs nothing when no order is made.
 func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	if err := in.Validate(user); err != nil {
 		return Placed{}, err
 	}
+	rid := in.RequestID
+	if rid == "" {
+		rid = newRequestID()
+	}
+	p, err := s.place(ctx, user, in, rid)
+	if err != nil && !errors.Is(err, stock.ErrBusy) && !errors.Is(err, stock.ErrStateLost) && storeerr.Unavailable(err) {
+		return Placed{}, &UnknownOutcomeError{RequestID: rid, Err: err}
+	}
+	return p, err
+}
+
+// place is Place for a valid request, buying with request id rid.
+func (s *Service) place(ctx context.Context, user string, in PlaceInput, rid string) (Placed, error) {
 	sku, err := s.cache.Get(ctx, in.SKU)
 	if err != nil {
 		return Placed{}, err
@@ -132,7 +152,7 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	case !now.Before(sku.EndsAt):
 		return s.refuse(ctx, sku, user, in, ErrEnded)
 	case in.Qty > sku.PerUserLimit:
-		return s.refuse(ctx, sku, user, in, fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit))
+		return s.refuse(ctx, sku, user, in, overLimit(sku))
 	case s.seller.SoldOut(sku.ID):
 		// Known here already: no order id to make, no Redis call.
 		return s.refuse(ctx, sku, user, in, stock.ErrSoldOut)
@@ -141,12 +161,13 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 		return Placed{}, err
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
-		User: user, Qty: in.Qty, RequestID: in.RequestID,
+		User: user, Qty: in.Qty, RequestID: rid,
 		PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
 	})
 	switch {
-	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrLimitExceeded),
-		errors.Is(err, stock.ErrStateLost):
+	case errors.Is(err, stock.ErrLimitExceeded):
+		return s.refuse(ctx, sku, user, in, overLimit(sku))
+	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrStateLost):
 		// The buy script answers a replay before anything else, but these
 		// may come before it runs (the sold-out flag, a rebuild's pause).
 		return s.refuse(ctx, sku, user, in, err)
@@ -157,6 +178,12 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 		return s.replayed(ctx, user, res.OrderID), nil
 	}
 	return Placed{OrderID: res.OrderID, Status: StatusQueued}, nil
+}
+
+// overLimit is the refusal of a buy that would take the shopper over sku's
+// limit, whether the qty alone is over it or the units they hold already.
+func overLimit(sku *catalog.SKU) error {
+	return fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit)
 }
 
 // replayed is the answer to a request id that already got orderID: the
