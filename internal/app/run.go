@@ -94,6 +94,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Shop:           orders,
 		Sales:          a.Sales,
 		Admin:          a.Sales,
+		Support:        orders,
 		AdminToken:     a.AdminToken,
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 	}

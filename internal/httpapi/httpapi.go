@@ -34,6 +34,9 @@ type Deps struct {
 	Shop  Shop  // nil: no shopper routes on orders
 	Sales Sales // nil: no shopper routes on SKUs
 	Admin Admin // nil: no admin routes
+	// Support serves the support endpoints on orders, under /admin with
+	// the admin routes; nil: none.
+	Support Support
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string
 	// Tokens, when set, makes shoppers identify with a bearer token it

@@ -37,5 +37,10 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		admin.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
 		admin.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
 		admin.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
+		if d.Support != nil {
+			admin.GET("/orders", handleSupportList(d.Support, d.Log))
+			admin.GET("/orders/:order_id", handleSupportGet(d.Support, d.Log))
+			admin.POST("/orders/:order_id/cancel", handleSupportCancel(d.Support, d.Log))
+		}
 	}
 }
