@@ -32,6 +32,7 @@ type deployment struct {
 	apps    []*App
 	client  *http.Client
 	env     map[string]string
+	config  string // the config file under env; "" for none
 	workers bool
 	log     io.Writer
 	// token, when set, identifies shoppers by the bearer token it returns for
@@ -43,10 +44,12 @@ type deployment struct {
 
 type saleOpts struct {
 	instances int
-	cluster   bool // Redis Cluster instead of standalone
-	sentinel  bool // the shared Sentinel set's master instead of standalone
-	embedded  bool // no Redis or MySQL configured
-	noWorkers bool // API only: accepted orders stay queued
+	cluster   bool   // Redis Cluster instead of standalone
+	sentinel  bool   // the shared Sentinel set's master instead of standalone
+	tls       string // a TLS deployment of testsvc (TLSStandalone, TLSCluster, TLSSentinel) instead
+	config    string // a config file, which env overrides
+	embedded  bool   // no Redis or MySQL configured
+	noWorkers bool   // API only: accepted orders stay queued
 	env       map[string]string
 	log       io.Writer // the instances' log at info level; default stderr at warn
 }
@@ -71,6 +74,16 @@ func startSale(t *testing.T, o saleOpts) *deployment {
 	}
 	if !o.embedded {
 		switch {
+		case o.tls != "":
+			_, prefix := testsvc.RedisTLS(t, o.tls)
+			target := testsvc.RedisTLSTarget(t, o.tls)
+			env["SECKILL_REDIS_ADDRS"] = strings.Join(target.Addrs, ",")
+			env["SECKILL_REDIS_MASTER_NAME"] = target.MasterName
+			env["SECKILL_REDIS_KEY_PREFIX"] = prefix
+			env["SECKILL_REDIS_TLS_ENABLED"] = "true"
+			env["SECKILL_REDIS_TLS_CA_FILE"] = target.TLS.CAFile
+			env["SECKILL_REDIS_TLS_CERT_FILE"] = target.TLS.CertFile
+			env["SECKILL_REDIS_TLS_KEY_FILE"] = target.TLS.KeyFile
 		case o.sentinel:
 			_, prefix := testsvc.Sentinel(t)
 			addrs, master := testsvc.SentinelAddrs(t)
@@ -92,7 +105,7 @@ func startSale(t *testing.T, o saleOpts) *deployment {
 		env[k] = v
 	}
 	// Every exchange is held to api/openapi.yaml.
-	s := &deployment{t: t, env: env, workers: !o.noWorkers, log: o.log, client: &http.Client{
+	s := &deployment{t: t, env: env, config: o.config, workers: !o.noWorkers, log: o.log, client: &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}),
 	}}
@@ -112,7 +125,7 @@ func (s *deployment) start() {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t))
 	env["SECKILL_HTTP_ADDR"] = addr
-	cfg, err := config.Load("", func(k string) string { return env[k] })
+	cfg, err := config.Load(s.config, func(k string) string { return env[k] })
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if s.log != nil {

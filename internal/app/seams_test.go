@@ -292,7 +292,7 @@ func TestStockCutsRacingTheDrainFailNoOrder(t *testing.T) {
 	rep := s.drained(sku)
 	assert.Equal(t, int64(0), rep.Failed)
 	assert.Equal(t, int64(n), rep.Sold)
-	assert.Equal(t, int64(n), rep.StockTotal)
+	assert.Equal(t, int64(n), rep.Stock)
 }
 
 // A cancel that lands while the SKU is being rebuilt waits for the rebuild

@@ -21,8 +21,8 @@ import (
 var (
 	ErrNotFound  = errors.New("unknown sku")
 	ErrInvalid   = errors.New("invalid sku")
-	ErrBelowSold = errors.New("stock_total below units already sold")
-	// ErrBucketsFixed: an update asked for another bucket count than the
+	ErrBelowSold = errors.New("stock below the units already sold")
+	// ErrBucketsFixed: a change asked for another bucket count than the
 	// SKU was created with. The count names the hash tags its Redis stock
 	// lives under, so it cannot change while the SKU exists.
 	ErrBucketsFixed = errors.New("a sku's stock buckets are fixed when it is created")
@@ -49,17 +49,22 @@ const (
 
 // SKU is one item on sale: the row of table skus.
 type SKU struct {
-	ID           uint64    `gorm:"column:id;primaryKey;autoIncrement"`
-	Name         string    `gorm:"column:name"`
-	PriceCents   int64     `gorm:"column:price_cents"`
-	StockTotal   int64     `gorm:"column:stock_total"`
-	Sold         int64     `gorm:"column:sold"`
-	PerUserLimit int       `gorm:"column:per_user_limit"`
-	Buckets      int       `gorm:"column:buckets"`
-	StartsAt     time.Time `gorm:"column:starts_at"`
-	EndsAt       time.Time `gorm:"column:ends_at"`
-	CreatedAt    time.Time `gorm:"column:created_at"`
-	UpdatedAt    time.Time `gorm:"column:updated_at"`
+	ID           uint64 `gorm:"column:id;primaryKey;autoIncrement"`
+	Name         string `gorm:"column:name"`
+	PriceCents   int64  `gorm:"column:price_cents"`
+	StockTotal   int64  `gorm:"column:stock_total"`
+	Sold         int64  `gorm:"column:sold"`
+	PerUserLimit int    `gorm:"column:per_user_limit"`
+	Buckets      int    `gorm:"column:buckets"`
+	Hidden       bool   `gorm:"column:hidden"` // on sale, but left out of the shop's list
+	// LimitCountsCancelled: PerUserLimit counts the units of the shopper's
+	// cancelled and expired orders too (N ever taken), not only those they
+	// hold.
+	LimitCountsCancelled bool      `gorm:"column:limit_counts_cancelled"`
+	StartsAt             time.Time `gorm:"column:starts_at"`
+	EndsAt               time.Time `gorm:"column:ends_at"`
+	CreatedAt            time.Time `gorm:"column:created_at"`
+	UpdatedAt            time.Time `gorm:"column:updated_at"`
 }
 
 // TableName is skus.
@@ -87,7 +92,7 @@ func (s *SKU) State(now time.Time, left int64) string {
 	}
 }
 
-// CheckBuckets reports whether an update asking for asked buckets fits the
+// CheckBuckets reports whether a change asking for asked buckets fits the
 // SKU: 0 (not given) and the SKU's own count do; any other count is
 // refused with ErrBucketsFixed, naming both counts.
 func (s *SKU) CheckBuckets(asked int) error {
@@ -97,48 +102,186 @@ func (s *SKU) CheckBuckets(asked int) error {
 	return nil
 }
 
-// Spec is what an admin gives to create or update a SKU. ID 0 lets the
-// database choose; a given ID makes seeding idempotent. Buckets 0 means
-// not given: a new SKU gets 1 bucket, an existing one keeps its count.
+// Spec is what an admin gives to create a SKU or to change one. A nil
+// field is not given: a new SKU needs every field but ID and Buckets (see
+// Required; there is no default price, stock, limit or window), and a
+// change keeps what it does not give (Apply). ID 0 lets the database choose
+// a new SKU's id; a given ID makes seeding idempotent. Buckets 0 is not
+// given: a new SKU gets 1 bucket, an existing one keeps its count.
+//
+// An optional field added later is a pointer too, nil meaning "not given":
+// a default for a new SKU, "keep" for a change. Its JSON form is the body
+// of POST /admin/skus, a field not given left out; its YAML form is an item
+// of a seed file.
 type Spec struct {
-	ID           uint64    `json:"id,omitempty" yaml:"id"`
-	Name         string    `json:"name" yaml:"name"`
-	PriceCents   int64     `json:"price_cents" yaml:"price_cents"`
-	Stock        int64     `json:"stock" yaml:"stock"`
-	PerUserLimit int       `json:"per_user_limit" yaml:"per_user_limit"`
-	Buckets      int       `json:"buckets,omitempty" yaml:"buckets"`
-	StartsAt     time.Time `json:"starts_at" yaml:"starts_at"`
-	EndsAt       time.Time `json:"ends_at" yaml:"ends_at"`
+	ID           uint64     `json:"id,omitempty" yaml:"id"`
+	Name         *string    `json:"name,omitempty" yaml:"name"`
+	PriceCents   *int64     `json:"price_cents,omitempty" yaml:"price_cents"`
+	Stock        *int64     `json:"stock,omitempty" yaml:"stock"`
+	PerUserLimit *int       `json:"per_user_limit,omitempty" yaml:"per_user_limit"`
+	Buckets      int        `json:"buckets,omitempty" yaml:"buckets"`
+	StartsAt     *time.Time `json:"starts_at,omitempty" yaml:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at,omitempty" yaml:"ends_at"`
+	// Hidden leaves the SKU out of the shop's list (a load test's); not
+	// given, a new SKU is listed.
+	Hidden *bool `json:"hidden,omitempty" yaml:"hidden"`
+	// LimitCountsCancelled says whether the per-user limit counts the
+	// units of the shopper's cancelled and expired orders: true, a shopper
+	// who cancels cannot buy again past the limit; false, a cancel or an
+	// expiry gives their count back. Not given, a new SKU counts them.
+	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty" yaml:"limit_counts_cancelled"`
 }
 
-// Validate reports the first field out of range, wrapping ErrInvalid.
-func (s *Spec) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+// Required names the fields a new SKU must be given, in the order Missing
+// reports them: none has a default that is safe for a sale (an absent price
+// is not a free sale, an absent start is not "now").
+var Required = []string{"name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at"}
+
+// Missing returns the names of the Required fields s does not give.
+func (s *Spec) Missing() []string {
+	given := []bool{s.Name != nil, s.PriceCents != nil, s.Stock != nil, s.PerUserLimit != nil, s.StartsAt != nil, s.EndsAt != nil}
+	var out []string
+	for i, ok := range given {
+		if !ok {
+			out = append(out, Required[i])
+		}
 	}
-	name := strings.TrimSpace(s.Name)
+	return out
+}
+
+// Validate reports the first given field out of range, wrapping ErrInvalid;
+// a field not given is not checked (Missing and Apply see to it). It trims
+// the name of surrounding white space.
+func (s *Spec) Validate() error {
 	switch {
 	case s.ID > MaxID:
-		return bad("id must be from 1 to %d (or left out)", uint64(MaxID))
-	case name == "" || utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name):
-		return bad("name must be 1 to %d characters", MaxNameLen)
-	case s.PriceCents < 0 || s.PriceCents > MaxPriceCents:
-		return bad("price_cents must be from 0 to %d", int64(MaxPriceCents))
-	case s.Stock < 0 || s.Stock > MaxStock:
-		return bad("stock must be from 0 to %d", MaxStock)
-	case s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit:
-		return bad("per_user_limit must be from 1 to %d", MaxPerUserLimit)
+		return invalidf("id must be from 1 to %d (or left out)", uint64(MaxID))
+	case s.PriceCents != nil && (*s.PriceCents < 0 || *s.PriceCents > MaxPriceCents):
+		return invalidf("price_cents must be from 0 to %d", int64(MaxPriceCents))
+	case s.Stock != nil && (*s.Stock < 0 || *s.Stock > MaxStock):
+		return invalidf("stock must be from 0 to %d", MaxStock)
+	case s.PerUserLimit != nil && (*s.PerUserLimit < 1 || *s.PerUserLimit > MaxPerUserLimit):
+		return invalidf("per_user_limit must be from 1 to %d", MaxPerUserLimit)
 	case s.Buckets < 0 || s.Buckets > MaxBuckets:
-		return bad("buckets must be from 1 to %d", MaxBuckets)
-	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
-		return bad("starts_at and ends_at are required (RFC 3339)")
-	case !s.EndsAt.After(s.StartsAt):
-		return bad("ends_at must be after starts_at")
-	case s.StartsAt.Year() < 2000 || s.EndsAt.Year() > 9000:
-		return bad("sale window out of range")
+		return invalidf("buckets must be from 1 to %d", MaxBuckets)
+	case s.StartsAt != nil && (s.StartsAt.Year() < 2000 || s.StartsAt.Year() > 9000):
+		return invalidf("starts_at must be in the years 2000 to 9000")
+	case s.EndsAt != nil && (s.EndsAt.Year() < 2000 || s.EndsAt.Year() > 9000):
+		return invalidf("ends_at must be in the years 2000 to 9000")
+	case s.StartsAt != nil && s.EndsAt != nil && !s.EndsAt.After(*s.StartsAt):
+		return invalidf("ends_at must be after starts_at")
 	}
-	s.Name = name
+	if s.Name != nil {
+		name := strings.TrimSpace(*s.Name)
+		if name == "" || utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name) {
+			return invalidf("name must be 1 to %d characters", MaxNameLen)
+		}
+		s.Name = &name
+	}
 	return nil
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// New returns the SKU s creates, created at now: ErrInvalid naming every
+// Required field s does not give, or the first one out of range.
+func (s *Spec) New(now time.Time) (SKU, error) {
+	if err := s.Validate(); err != nil {
+		return SKU{}, err
+	}
+	if missing := s.Missing(); len(missing) > 0 {
+		return SKU{}, invalidf("a new sku needs %s (an absent field is not 0: give price_cents 0 for a free sale)",
+			strings.Join(missing, ", "))
+	}
+	now = now.UTC()
+	return SKU{
+		ID: s.ID, Name: *s.Name, PriceCents: *s.PriceCents, StockTotal: *s.Stock, PerUserLimit: *s.PerUserLimit,
+		Buckets: max(s.Buckets, 1), Hidden: s.Hidden != nil && *s.Hidden,
+		LimitCountsCancelled: s.LimitCountsCancelled == nil || *s.LimitCountsCancelled,
+		StartsAt:             s.StartsAt.UTC(), EndsAt: s.EndsAt.UTC(), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// Apply returns cur changed by s: the fields s gives, the others as they
+// are. It refuses, changing nothing, a field out of range or an ID other
+// than cur's (ErrInvalid), a window that no longer ends after it starts
+// (ErrInvalid), a bucket count other than cur's (ErrBucketsFixed) and a
+// stock below what cur has sold (ErrBelowSold).
+func (s *Spec) Apply(cur SKU) (SKU, error) {
+	if err := s.Validate(); err != nil {
+		return SKU{}, err
+	}
+	if s.ID != 0 && s.ID != cur.ID {
+		return SKU{}, invalidf("id %d is not the sku's own (%d)", s.ID, cur.ID)
+	}
+	if err := cur.CheckBuckets(s.Buckets); err != nil {
+		return SKU{}, err
+	}
+	next := cur
+	if s.Name != nil {
+		next.Name = *s.Name
+	}
+	if s.PriceCents != nil {
+		next.PriceCents = *s.PriceCents
+	}
+	if s.Stock != nil {
+		next.StockTotal = *s.Stock
+	}
+	if s.PerUserLimit != nil {
+		next.PerUserLimit = *s.PerUserLimit
+	}
+	if s.StartsAt != nil {
+		next.StartsAt = s.StartsAt.UTC()
+	}
+	if s.EndsAt != nil {
+		next.EndsAt = s.EndsAt.UTC()
+	}
+	if s.Hidden != nil {
+		next.Hidden = *s.Hidden
+	}
+	if s.LimitCountsCancelled != nil {
+		next.LimitCountsCancelled = *s.LimitCountsCancelled
+	}
+	if !next.EndsAt.After(next.StartsAt) {
+		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s",
+			next.StartsAt.Format(time.RFC3339), next.EndsAt.Format(time.RFC3339))
+	}
+	if next.StockTotal < cur.Sold {
+		return SKU{}, fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, next.StockTotal)
+	}
+	return next, nil
+}
+
+// columns are the columns of table skus that s changes, with their values.
+func (s *Spec) columns() map[string]any {
+	cols := map[string]any{}
+	if s.Name != nil {
+		cols["name"] = *s.Name
+	}
+	if s.PriceCents != nil {
+		cols["price_cents"] = *s.PriceCents
+	}
+	if s.Stock != nil {
+		cols["stock_total"] = *s.Stock
+	}
+	if s.PerUserLimit != nil {
+		cols["per_user_limit"] = *s.PerUserLimit
+	}
+	if s.StartsAt != nil {
+		cols["starts_at"] = s.StartsAt.UTC()
+	}
+	if s.EndsAt != nil {
+		cols["ends_at"] = s.EndsAt.UTC()
+	}
+	if s.Hidden != nil {
+		cols["hidden"] = *s.Hidden
+	}
+	if s.LimitCountsCancelled != nil {
+		cols["limit_counts_cancelled"] = *s.LimitCountsCancelled
+	}
+	return cols
 }
 
 // Store reads and writes SKUs in SQL.
@@ -205,46 +348,30 @@ func (s *Store) End(ctx context.Context, id uint64, startsAt, at time.Time) erro
 	return nil
 }
 
-// Upsert creates the SKU, or, when spec.ID names an existing one, updates its
-// name, price, limit, window and stock_total (never below what is sold:
-// ErrBelowSold). A new SKU gets spec.Buckets buckets (1 when not given); an
-// existing one keeps its count, and a spec asking for another is refused
-// with ErrBucketsFixed, writing nothing. It returns the stored SKU, whether
-// it was created, and its previous stock_total (0 when created).
-func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, prevTotal int64, err error) {
+// Upsert creates the SKU spec describes, or, when spec.ID names an
+// existing one, changes it as Update does. A new SKU needs every Required
+// field (ErrInvalid naming those missing) and gets spec.Buckets buckets (1
+// when not given). It returns the stored SKU and whether it was created.
+func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, err error) {
 	if err := spec.Validate(); err != nil {
-		return nil, false, 0, err
+		return nil, false, err
 	}
 	now := s.now().UTC()
-	var out SKU
+	var out *SKU
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var cur SKU
 		if spec.ID != 0 {
-			e := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", spec.ID).Error
+			cur, e := lockSKU(tx, spec.ID)
 			if e == nil {
-				if e = cur.CheckBuckets(spec.Buckets); e != nil {
-					return e
-				}
-				if spec.Stock < cur.Sold {
-					return fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, spec.Stock)
-				}
-				prevTotal = cur.StockTotal
-				e = tx.Model(&SKU{}).Where("id = ?", spec.ID).Updates(map[string]any{
-					"name": spec.Name, "price_cents": spec.PriceCents, "stock_total": spec.Stock,
-					"per_user_limit": spec.PerUserLimit, "starts_at": spec.StartsAt.UTC(),
-					"ends_at": spec.EndsAt.UTC(), "updated_at": now,
-				}).Error
-				if e != nil {
-					return e
-				}
-				if e = tx.Take(&cur, "id = ?", spec.ID).Error; e == nil {
-					out = cur
-				}
+				out, e = update(tx, cur, spec, now)
 				return e
 			}
-			if !errors.Is(e, gorm.ErrRecordNotFound) {
+			if !errors.Is(e, ErrNotFound) {
 				return e
 			}
+		}
+		sku, e := spec.New(now)
+		if e != nil {
+			return e
 		}
 		// Without an id the database takes the one after the largest used:
 		// once MaxID is used there is none left in range (SQLite refuses
@@ -258,57 +385,81 @@ func (s *Store) Upsert(ctx context.Context, spec Spec) (_ *SKU, created bool, pr
 				return errNoIDLeft
 			}
 		}
-		cur = SKU{
-			ID: spec.ID, Name: spec.Name, PriceCents: spec.PriceCents, StockTotal: spec.Stock,
-			PerUserLimit: spec.PerUserLimit, Buckets: max(spec.Buckets, 1),
-			StartsAt: spec.StartsAt.UTC(), EndsAt: spec.EndsAt.UTC(), CreatedAt: now, UpdatedAt: now,
-		}
-		created = true
-		if e := tx.Create(&cur).Error; e != nil {
+		if e := tx.Create(&sku).Error; e != nil {
 			return e
 		}
-		if !ValidID(cur.ID) {
+		if !ValidID(sku.ID) {
 			return errNoIDLeft
 		}
-		out = cur
+		out, created = &sku, true
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrBucketsFixed) || errors.Is(err, ErrInvalid) {
-			return nil, false, 0, err
-		}
-		return nil, false, 0, fmt.Errorf("catalog: upsert: %w", err)
+		return nil, false, wrapWrite("upsert", err)
 	}
-	return &out, created, prevTotal, nil
+	return out, created, nil
 }
 
-// SetStockTotal sets stock_total, refusing a value below sold with
-// ErrBelowSold. It returns the previous total.
-func (s *Store) SetStockTotal(ctx context.Context, id uint64, total int64) (prev int64, err error) {
-	if total < 0 || total > MaxStock {
-		return 0, fmt.Errorf("%w: stock_total must be from 0 to %d", ErrInvalid, MaxStock)
+// Update changes SKU id as spec says (see Spec.Apply): only the fields spec
+// gives are written, in one transaction holding the SKU's row. Errors:
+// ErrNotFound, ErrInvalid, ErrBucketsFixed, ErrBelowSold, each writing
+// nothing.
+func (s *Store) Update(ctx context.Context, id uint64, spec Spec) (*SKU, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
 	}
 	if !ValidID(id) {
-		return 0, fmt.Errorf("%w: %d", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var cur SKU
-		e := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", id).Error
-		if errors.Is(e, gorm.ErrRecordNotFound) {
-			return fmt.Errorf("%w: %d", ErrNotFound, id)
-		}
+	var out *SKU
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		cur, e := lockSKU(tx, id)
 		if e != nil {
 			return e
 		}
-		if total < cur.Sold {
-			return fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, total)
-		}
-		prev = cur.StockTotal
-		return tx.Model(&SKU{}).Where("id = ?", id).
-			Updates(map[string]any{"stock_total": total, "updated_at": s.now().UTC()}).Error
+		out, e = update(tx, cur, spec, s.now().UTC())
+		return e
 	})
-	if err != nil && !errors.Is(err, ErrBelowSold) && !errors.Is(err, ErrNotFound) {
-		err = fmt.Errorf("catalog: set stock: %w", err)
+	if err != nil {
+		return nil, wrapWrite("update", err)
 	}
-	return prev, err
+	return out, nil
+}
+
+// lockSKU reads SKU id in tx, holding its row until tx ends: ErrNotFound
+// when there is none.
+func lockSKU(tx *gorm.DB, id uint64) (*SKU, error) {
+	var cur SKU
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&cur, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return &cur, err
+}
+
+// update writes the columns spec changes of cur, a row tx holds, and
+// returns the row as stored.
+func update(tx *gorm.DB, cur *SKU, spec Spec, now time.Time) (*SKU, error) {
+	if _, err := spec.Apply(*cur); err != nil {
+		return nil, err
+	}
+	cols := spec.columns()
+	cols["updated_at"] = now
+	if err := tx.Model(&SKU{}).Where("id = ?", cur.ID).Updates(cols).Error; err != nil {
+		return nil, err
+	}
+	var out SKU
+	if err := tx.Take(&out, "id = ?", cur.ID).Error; err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// wrapWrite passes the store's sentinels through as they are and names the
+// operation of any other error.
+func wrapWrite(op string, err error) error {
+	if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrBucketsFixed) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("catalog: %s: %w", op, err)
 }

@@ -33,40 +33,90 @@ func openDB(t *testing.T) *gorm.DB {
 	return db
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// spec gives every field a new SKU needs: id (0 lets the database choose),
+// name, stock and buckets as given, a price of 100, a limit of 1, and a
+// window of the hour from start.
+func spec(id uint64, name string, stock int64, buckets int, start time.Time) catalog.Spec {
+	return catalog.Spec{ID: id, Name: &name, PriceCents: ptr(int64(100)), Stock: &stock, PerUserLimit: ptr(1),
+		Buckets: buckets, StartsAt: &start, EndsAt: ptr(start.Add(time.Hour))}
+}
+
 func TestUpsertIsIdempotentAndGuardsSold(t *testing.T) {
 	ctx := t.Context()
 	db := openDB(t)
 	st := catalog.NewStore(db, nil)
 	start := time.Now().UTC().Truncate(time.Second)
-	spec := catalog.Spec{ID: 7, Name: "Phone", PriceCents: 100, Stock: 10, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)}
+	s := spec(7, "Phone", 10, 0, start)
 
-	sku, created, _, err := st.Upsert(ctx, spec)
+	sku, created, err := st.Upsert(ctx, s)
 	require.NoError(t, err)
 	assert.True(t, created)
 	assert.Equal(t, uint64(7), sku.ID)
 
-	sku, created, prev, err := st.Upsert(ctx, spec)
+	sku, created, err = st.Upsert(ctx, s)
 	require.NoError(t, err)
 	assert.False(t, created)
-	assert.Equal(t, int64(10), prev)
 	assert.Equal(t, int64(10), sku.StockTotal)
 
 	require.NoError(t, db.Exec("UPDATE skus SET sold = 6 WHERE id = 7").Error)
-	spec.Stock = 5
-	_, _, _, err = st.Upsert(ctx, spec)
+	s.Stock = ptr(int64(5))
+	_, _, err = st.Upsert(ctx, s)
 	assert.True(t, errors.Is(err, catalog.ErrBelowSold), "%v", err)
-	_, err = st.SetStockTotal(ctx, 7, 5)
+	_, err = st.Update(ctx, 7, catalog.Spec{Stock: ptr(int64(5))})
 	assert.True(t, errors.Is(err, catalog.ErrBelowSold), "%v", err)
-	prev, err = st.SetStockTotal(ctx, 7, 6)
+	sku, err = st.Update(ctx, 7, catalog.Spec{Stock: ptr(int64(6))})
 	require.NoError(t, err)
-	assert.Equal(t, int64(10), prev)
-	_, err = st.SetStockTotal(ctx, 99, 6)
+	assert.Equal(t, int64(6), sku.StockTotal)
+	_, err = st.Update(ctx, 99, catalog.Spec{Stock: ptr(int64(6))})
 	assert.True(t, errors.Is(err, catalog.ErrNotFound), "%v", err)
 
-	auto, created, _, err := st.Upsert(ctx, catalog.Spec{Name: "Auto", PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	auto, created, err := st.Upsert(ctx, spec(0, "Auto", 1, 0, start))
 	require.NoError(t, err)
 	assert.True(t, created)
 	assert.NotZero(t, auto.ID)
+}
+
+// A change writes only the fields it gives, whether it comes by Update or
+// by an Upsert of an existing id; a new SKU without every required field
+// is refused and nothing is written.
+func TestAChangeKeepsWhatItDoesNotGive(t *testing.T) {
+	ctx := t.Context()
+	db := openDB(t)
+	st := catalog.NewStore(db, nil)
+	start := time.Now().UTC().Truncate(time.Second)
+	_, _, err := st.Upsert(ctx, spec(3, "Phone", 10, 2, start))
+	require.NoError(t, err)
+	var want catalog.SKU
+	require.NoError(t, db.Take(&want, "id = 3").Error)
+
+	sku, err := st.Update(ctx, 3, catalog.Spec{Name: ptr("Phone X")})
+	require.NoError(t, err)
+	want.Name, want.UpdatedAt = "Phone X", sku.UpdatedAt
+	assert.Equal(t, want, *sku, "a rename keeps the price, stock, limit, buckets and window")
+
+	sku, isNew, err := st.Upsert(ctx, catalog.Spec{ID: 3, PriceCents: ptr(int64(0)), Stock: ptr(int64(12))})
+	require.NoError(t, err)
+	assert.False(t, isNew)
+	want.PriceCents, want.StockTotal, want.UpdatedAt = 0, 12, sku.UpdatedAt
+	assert.Equal(t, want, *sku, "seeding an existing id keeps what it does not give")
+
+	_, err = st.Update(ctx, 3, catalog.Spec{EndsAt: ptr(start.Add(-time.Second))})
+	assert.True(t, errors.Is(err, catalog.ErrInvalid), "the window must stay valid: %v", err)
+
+	for _, id := range []uint64{0, 4} {
+		_, _, err = st.Upsert(ctx, catalog.Spec{ID: id, Name: ptr("Oops"), Stock: ptr(int64(10))})
+		assert.True(t, errors.Is(err, catalog.ErrInvalid), "%v", err)
+		assert.ErrorContains(t, err, "price_cents")
+	}
+	var n int64
+	require.NoError(t, db.Raw("SELECT COUNT(*) FROM skus").Scan(&n).Error)
+	assert.Equal(t, int64(1), n, "the refused creates wrote nothing")
+	var stored catalog.SKU
+	require.NoError(t, db.Take(&stored, "id = 3").Error)
+	assert.Equal(t, want.Name, stored.Name)
+	assert.Equal(t, want.EndsAt, stored.EndsAt.UTC())
 }
 
 // A SKU's bucket count is set when it is created (1 when not given) and
@@ -77,9 +127,6 @@ func TestBucketsAreFixedAtCreation(t *testing.T) {
 	db := openDB(t)
 	st := catalog.NewStore(db, nil)
 	start := time.Now().UTC().Truncate(time.Second)
-	spec := func(id uint64, buckets int) catalog.Spec {
-		return catalog.Spec{ID: id, Name: "Phone", PriceCents: 100, Stock: 10, PerUserLimit: 1, Buckets: buckets, StartsAt: start, EndsAt: start.Add(time.Hour)}
-	}
 	stored := func(id uint64) catalog.SKU {
 		t.Helper()
 		var sku catalog.SKU
@@ -87,24 +134,22 @@ func TestBucketsAreFixedAtCreation(t *testing.T) {
 		return sku
 	}
 
-	sku, created, _, err := st.Upsert(ctx, spec(1, 0))
+	sku, created, err := st.Upsert(ctx, spec(1, "Phone", 10, 0, start))
 	require.NoError(t, err)
 	require.True(t, created)
 	assert.Equal(t, 1, sku.Buckets, "not given: one bucket")
-	sku, _, _, err = st.Upsert(ctx, spec(2, catalog.MaxBuckets))
+	sku, _, err = st.Upsert(ctx, spec(2, "Phone", 10, catalog.MaxBuckets, start))
 	require.NoError(t, err)
 	assert.Equal(t, catalog.MaxBuckets, sku.Buckets)
-	auto, _, _, err := st.Upsert(ctx, spec(0, 0))
+	auto, _, err := st.Upsert(ctx, spec(0, "Phone", 10, 0, start))
 	require.NoError(t, err)
 	assert.Equal(t, 1, stored(auto.ID).Buckets, "an id chosen by the database: one bucket")
 
-	sku, _, _, err = st.Upsert(ctx, spec(13, 4))
+	sku, _, err = st.Upsert(ctx, spec(13, "Phone", 10, 4, start))
 	require.NoError(t, err)
 	assert.Equal(t, 4, sku.Buckets)
 	for _, keep := range []int{4, 0} {
-		s := spec(13, keep)
-		s.Stock = 12
-		sku, created, _, err = st.Upsert(ctx, s)
+		sku, created, err = st.Upsert(ctx, spec(13, "Phone", 12, keep, start))
 		require.NoError(t, err, "buckets %d", keep)
 		assert.False(t, created)
 		assert.Equal(t, 4, sku.Buckets, "buckets %d keeps 4", keep)
@@ -113,12 +158,13 @@ func TestBucketsAreFixedAtCreation(t *testing.T) {
 
 	before := stored(13)
 	for _, other := range []int{1, 8} {
-		s := spec(13, other)
-		s.Name, s.Stock = "Renamed", 20
-		_, _, _, err = st.Upsert(ctx, s)
+		_, _, err = st.Upsert(ctx, spec(13, "Renamed", 20, other, start))
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, catalog.ErrBucketsFixed), "%v", err)
 		assert.ErrorContains(t, err, fmt.Sprintf("sku 13 has 4, asked for %d", other))
+		assert.Equal(t, before, stored(13), "the refused update wrote nothing")
+		_, err = st.Update(ctx, 13, catalog.Spec{Name: ptr("Renamed"), Buckets: other})
+		assert.True(t, errors.Is(err, catalog.ErrBucketsFixed), "%v", err)
 		assert.Equal(t, before, stored(13), "the refused update wrote nothing")
 	}
 }
@@ -136,8 +182,7 @@ func newCache(t *testing.T, ttl time.Duration) (*gorm.DB, *catalog.Store, *catal
 // on sale for the hour from now.
 func upsertSKU(ctx context.Context, t *testing.T, st *catalog.Store, id uint64, name string) {
 	t.Helper()
-	start := time.Now().UTC()
-	_, _, _, err := st.Upsert(ctx, catalog.Spec{ID: id, Name: name, PriceCents: 1, Stock: 1, PerUserLimit: 1, StartsAt: start, EndsAt: start.Add(time.Hour)})
+	_, _, err := st.Upsert(ctx, spec(id, name, 1, 0, time.Now().UTC()))
 	require.NoError(t, err)
 }
 

@@ -29,6 +29,7 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))
 		admin.GET("/skus", handleAdminListSKUs(d.Admin, d.Log))
 		admin.POST("/skus", handleUpsertSKU(d.Admin, d.Log))
+		admin.PATCH("/skus/:id", handlePatchSKU(d.Admin, d.Log))
 		admin.POST("/skus/:id/end", handleEndSale(d.Admin, d.Log))
 		admin.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
 		admin.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))

@@ -32,7 +32,7 @@ type stubShop struct {
 
 // stubSKU is a live SKU as the API shows it.
 func stubSKU(id uint64) *sale.SKUView {
-	return &sale.SKUView{ID: id, Name: "Phone", PriceCents: 99900, StockTotal: 10, StockLeft: 3, PerUserLimit: 1,
+	return &sale.SKUView{ID: id, Name: "Phone", PriceCents: 99900, Stock: 10, StockTotal: 10, StockLeft: 3, PerUserLimit: 1,
 		StartsAt: time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC), EndsAt: time.Date(2036, 11, 11, 1, 0, 0, 0, time.UTC), State: catalog.Live}
 }
 
@@ -109,18 +109,34 @@ func (s *stubShop) Cancel(_ context.Context, user, orderID string) (*order.View,
 type stubAdmin struct{}
 
 func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SeededSKU, bool, error) {
-	if err := spec.Validate(); err != nil {
+	sku, err := spec.New(time.Now())
+	if err != nil {
 		return nil, false, err
 	}
-	v := stubSKU(max(spec.ID, 1))
-	v.Name, v.PriceCents, v.StockTotal, v.StockLeft, v.PerUserLimit = spec.Name, spec.PriceCents, spec.Stock, spec.Stock, spec.PerUserLimit
-	v.StartsAt, v.EndsAt = spec.StartsAt.UTC(), spec.EndsAt.UTC()
-	return &sale.SeededSKU{SKUView: *v, Buckets: max(spec.Buckets, 1)}, spec.ID == 0, nil
+	sku.ID = max(sku.ID, 1)
+	return stubSeeded(sku), spec.ID == 0, nil
 }
 
-func (stubAdmin) SetStock(_ context.Context, id uint64, total int64) (*sale.SKUView, error) {
+func (stubAdmin) UpdateSKU(_ context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error) {
 	v := stubSKU(id)
-	v.StockTotal, v.StockLeft = total, total
+	sku, err := spec.Apply(catalog.SKU{ID: id, Name: v.Name, PriceCents: v.PriceCents, StockTotal: v.Stock,
+		PerUserLimit: v.PerUserLimit, Buckets: 1, StartsAt: v.StartsAt, EndsAt: v.EndsAt})
+	if err != nil {
+		return nil, err
+	}
+	return stubSeeded(sku), nil
+}
+
+func stubSeeded(sku catalog.SKU) *sale.SeededSKU {
+	v := stubSKU(sku.ID)
+	v.Name, v.PriceCents, v.Stock, v.StockTotal, v.StockLeft, v.PerUserLimit = sku.Name, sku.PriceCents, sku.StockTotal, sku.StockTotal, sku.StockTotal, sku.PerUserLimit
+	v.StartsAt, v.EndsAt = sku.StartsAt.UTC(), sku.EndsAt.UTC()
+	return &sale.SeededSKU{SKUView: *v, Buckets: sku.Buckets}
+}
+
+func (stubAdmin) SetStock(_ context.Context, id uint64, stock int64) (*sale.SKUView, error) {
+	v := stubSKU(id)
+	v.Stock, v.StockTotal, v.StockLeft = stock, stock, stock
 	return v, nil
 }
 

@@ -95,9 +95,11 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 	}
 	homes := make([]stock.Part, len(skus))
 	buckets := make(map[uint64]int, len(skus))
+	keeps := make(map[uint64]bool, len(skus))
 	for i := range skus {
 		homes[i] = stock.Home(skus[i].ID, skus[i].Buckets, user)
 		buckets[skus[i].ID] = skus[i].Buckets
+		keeps[skus[i].ID] = skus[i].LimitCountsCancelled
 	}
 	held, err := s.store.Held(ctx, user, homes)
 	if err != nil || len(held) == 0 {
@@ -107,18 +109,25 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 	for sku := range held {
 		mine = append(mine, sku)
 	}
+	// The shopper's count in Redis holds their open orders' units, and
+	// those of their cancelled and expired ones where the SKU's limit
+	// counts them.
 	var rows []struct {
-		SKU   uint64 `gorm:"column:sku_id"`
-		Units int64
+		SKU    uint64 `gorm:"column:sku_id"`
+		Status string
+		Units  int64
 	}
-	if err := s.db.WithContext(ctx).Model(&Order{}).Select("sku_id, COALESCE(SUM(qty), 0) AS units").
-		Where("user_id = ? AND sku_id IN ? AND status IN ?", user, mine, []string{StatusPendingPayment, StatusPaid}).
-		Group("sku_id").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("order: units of open orders: %w", err)
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("sku_id, status, COALESCE(SUM(qty), 0) AS units").
+		Where("user_id = ? AND sku_id IN ? AND status IN ?", user, mine,
+			[]string{StatusPendingPayment, StatusPaid, StatusCancelled, StatusExpired}).
+		Group("sku_id, status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("order: units of the shopper's orders: %w", err)
 	}
 	open := make(map[uint64]int64, len(rows))
 	for _, r := range rows {
-		open[r.SKU] = r.Units
+		if r.Status == StatusPendingPayment || r.Status == StatusPaid || keeps[r.SKU] {
+			open[r.SKU] += r.Units
+		}
 	}
 	queued := map[string]View{}
 	for sku, units := range held {

@@ -14,7 +14,11 @@ import (
 
 // Report is the invariant check of one SKU.
 type Report struct {
-	SKU            uint64 `json:"sku_id"`
+	SKU uint64 `json:"sku_id"`
+	// Stock is the units put on sale (SQL's stock_total).
+	Stock int64 `json:"stock"`
+	// StockTotal is Stock under its old name, still sent for one release;
+	// read Stock.
 	StockTotal     int64  `json:"stock_total"`
 	Sold           int64  `json:"sold"`
 	RedisLeft      *int64 `json:"redis_left"` // null when Redis has no state for the SKU
@@ -52,12 +56,13 @@ type BucketReport struct {
 	Consistent  bool   `json:"consistent"`
 }
 
-// Audit checks one SKU's invariants: sold <= stock_total, sold equals the
-// units of active orders, no order twice, no shopper over the limit, no
-// accepted order dead-lettered, and redis_left + queued + active ==
-// stock_total. The figures are read from Redis and SQL one after the other,
-// so they are exact when the SKU is at rest; while orders move, a
-// disagreement is read again a few times before it is reported.
+// Audit checks one SKU's invariants: sold <= stock, sold equals the units
+// of active orders, no order twice, no shopper over the limit (counting
+// their cancelled and expired orders when the SKU's limit does), no
+// accepted order dead-lettered, and redis_left + queued + active == stock.
+// The figures are read from Redis and SQL one after the other, so they are
+// exact when the SKU is at rest; while orders move, a disagreement is read
+// again a few times before it is reported.
 func (s *Service) Audit(ctx context.Context, id uint64) (*Report, error) {
 	var r *Report
 	var err error
@@ -111,7 +116,7 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.StockTotal, r.Sold = sku.StockTotal, sku.Sold
+	r.Stock, r.StockTotal, r.Sold = sku.StockTotal, sku.StockTotal, sku.Sold
 	db := s.db.WithContext(ctx)
 	var rows []struct {
 		Status string
@@ -141,8 +146,8 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		Scan(&r.Duplicates).Error; err != nil {
 		return nil, fmt.Errorf("sale: audit: %w", err)
 	}
-	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE sku_id = ? AND status IN (?, ?) GROUP BY user_id HAVING SUM(qty) > ?) u`,
-		id, order.StatusPendingPayment, order.StatusPaid, sku.PerUserLimit).Scan(&r.OverLimitUsers).Error; err != nil {
+	if err := db.Raw(`SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE sku_id = ? AND status IN ? GROUP BY user_id HAVING SUM(qty) > ?) u`,
+		id, limitStatuses(sku), sku.PerUserLimit).Scan(&r.OverLimitUsers).Error; err != nil {
 		return nil, fmt.Errorf("sale: audit: %w", err)
 	}
 	queuedIn := make([]int64, len(parts))
@@ -168,8 +173,8 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	}
 
 	fail := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
-	if r.Sold > r.StockTotal {
-		fail("oversold: sold %d > stock_total %d", r.Sold, r.StockTotal)
+	if r.Sold > r.Stock {
+		fail("oversold: sold %d > stock %d", r.Sold, r.Stock)
 	}
 	if r.Sold != r.ActiveUnits {
 		fail("sold %d != units of pending_payment and paid orders %d", r.Sold, r.ActiveUnits)
@@ -189,9 +194,9 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	case r.RedisLeft == nil && !expired:
 		fail("redis has no state for the sku: reconcile it")
 	case r.RedisLeft != nil:
-		if got := *r.RedisLeft + r.InFlight + r.Queued + r.ActiveUnits; got != r.StockTotal {
-			fail("redis_left %d + in_flight %d + queued %d + active %d = %d != stock_total %d",
-				*r.RedisLeft, r.InFlight, r.Queued, r.ActiveUnits, got, r.StockTotal)
+		if got := *r.RedisLeft + r.InFlight + r.Queued + r.ActiveUnits; got != r.Stock {
+			fail("redis_left %d + in_flight %d + queued %d + active %d = %d != stock %d",
+				*r.RedisLeft, r.InFlight, r.Queued, r.ActiveUnits, got, r.Stock)
 		}
 	}
 	if r.InFlight != 0 {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -89,13 +90,15 @@ func (s *Service) allSKUs(ctx context.Context) ([]SKUView, error) {
 	}
 }
 
-// computeList reads every SKU from SQL and the units left of those whose
-// sale has not ended from Redis (an ended sale shows what SQL sold).
+// computeList reads every SKU the shop lists (not hidden) from SQL and the
+// units left of those whose sale has not ended from Redis (an ended sale
+// shows what SQL sold).
 func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 	skus, err := s.skus.Page(ctx, 0, -1)
 	if err != nil {
 		return nil, err
 	}
+	skus = slices.DeleteFunc(skus, func(k catalog.SKU) bool { return k.Hidden })
 	now := s.o.Now()
 	views := make([]SKUView, len(skus))
 	g, gctx := errgroup.WithContext(ctx)
@@ -126,14 +129,18 @@ func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 }
 
 // AdminSKUView is a SKU as an admin lists it: the shopper's view, its
-// stock buckets and the figures of its audit.
+// stock buckets, whether the shop's list leaves it out, whether its
+// per-user limit counts cancelled and expired orders, and the figures of
+// its audit.
 type AdminSKUView struct {
 	SKUView
-	Buckets      int    `json:"buckets"`
-	Sold         int64  `json:"sold"`
-	RedisLeft    *int64 `json:"redis_left"` // null when Redis has no state for the SKU
-	QueuedOrders int64  `json:"queued_orders"`
-	DeadLetters  int64  `json:"dead_letters"`
+	Buckets              int    `json:"buckets"`
+	Hidden               bool   `json:"hidden"`
+	LimitCountsCancelled bool   `json:"limit_counts_cancelled"`
+	Sold                 int64  `json:"sold"`
+	RedisLeft            *int64 `json:"redis_left"` // null when Redis has no state for the SKU
+	QueuedOrders         int64  `json:"queued_orders"`
+	DeadLetters          int64  `json:"dead_letters"`
 }
 
 // AdminSKUs returns up to limit SKUs with ids above after, by id, with
@@ -154,15 +161,15 @@ func (s *Service) AdminSKUs(ctx context.Context, after uint64, limit int) ([]Adm
 		if err != nil {
 			return nil, 0, err
 		}
-		left := max(0, r.StockTotal-r.Sold)
+		left := max(0, r.Stock-r.Sold)
 		if r.RedisLeft != nil {
 			left = *r.RedisLeft
 		}
 		sku := skus[i]
-		sku.StockTotal, sku.Sold = r.StockTotal, r.Sold
+		sku.StockTotal, sku.Sold = r.Stock, r.Sold
 		out = append(out, AdminSKUView{
-			SKUView: *s.skuView(&sku, left), Buckets: sku.Buckets, Sold: r.Sold, RedisLeft: r.RedisLeft,
-			QueuedOrders: r.QueuedOrders, DeadLetters: r.DeadLetters,
+			SKUView: *s.skuView(&sku, left), Buckets: sku.Buckets, Hidden: sku.Hidden, LimitCountsCancelled: sku.LimitCountsCancelled,
+			Sold: r.Sold, RedisLeft: r.RedisLeft, QueuedOrders: r.QueuedOrders, DeadLetters: r.DeadLetters,
 		})
 	}
 	return out, next, nil

@@ -15,9 +15,10 @@ import (
 
 // Reconcile rebuilds sku's Redis state from SQL and the orders still queued:
 // units left = stock_total - sold - queued, buyers = active orders per user
-// plus queued ones, the orders SQL closed marked as returned, and the
-// request ids of its orders remembered again. Buyers of the SKU get ErrBusy
-// for the moment it takes.
+// plus queued ones (plus cancelled and expired ones when the SKU's limit
+// counts them), the orders SQL closed marked as returned, and the request
+// ids of its orders remembered again. Buyers of the SKU get ErrBusy for the
+// moment it takes.
 func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
 	if _, err := s.skus.Get(ctx, id); err != nil {
 		return nil, err // catalog.ErrNotFound: nothing to rebuild
@@ -93,27 +94,19 @@ func (s *Service) rebuild(ctx context.Context, id uint64, parts []stock.Part, to
 		}
 		queued = append(queued, q...)
 	}
-	r := stock.Rebuilt{Buyers: map[string]int64{}}
+	var r stock.Rebuilt
 	var sku catalog.SKU
-	var sold, active, waiting int64
+	var counts limitCounts
+	var waiting int64
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Take(&sku, "id = ?", id).Error; err != nil {
 			return fmt.Errorf("sale: rebuild: %w", err)
 		}
-		sold = sku.Sold
-		var rows []struct {
-			UserID string
-			Units  int64
+		var err error
+		if counts, err = countLimits(tx, &sku); err != nil {
+			return err
 		}
-		if err := tx.Model(&order.Order{}).Select("user_id, SUM(qty) AS units").
-			Where("sku_id = ? AND status IN ?", id, []string{order.StatusPendingPayment, order.StatusPaid}).
-			Group("user_id").Scan(&rows).Error; err != nil {
-			return fmt.Errorf("sale: rebuild: %w", err)
-		}
-		for _, row := range rows {
-			r.Buyers[row.UserID] += row.Units
-			active += row.Units
-		}
+		r.Buyers = counts.held
 		if err := tx.Model(&order.Order{}).Where("sku_id = ? AND status IN ?", id,
 			[]string{order.StatusCancelled, order.StatusExpired, order.StatusFailed}).Pluck("order_id", &r.Returned).Error; err != nil {
 			return fmt.Errorf("sale: rebuild: %w", err)
@@ -146,8 +139,8 @@ func (s *Service) rebuild(ctx context.Context, id uint64, parts []stock.Part, to
 	if err != nil {
 		return err
 	}
-	left := max(0, sku.StockTotal-max(sold, active)-waiting)
-	split := splitRebuilt(id, s.config(&sku), r, len(parts), left)
+	left := max(0, sku.StockTotal-max(sku.Sold, counts.active)-waiting)
+	split := splitRebuilt(id, s.config(&sku), r, counts.kept, len(parts), left)
 	// Bucket 0 holds every unit left and is written last; the others hold
 	// only what their shoppers took. A rebuild that stops part-way leaves
 	// the buckets it wrote with nothing to sell and bucket 0 as it was (and
@@ -163,8 +156,11 @@ func (s *Service) rebuild(ctx context.Context, id uint64, parts []stock.Part, to
 // splitRebuilt divides SKU id's rebuilt state r over its buckets: each
 // shopper's units and request ids to their home bucket, each closed order
 // to the bucket it was taken from, and the units left, left, to bucket 0.
-// Each bucket's total is what its shoppers hold, bucket 0's the rest.
-func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, buckets int, left int64) []stock.Rebuilt {
+// r.Buyers are the units each shopper holds, kept the units of their
+// closed orders the SKU's limit counts: a shopper's count in their home
+// bucket is both. Each bucket's total is what its shoppers hold, bucket
+// 0's the rest.
+func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, kept map[string]int64, buckets int, left int64) []stock.Rebuilt {
 	split := make([]stock.Rebuilt, buckets)
 	for i := range split {
 		split[i] = stock.Rebuilt{Config: cfg, Buyers: map[string]int64{}}
@@ -173,8 +169,11 @@ func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, buckets int, lef
 	home := func(user string) *stock.Rebuilt { return &split[stock.Home(id, buckets, user).Bucket] }
 	for user, n := range r.Buyers {
 		h := home(user)
-		h.Buyers[user] = n
+		h.Buyers[user] += n
 		h.Total += n
+	}
+	for user, n := range kept {
+		home(user).Buyers[user] += n
 	}
 	for _, q := range r.Requests {
 		h := home(q.User)

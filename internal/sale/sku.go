@@ -64,9 +64,13 @@ func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *s
 
 // SKUView is what shoppers and admins see of a SKU.
 type SKUView struct {
-	ID           uint64    `json:"id"`
-	Name         string    `json:"name"`
-	PriceCents   int64     `json:"price_cents"`
+	ID         uint64 `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	// Stock is the units put on sale, sold or not.
+	Stock int64 `json:"stock"`
+	// StockTotal is Stock under its old name, still sent for one release
+	// so that clients reading it keep working; read Stock.
 	StockTotal   int64     `json:"stock_total"`
 	StockLeft    int64     `json:"stock_left"`
 	PerUserLimit int       `json:"per_user_limit"`
@@ -76,10 +80,14 @@ type SKUView struct {
 }
 
 // SeededSKU is a SKU as an admin's create or update of it answers: the
-// shopper's view and its stock buckets, which shoppers do not see.
+// shopper's view, its stock buckets, whether the shop's list leaves it out
+// and whether its per-user limit counts cancelled and expired orders, which
+// shoppers do not see.
 type SeededSKU struct {
 	SKUView
-	Buckets int `json:"buckets"`
+	Buckets              int  `json:"buckets"`
+	Hidden               bool `json:"hidden"`
+	LimitCountsCancelled bool `json:"limit_counts_cancelled"`
 }
 
 // SKU returns the SKU as a shopper sees it, with the units left in Redis.
@@ -103,19 +111,17 @@ func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
 
 func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
 	return &SKUView{
-		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, StockTotal: sku.StockTotal,
+		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, Stock: sku.StockTotal, StockTotal: sku.StockTotal,
 		StockLeft: left, PerUserLimit: sku.PerUserLimit, StartsAt: sku.StartsAt.UTC(), EndsAt: sku.EndsAt.UTC(),
 		State: sku.State(s.o.Now(), left),
 	}
 }
 
-// UpsertSKU creates a SKU, or updates the one spec.ID names, in SQL and in
-// Redis. Re-running the same spec changes nothing. A stock below what is
-// sold (in SQL) or taken (in Redis) is refused with catalog.ErrBelowSold
-// and changes nothing; so is a bucket count other than the existing SKU's
-// (catalog.ErrBucketsFixed), while a spec without one keeps it. An existing
-// SKU Redis has lost is rebuilt from SQL, never created afresh. Errors
-// also: catalog.ErrInvalid, stock.ErrBusy.
+// UpsertSKU creates the SKU spec describes, or changes the one spec.ID
+// names as UpdateSKU does (the seeding form: re-running the same spec
+// changes nothing). A new SKU needs every catalog.Required field
+// (catalog.ErrInvalid naming those missing, nothing written). Errors also:
+// those of UpdateSKU but catalog.ErrNotFound.
 func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
@@ -134,31 +140,60 @@ func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU,
 		if err != nil {
 			return err
 		}
-		// Before a cut lowers Redis: a refused count writes nothing.
-		if err := cur.CheckBuckets(spec.Buckets); err != nil {
-			return err
-		}
-		next := *cur
-		next.StockTotal, next.PerUserLimit, next.EndsAt = spec.Stock, spec.PerUserLimit, spec.EndsAt
-		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
-			sku, _, _, err := s.skus.Upsert(ctx, spec)
-			return sku, err
-		})
-		if err == nil {
-			view = s.seededView(sku, left)
-		}
+		view, err = s.update(ctx, cur, spec)
 		return err
 	})
 	return view, created, err
 }
 
+// UpdateSKU changes SKU id's fields that spec gives and keeps the others,
+// in SQL and in Redis (see change). A stock below what is sold (in SQL) or
+// taken (in Redis) is refused with catalog.ErrBelowSold, a bucket count
+// other than the SKU's with catalog.ErrBucketsFixed, a field out of range,
+// a window that would not end after it starts or an id other than id with
+// catalog.ErrInvalid; each changes nothing. An existing SKU Redis has lost
+// is rebuilt from SQL, never created afresh. Errors also:
+// catalog.ErrNotFound, stock.ErrBusy.
+func (s *Service) UpdateSKU(ctx context.Context, id uint64, spec catalog.Spec) (*SeededSKU, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	var view *SeededSKU
+	err := s.exclusive(ctx, id, func(ctx context.Context) error {
+		cur, err := s.skus.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		view, err = s.update(ctx, cur, spec)
+		return err
+	})
+	return view, err
+}
+
+// update changes cur as spec says. Run it under exclusive.
+func (s *Service) update(ctx context.Context, cur *catalog.SKU, spec catalog.Spec) (*SeededSKU, error) {
+	// Checked before a cut lowers Redis: a refused change writes nothing.
+	next, err := spec.Apply(*cur)
+	if err != nil {
+		return nil, err
+	}
+	sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
+		return s.skus.Update(ctx, cur.ID, spec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.seededView(sku, left), nil
+}
+
 func (s *Service) seededView(sku *catalog.SKU, left int64) *SeededSKU {
-	return &SeededSKU{SKUView: *s.skuView(sku, left), Buckets: sku.Buckets}
+	return &SeededSKU{SKUView: *s.skuView(sku, left), Buckets: sku.Buckets, Hidden: sku.Hidden,
+		LimitCountsCancelled: sku.LimitCountsCancelled}
 }
 
 // createSKU creates a SKU in SQL, then its state in Redis.
 func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
-	sku, created, _, err := s.skus.Upsert(ctx, spec)
+	sku, created, err := s.skus.Upsert(ctx, spec)
 	if err != nil {
 		return nil, false, err
 	}
@@ -172,33 +207,14 @@ func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU,
 	return s.seededView(sku, left), created, nil
 }
 
-// SetStock sets a SKU's stock_total (a top-up or a cut, never below what is
-// sold or taken: catalog.ErrBelowSold). Errors also: catalog.ErrNotFound,
-// catalog.ErrInvalid, stock.ErrBusy.
-func (s *Service) SetStock(ctx context.Context, id uint64, total int64) (*SKUView, error) {
-	if total < 0 || total > catalog.MaxStock {
-		return nil, fmt.Errorf("%w: stock_total must be from 0 to %d", catalog.ErrInvalid, catalog.MaxStock)
+// SetStock sets a SKU's stock (a top-up or a cut): UpdateSKU with the
+// stock alone.
+func (s *Service) SetStock(ctx context.Context, id uint64, stock int64) (*SKUView, error) {
+	v, err := s.UpdateSKU(ctx, id, catalog.Spec{Stock: &stock})
+	if err != nil {
+		return nil, err
 	}
-	var view *SKUView
-	err := s.exclusive(ctx, id, func(ctx context.Context) error {
-		cur, err := s.skus.Get(ctx, id)
-		if err != nil {
-			return err
-		}
-		next := *cur
-		next.StockTotal = total
-		sku, left, err := s.change(ctx, cur, s.config(&next), func(ctx context.Context) (*catalog.SKU, error) {
-			if _, err := s.skus.SetStockTotal(ctx, id, total); err != nil {
-				return nil, err
-			}
-			return s.skus.Get(ctx, id)
-		})
-		if err == nil {
-			view = s.skuView(sku, left)
-		}
-		return err
-	})
-	return view, err
+	return &v.SKUView, nil
 }
 
 // change writes a change of an existing SKU to both stores (write does the
@@ -206,7 +222,9 @@ func (s *Service) SetStock(ctx context.Context, id uint64, total int64) (*SKUVie
 // undersell, never fail an order Redis accepted: a cut lowers Redis first
 // — Redis refuses it below the units taken, and then nothing is written —
 // and SQL after; a top-up raises SQL first and Redis after. A SKU Redis has
-// lost is rebuilt from SQL after the SQL write. Run it under exclusive.
+// lost is rebuilt from SQL after the SQL write, and so is one whose limit
+// now counts cancelled orders or no longer does: its shoppers' counts are
+// recounted under the new rule. Run it under exclusive.
 func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Config, write func(context.Context) (*catalog.SKU, error)) (*catalog.SKU, int64, error) {
 	defer s.cache.Forget(cur.ID)
 	cut := next.Total < cur.StockTotal
@@ -246,7 +264,7 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 			return nil, 0, err
 		}
 	}
-	if lost {
+	if lost || sku.LimitCountsCancelled != cur.LimitCountsCancelled {
 		if _, err := s.reconcile(ctx, cur.ID); err != nil {
 			return nil, 0, err
 		}
@@ -281,7 +299,8 @@ func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Cont
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
-	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Buckets: sku.Buckets, Expires: s.stateExpiry(sku), Ends: sku.EndsAt}
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Buckets: sku.Buckets, Expires: s.stateExpiry(sku), Ends: sku.EndsAt,
+		LimitCountsCancelled: sku.LimitCountsCancelled}
 }
 
 // stateExpiry is when sku's Redis state may expire: StateRetention after

@@ -29,6 +29,18 @@ type Config struct {
 	// (ErrSaleEnded), whatever an instance's cached window says. Zero: no
 	// end is kept in Redis.
 	Ends time.Time
+	// LimitCountsCancelled keeps the units of a shopper's cancelled and
+	// expired orders in their count against Limit (Return with
+	// ReturnClosed): N per shopper means N ever taken, not N held at once.
+	LimitCountsCancelled bool
+}
+
+// keep is LimitCountsCancelled for the scripts.
+func (c Config) keep() int {
+	if c.LimitCountsCancelled {
+		return 1
+	}
+	return 0
 }
 
 // EndedEarly is the Ends of a sale an admin ended early: before any clock,
@@ -157,7 +169,7 @@ func (s *Store) configure(ctx context.Context, p Part, c Config, mode string, n 
 	}
 	// A change an admin is told of is on the replicas first: a failover
 	// must not bring back an ended sale or a total that was cut.
-	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, n, c.Limit, create, c.Expires.UnixMilli(), c.endsMs(), mode)
+	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, n, c.Limit, create, c.Expires.UnixMilli(), c.endsMs(), mode, c.keep())
 	if err != nil {
 		return 0, 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}
@@ -311,8 +323,11 @@ func (s *Store) Unpause(ctx context.Context, parts []Part, token string) error {
 // Rebuilt is a SKU's Redis state computed from SQL and its queue.
 type Rebuilt struct {
 	Config
-	Left   int64
-	Buyers map[string]int64 // units held per user
+	Left int64
+	// Buyers are each user's count against the limit: the units they hold,
+	// and those of their closed orders when the limit counts them
+	// (LimitCountsCancelled).
+	Buyers map[string]int64
 	// Returned are the orders SQL has closed: their units are free in Left,
 	// so giving them back again must do nothing.
 	Returned []string
@@ -381,7 +396,7 @@ func (s *Store) Rebuild(ctx context.Context, p Part, token string, r Rebuilt) er
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
 	ok, err := rebuildScript.Run(ctx, s.rdb, []string{k.stock, k.buyers, k.staging, k.paused, k.returned, k.retstage, k.lent, k.received},
-		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli(), r.endsMs()).Int()
+		r.Total, r.Left, r.Limit, token, r.Expires.UnixMilli(), r.endsMs(), r.keep()).Int()
 	if err != nil {
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
