@@ -17,28 +17,77 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AdminOrderRefund.
+const (
+	Due  AdminOrderRefund = "due"
+	None AdminOrderRefund = "none"
+)
+
+// Valid indicates whether the value is a known member of the AdminOrderRefund enum.
+func (e AdminOrderRefund) Valid() bool {
+	switch e {
+	case Due:
+		return true
+	case None:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdminOrderStatus.
+const (
+	AdminOrderStatusCancelled      AdminOrderStatus = "cancelled"
+	AdminOrderStatusExpired        AdminOrderStatus = "expired"
+	AdminOrderStatusFailed         AdminOrderStatus = "failed"
+	AdminOrderStatusPaid           AdminOrderStatus = "paid"
+	AdminOrderStatusPendingPayment AdminOrderStatus = "pending_payment"
+	AdminOrderStatusQueued         AdminOrderStatus = "queued"
+)
+
+// Valid indicates whether the value is a known member of the AdminOrderStatus enum.
+func (e AdminOrderStatus) Valid() bool {
+	switch e {
+	case AdminOrderStatusCancelled:
+		return true
+	case AdminOrderStatusExpired:
+		return true
+	case AdminOrderStatusFailed:
+		return true
+	case AdminOrderStatusPaid:
+		return true
+	case AdminOrderStatusPendingPayment:
+		return true
+	case AdminOrderStatusQueued:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorError.
 const (
-	ErrorErrorAdminDisabled    ErrorError = "admin_disabled"
-	ErrorErrorBelowSold        ErrorError = "below_sold"
-	ErrorErrorBucketsFixed     ErrorError = "buckets_fixed"
-	ErrorErrorBusy             ErrorError = "busy"
-	ErrorErrorCanceled         ErrorError = "canceled"
-	ErrorErrorInternal         ErrorError = "internal"
-	ErrorErrorInvalidRequest   ErrorError = "invalid_request"
-	ErrorErrorLimitExceeded    ErrorError = "limit_exceeded"
-	ErrorErrorMethodNotAllowed ErrorError = "method_not_allowed"
-	ErrorErrorNotFound         ErrorError = "not_found"
-	ErrorErrorOrderClosed      ErrorError = "order_closed"
-	ErrorErrorOrderPaid        ErrorError = "order_paid"
-	ErrorErrorOrderQueued      ErrorError = "order_queued"
-	ErrorErrorRateLimited      ErrorError = "rate_limited"
-	ErrorErrorSaleEnded        ErrorError = "sale_ended"
-	ErrorErrorSaleNotStarted   ErrorError = "sale_not_started"
-	ErrorErrorSoldOut          ErrorError = "sold_out"
-	ErrorErrorUnauthorized     ErrorError = "unauthorized"
-	ErrorErrorUnavailable      ErrorError = "unavailable"
-	ErrorErrorUnknownSku       ErrorError = "unknown_sku"
+	ErrorErrorAdminDisabled        ErrorError = "admin_disabled"
+	ErrorErrorBelowSold            ErrorError = "below_sold"
+	ErrorErrorBucketsFixed         ErrorError = "buckets_fixed"
+	ErrorErrorBusy                 ErrorError = "busy"
+	ErrorErrorCanceled             ErrorError = "canceled"
+	ErrorErrorInternal             ErrorError = "internal"
+	ErrorErrorInvalidRequest       ErrorError = "invalid_request"
+	ErrorErrorLimitExceeded        ErrorError = "limit_exceeded"
+	ErrorErrorMethodNotAllowed     ErrorError = "method_not_allowed"
+	ErrorErrorNotFound             ErrorError = "not_found"
+	ErrorErrorOrderClosed          ErrorError = "order_closed"
+	ErrorErrorOrderPaid            ErrorError = "order_paid"
+	ErrorErrorOrderQueued          ErrorError = "order_queued"
+	ErrorErrorRateLimited          ErrorError = "rate_limited"
+	ErrorErrorSaleEnded            ErrorError = "sale_ended"
+	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
+	ErrorErrorSoldOut              ErrorError = "sold_out"
+	ErrorErrorUnauthorized         ErrorError = "unauthorized"
+	ErrorErrorUnavailable          ErrorError = "unavailable"
+	ErrorErrorUnknownSku           ErrorError = "unknown_sku"
+	ErrorErrorUnsupportedMediaType ErrorError = "unsupported_media_type"
 )
 
 // Valid indicates whether the value is a known member of the ErrorError enum.
@@ -83,6 +132,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorUnavailable:
 		return true
 	case ErrorErrorUnknownSku:
+		return true
+	case ErrorErrorUnsupportedMediaType:
 		return true
 	default:
 		return false
@@ -290,18 +341,91 @@ func (e TaskViewState) Valid() bool {
 	}
 }
 
-// AdminSKU A SKU with its stock buckets and operational figures.
+// AdminCancelRequest defines model for AdminCancelRequest.
+type AdminCancelRequest struct {
+	// Reason Why the order is cancelled, kept with it. Trimmed of surrounding
+	// white space, it must be 1-500 characters, without control
+	// characters other than tab and line breaks.
+	Reason string `json:"reason"`
+}
+
+// AdminOrder What support staff see of an order: what its shopper sees (`Order`),
+// when it was paid and closed, why staff cancelled it, and whether the
+// shop owes the shopper a refund.
+type AdminOrder struct {
+	// CancelReason Why support staff cancelled it; absent for any other order (a shopper's cancel included).
+	CancelReason *string `json:"cancel_reason,omitempty"`
+
+	// ClosedAt When it was cancelled, expired or failed; absent while it is open.
+	ClosedAt  *time.Time `json:"closed_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+
+	// ExpiresAt Payment deadline.
+	ExpiresAt time.Time `json:"expires_at"`
+	OrderId   string    `json:"order_id"`
+
+	// PaidAt When it was paid; absent if it never was (kept when a paid order is cancelled).
+	PaidAt *time.Time `json:"paid_at,omitempty"`
+
+	// PriceCents Total price of the order (unit price times qty).
+	PriceCents int64 `json:"price_cents"`
+	Qty        int   `json:"qty"`
+
+	// Refund `due` when support staff cancelled the order after it was paid:
+	// the shop owes the shopper `price_cents`. `none` otherwise.
+	Refund AdminOrderRefund `json:"refund"`
+	SkuId  SKUId            `json:"sku_id"`
+
+	// Status `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
+	// `paid` → `cancelled` by support staff; `failed` if the database
+	// stock guard refused the order.
+	Status AdminOrderStatus `json:"status"`
+
+	// UserId The shopper who bought it.
+	UserId string `json:"user_id"`
+}
+
+// AdminOrderRefund `due` when support staff cancelled the order after it was paid:
+// the shop owes the shopper `price_cents`. `none` otherwise.
+type AdminOrderRefund string
+
+// AdminOrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
+// `paid` → `cancelled` by support staff; `failed` if the database
+// stock guard refused the order.
+type AdminOrderStatus string
+
+// AdminOrderList defines model for AdminOrderList.
+type AdminOrderList struct {
+	Items []AdminOrder `json:"items"`
+
+	// NextCursor Present only when more items may follow; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// AdminSKU A SKU with its stock buckets, whether the shop lists it, what its per-user limit counts, and operational figures.
 type AdminSKU struct {
 	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
 	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
 	// when the SKU is created.
-	Buckets      Buckets   `json:"buckets"`
-	DeadLetters  int64     `json:"dead_letters"`
-	EndsAt       time.Time `json:"ends_at"`
-	Id           SKUId     `json:"id"`
-	Name         string    `json:"name"`
-	PerUserLimit int       `json:"per_user_limit"`
-	PriceCents   int64     `json:"price_cents"`
+	Buckets     Buckets   `json:"buckets"`
+	DeadLetters int64     `json:"dead_letters"`
+	EndsAt      time.Time `json:"ends_at"`
+
+	// Hidden Left out of the shop's list (`GET /api/v1/skus`), on sale all the same; load tests' SKUs are.
+	Hidden bool  `json:"hidden"`
+	Id     SKUId `json:"id"`
+
+	// LimitCountsCancelled Whether the SKU's `per_user_limit` counts the units of the shopper's
+	// cancelled and expired orders too. true (the default): N per shopper
+	// means N ever taken, so a shopper who cancels, or lets an order
+	// expire, cannot buy again past the limit; the units go back on sale
+	// for others. false: only what the shopper holds counts, and a cancel
+	// or an expiry gives them their count back. An order an operator voids
+	// (its dead letter deleted) gives the count back either way.
+	LimitCountsCancelled LimitCountsCancelled `json:"limit_counts_cancelled"`
+	Name                 string               `json:"name"`
+	PerUserLimit         int                  `json:"per_user_limit"`
+	PriceCents           int64                `json:"price_cents"`
 
 	// QueuedOrders Accepted orders not yet in MySQL.
 	QueuedOrders int64 `json:"queued_orders"`
@@ -315,9 +439,15 @@ type AdminSKU struct {
 
 	// State `upcoming` before starts_at, `ended` from ends_at on, otherwise
 	// `sold_out` when no unit is left, `live` when some are.
-	State      SKUState `json:"state"`
-	StockLeft  int64    `json:"stock_left"`
-	StockTotal int64    `json:"stock_total"`
+	State SKUState `json:"state"`
+
+	// Stock The units put on sale, sold or not.
+	Stock     int64 `json:"stock"`
+	StockLeft int64 `json:"stock_left"`
+
+	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
+	// Deprecated: the old name of `stock`, sent alongside it for one release
+	StockTotal int64 `json:"stock_total"`
 }
 
 // AdminSKUList defines model for AdminSKUList.
@@ -364,6 +494,11 @@ type Error struct {
 
 	// Error Stable error code.
 	Error ErrorError `json:"error"`
+
+	// RequestId Only in a 503 `unavailable` answer to a buy (`POST
+	// /api/v1/orders`), whose outcome is unknown: the request id to
+	// retry the buy with to learn it.
+	RequestId *string `json:"request_id,omitempty"`
 }
 
 // ErrorError Stable error code.
@@ -383,6 +518,15 @@ type HealthMode string
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// LimitCountsCancelled Whether the SKU's `per_user_limit` counts the units of the shopper's
+// cancelled and expired orders too. true (the default): N per shopper
+// means N ever taken, so a shopper who cancels, or lets an order
+// expire, cannot buy again past the limit; the units go back on sale
+// for others. false: only what the shopper holds counts, and a cancel
+// or an expiry gives them their count back. An order an operator voids
+// (its dead letter deleted) gives the count back either way.
+type LimitCountsCancelled = bool
 
 // NotReady defines model for NotReady.
 type NotReady struct {
@@ -455,15 +599,24 @@ type PlacedStatus string
 
 // QueueReport The state of one SKU's queue.
 type QueueReport struct {
-	Dead     int64 `json:"dead"`
-	Delayed  int64 `json:"delayed"`
+	Dead int64 `json:"dead"`
+
+	// Deadlines Payment-deadline timers still to run. A timer stays when its
+	// orders are paid or cancelled first, and does nothing when it
+	// comes due.
+	Deadlines int64 `json:"deadlines"`
+
+	// Delayed Tasks of accepted orders waiting for the drain after a failed attempt's back-off.
+	Delayed int64 `json:"delayed"`
+
+	// Due Tasks of accepted orders waiting for the drain, due now.
 	Due      int64 `json:"due"`
 	InFlight int64 `json:"in_flight"`
 
 	// Next The first pending tasks by due time.
 	Next []TaskView `json:"next"`
 
-	// OldestDue Due time of the oldest due task; null when none is due.
+	// OldestDue Due time of the oldest order task due; null when none is due.
 	OldestDue *time.Time `json:"oldest_due"`
 	SkuId     SKUId      `json:"sku_id"`
 }
@@ -519,7 +672,13 @@ type Report struct {
 	SkuId     SKUId  `json:"sku_id"`
 
 	// Sold Units sold per SQL.
-	Sold       int64 `json:"sold"`
+	Sold int64 `json:"sold"`
+
+	// Stock The units put on sale.
+	Stock int64 `json:"stock"`
+
+	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
+	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
 
 	// Violations Why the SKU is not consistent; empty when it is.
@@ -541,8 +700,14 @@ type SKU struct {
 	// `sold_out` when no unit is left, `live` when some are.
 	State SKUState `json:"state"`
 
+	// Stock The units put on sale, sold or not.
+	Stock int64 `json:"stock"`
+
 	// StockLeft Units left in Redis (from SQL when Redis has no state for the SKU).
-	StockLeft  int64 `json:"stock_left"`
+	StockLeft int64 `json:"stock_left"`
+
+	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
+	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
 }
 
@@ -557,8 +722,53 @@ type SKUList struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
-// SKUSpec A SKU to create or update. Absent numbers count as 0. The name is
-// trimmed of surrounding white space and must then be 1-200 characters.
+// SKUPatch A JSON merge patch of a SKU: the fields given change, the others are
+// kept. No field may be `null` (none can be removed).
+type SKUPatch struct {
+	// Buckets Only the SKU's own count (which changes nothing); another is 409 `buckets_fixed`.
+	Buckets *int `json:"buckets,omitempty"`
+
+	// EndsAt RFC 3339, year 9000 or earlier, after the window's start.
+	EndsAt *time.Time `json:"ends_at,omitempty"`
+
+	// Hidden true leaves the SKU out of the shop's list (`GET /api/v1/skus`), false lists it again.
+	Hidden *bool `json:"hidden,omitempty"`
+
+	// Id Optional; when given, the path's id (a SKU's id never changes).
+	Id *int64 `json:"id,omitempty"`
+
+	// LimitCountsCancelled true: `per_user_limit` counts the units of the shopper's cancelled
+	// and expired orders too; false: a cancel or an expiry gives the
+	// shopper's count back. A change recounts the SKU's shoppers under
+	// the new reading (their buys are answered 503 `busy` for the
+	// moment it takes).
+	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty"`
+
+	// Name Trimmed of surrounding white space, then 1-200 characters.
+	Name         *string `json:"name,omitempty"`
+	PerUserLimit *int    `json:"per_user_limit,omitempty"`
+
+	// PriceCents Unit price in cents; 0 is a free sale.
+	PriceCents *int64 `json:"price_cents,omitempty"`
+
+	// StartsAt RFC 3339, year 2000 or later, before the window's end.
+	StartsAt *time.Time `json:"starts_at,omitempty"`
+
+	// Stock The units put on sale; never below the units already sold (409 `below_sold`).
+	Stock *int64 `json:"stock,omitempty"`
+
+	// StockTotal Deprecated name of `stock`, taken for one release; send `stock`. Both with different values is 400.
+	// Deprecated: the old name of `stock`, taken for one release
+	StockTotal *int64 `json:"stock_total,omitempty"`
+}
+
+// SKUSpec A SKU to create, or, with the `id` of one that exists, the fields of it
+// to change (the seeding form: a field left out is kept). Without `id`,
+// every field but `buckets` is required; with an `id` that does not
+// exist yet the server requires them too (400 naming the missing ones).
+// A field left out is never taken as 0, and none may be `null`. The name
+// is trimmed of surrounding white space and must then be 1-200
+// characters.
 type SKUSpec struct {
 	// Buckets How many Redis hash tags the SKU's stock is split over (1-64), so
 	// that the buys of one hot SKU spread over that many Redis Cluster
@@ -567,36 +777,75 @@ type SKUSpec struct {
 	// existing SKU is 409 `buckets_fixed`.
 	Buckets *int `json:"buckets,omitempty"`
 
-	// EndsAt RFC 3339, after starts_at, year 9000 or earlier.
-	EndsAt time.Time `json:"ends_at"`
+	// EndsAt RFC 3339, after starts_at, year 9000 or earlier. Required for a new SKU.
+	EndsAt time.Time `json:"ends_at,omitempty,omitzero"`
+
+	// Hidden true leaves the SKU out of the shop's list (`GET /api/v1/skus`);
+	// it is on sale all the same to whoever has its id (load tests seed
+	// theirs so). Absent: false for a new SKU, kept for an existing one.
+	Hidden *bool `json:"hidden,omitempty"`
 
 	// Id Optional; 0 or absent lets the database choose. Giving it makes seeding idempotent.
-	Id           *int64 `json:"id,omitempty"`
-	Name         string `json:"name"`
-	PerUserLimit int    `json:"per_user_limit"`
-	PriceCents   *int64 `json:"price_cents,omitempty"`
+	Id *int64 `json:"id,omitempty"`
 
-	// StartsAt RFC 3339, year 2000 or later.
-	StartsAt time.Time `json:"starts_at"`
+	// LimitCountsCancelled Whether `per_user_limit` counts the units of the shopper's
+	// cancelled and expired orders too: true, a shopper who cancels
+	// cannot buy again past the limit; false, a cancel or an expiry
+	// gives the shopper's count back. Absent: true for a new SKU, kept
+	// for an existing one. A change of it recounts the SKU's shoppers
+	// under the new reading (their buys are answered 503 `busy` for the
+	// moment it takes).
+	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty"`
 
-	// Stock The stock_total; never below the units already sold (409 `below_sold`).
+	// Name Required for a new SKU.
+	Name string `json:"name,omitempty,omitzero"`
+
+	// PerUserLimit Most units one shopper may buy. Required for a new SKU.
+	PerUserLimit int `json:"per_user_limit,omitempty,omitzero"`
+
+	// PriceCents Unit price in cents. Required for a new SKU; 0 is a free sale, and only when given.
+	PriceCents *int64 `json:"price_cents,omitempty"`
+
+	// StartsAt RFC 3339, year 2000 or later. Required for a new SKU.
+	StartsAt time.Time `json:"starts_at,omitempty,omitzero"`
+
+	// Stock The units put on sale. Required for a new SKU; for an existing one,
+	// never below the units already sold (409 `below_sold`).
 	Stock *int64 `json:"stock,omitempty"`
+
+	// StockTotal Deprecated name of `stock`, taken for one release; send `stock`. Both with different values is 400.
+	// Deprecated: the old name of `stock`, taken for one release
+	StockTotal *int64 `json:"stock_total,omitempty"`
 }
 
 // SKUState `upcoming` before starts_at, `ended` from ends_at on, otherwise
 // `sold_out` when no unit is left, `live` when some are.
 type SKUState string
 
-// SeededSKU A SKU as its creation or update answers it; what shoppers see, and its stock buckets.
+// SeededSKU A SKU as its creation or update answers it; what shoppers see, its
+// stock buckets, whether the shop lists it, and what its per-user limit
+// counts.
 type SeededSKU struct {
 	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
 	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
 	// when the SKU is created.
-	Buckets      Buckets   `json:"buckets"`
-	EndsAt       time.Time `json:"ends_at"`
-	Id           SKUId     `json:"id"`
-	Name         string    `json:"name"`
-	PerUserLimit int       `json:"per_user_limit"`
+	Buckets Buckets   `json:"buckets"`
+	EndsAt  time.Time `json:"ends_at"`
+
+	// Hidden Left out of the shop's list (`GET /api/v1/skus`), on sale all the same; load tests' SKUs are.
+	Hidden bool  `json:"hidden"`
+	Id     SKUId `json:"id"`
+
+	// LimitCountsCancelled Whether the SKU's `per_user_limit` counts the units of the shopper's
+	// cancelled and expired orders too. true (the default): N per shopper
+	// means N ever taken, so a shopper who cancels, or lets an order
+	// expire, cannot buy again past the limit; the units go back on sale
+	// for others. false: only what the shopper holds counts, and a cancel
+	// or an expiry gives them their count back. An order an operator voids
+	// (its dead letter deleted) gives the count back either way.
+	LimitCountsCancelled LimitCountsCancelled `json:"limit_counts_cancelled"`
+	Name                 string               `json:"name"`
+	PerUserLimit         int                  `json:"per_user_limit"`
 
 	// PriceCents Unit price in cents.
 	PriceCents int64     `json:"price_cents"`
@@ -606,14 +855,25 @@ type SeededSKU struct {
 	// `sold_out` when no unit is left, `live` when some are.
 	State SKUState `json:"state"`
 
+	// Stock The units put on sale, sold or not.
+	Stock int64 `json:"stock"`
+
 	// StockLeft Units left in Redis (from SQL when Redis has no state for the SKU).
-	StockLeft  int64 `json:"stock_left"`
+	StockLeft int64 `json:"stock_left"`
+
+	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
+	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
 }
 
-// SetStockRequest defines model for SetStockRequest.
+// SetStockRequest `stock` is required; `stock_total` is still taken in its place for one release.
 type SetStockRequest struct {
-	StockTotal int64 `json:"stock_total"`
+	// Stock The units put on sale.
+	Stock *int64 `json:"stock,omitempty"`
+
+	// StockTotal Deprecated name of `stock`, taken for one release; send `stock`. Both with different values is 400.
+	// Deprecated: the old name of `stock`, taken for one release
+	StockTotal *int64 `json:"stock_total,omitempty"`
 }
 
 // TaskAction defines model for TaskAction.
@@ -667,6 +927,9 @@ type TaskId = string
 // BadRequest Every error body.
 type BadRequest = Error
 
+// BuyUnavailable Every error body.
+type BuyUnavailable = Error
+
 // Conflict Every error body.
 type Conflict = Error
 
@@ -690,6 +953,32 @@ type TooManyRequests = Error
 
 // Unauthorized Every error body.
 type Unauthorized = Error
+
+// UnsupportedPatchType Every error body.
+type UnsupportedPatchType = Error
+
+// AdminListOrdersParams defines parameters for AdminListOrders.
+type AdminListOrdersParams struct {
+	// SkuId Only the orders of this SKU (and its queued ones).
+	SkuId *SKUId `form:"sku_id,omitempty" json:"sku_id,omitempty"`
+
+	// UserId Only the orders of this shopper (1-64 letters, digits or `- _ . : @`).
+	UserId *string `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Status Only the orders in one of these statuses: a comma-separated subset
+	// of `queued`, `pending_payment`, `paid`, `cancelled`, `expired`,
+	// `failed` (the parameter may also be repeated; the values add up).
+	// `queued` needs `sku_id`.
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: the `next_cursor` of the previous page; omit it for the first
+	// page. A value the API did not give (an empty one included) is 400
+	// `invalid_request`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
 
 // AdminListSKUsParams defines parameters for AdminListSKUs.
 type AdminListSKUsParams struct {
@@ -734,7 +1023,9 @@ type ListOrdersParams struct {
 type ListSKUsParams struct {
 	// State Comma-separated subset of `upcoming`, `live`, `sold_out`, `ended`
 	// (the parameter may also be repeated; the values add up). An empty
-	// value or any other state is 400 `invalid_request`.
+	// value or any other state is 400 `invalid_request`. By default a
+	// sold-out sale is listed (as `sold_out`: a cancel or an expiry can
+	// put units back on sale) and an ended one is not.
 	State *string `form:"state,omitempty" json:"state,omitempty"`
 
 	// Limit Page size.
@@ -746,8 +1037,17 @@ type ListSKUsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// AdminCancelOrderJSONRequestBody defines body for AdminCancelOrder for application/json ContentType.
+type AdminCancelOrderJSONRequestBody = AdminCancelRequest
+
 // UpsertSKUJSONRequestBody defines body for UpsertSKU for application/json ContentType.
 type UpsertSKUJSONRequestBody = SKUSpec
+
+// PatchSKUJSONRequestBody defines body for PatchSKU for application/json ContentType.
+type PatchSKUJSONRequestBody = SKUPatch
+
+// PatchSKUApplicationMergePatchPlusJSONRequestBody defines body for PatchSKU for application/merge-patch+json ContentType.
+type PatchSKUApplicationMergePatchPlusJSONRequestBody = SKUPatch
 
 // SetStockJSONRequestBody defines body for SetStock for application/json ContentType.
 type SetStockJSONRequestBody = SetStockRequest
@@ -829,6 +1129,82 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// AdminListOrders Find orders (support)
+	//
+	// The orders matching every filter given (none: all of them), whatever
+	// their state, newest first (by `created_at`, then `order_id`), one page
+	// at a time. Pass the `next_cursor` of a page as `cursor`, with the same
+	// filters, to get the next one; a page without `next_cursor` is the
+	// last. A cursor names a place in that order, so orders placed while an
+	// operator pages never shift the pages that follow.
+	//
+	// Orders still `queued` (accepted, not yet in MySQL) live in their
+	// SKU's queue in Redis, so they are listed when `sku_id` is given: the
+	// SKU's queues (one per stock bucket) are read first, MySQL after, and
+	// an order the drain writes in between is listed once, from MySQL.
+	// Without `sku_id` the list is MySQL's, and `status=queued` is 400
+	// `invalid_request`. A queued order is also found by its id (`GET
+	// /admin/orders/{order_id}`).
+	//
+	// Each filter is served by an index of `orders`. A bad `sku_id`,
+	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// 400 `invalid_request`.
+	//
+	// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
+	AdminListOrders(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminGetOrder Get any order (support)
+	//
+	// The order whatever its state and whoever bought it: from MySQL once
+	// it is there, from its SKU's queue (status `queued`) before; an order
+	// id names its SKU, stock bucket and batch, so a queued order is found
+	// by its id alone. A malformed or unknown id is 404 `not_found`.
+	//
+	// Corresponds with GET /admin/orders/{order_id} (the `AdminGetOrder` operationId).
+	AdminGetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminCancelOrderWithBody Cancel any order by hand (support)
+	//
+	// Cancels a `pending_payment` or a `paid` order and answers it (status
+	// `cancelled`, `cancel_reason` the reason given). Its units go back on
+	// sale exactly once, as with a shopper's cancel. A paid order cancelled
+	// this way owes the shopper a refund: `refund` becomes `due`, stored
+	// with the reason and the time (`closed_at`) in the same transaction as
+	// the status.
+	//
+	// Cancelling a cancelled order again answers 200 with the order
+	// unchanged (the first reason stays). 409 `order_queued` (with
+	// `Retry-After`) while the order is not yet in MySQL; 409
+	// `order_closed` for an expired or failed order; 404 `not_found` for a
+	// malformed or unknown id. A missing, empty or over-long reason is 400
+	// `invalid_request` and changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+	AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminCancelOrder Cancel any order by hand (support)
+	//
+	// Cancels a `pending_payment` or a `paid` order and answers it (status
+	// `cancelled`, `cancel_reason` the reason given). Its units go back on
+	// sale exactly once, as with a shopper's cancel. A paid order cancelled
+	// this way owes the shopper a refund: `refund` becomes `due`, stored
+	// with the reason and the time (`closed_at`) in the same transaction as
+	// the status.
+	//
+	// Cancelling a cancelled order again answers 200 with the order
+	// unchanged (the first reason stays). 409 `order_queued` (with
+	// `Retry-After`) while the order is not yet in MySQL; 409
+	// `order_closed` for an expired or failed order; 404 `not_found` for a
+	// malformed or unknown id. A missing, empty or over-long reason is 400
+	// `invalid_request` and changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+	AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AdminListSKUs List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -839,47 +1215,159 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/skus (the `AdminListSKUs` operationId).
 	AdminListSKUs(ctx context.Context, params *AdminListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpsertSKUWithBody Create or update a SKU
+	// UpsertSKUWithBody Create a SKU (or seed one by id)
 	//
-	// Creates a SKU (201), or updates the one `id` names (200): name, price,
-	// stock, per-user limit and sale window. An `id` that does not exist yet
-	// creates the SKU with that id, so seeding with ids is idempotent. Without
-	// `id` (or with 0) the database picks the next id; once the largest id
-	// (9223372036854775807) is used that is refused with 400. A stock below
-	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. `buckets` is fixed when the SKU is created: an update
-	// without it keeps the SKU's count, one with another count is 409
-	// `buckets_fixed` and changes nothing. Another change of the same SKU
-	// running is 503 `busy`.
+	// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+	// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+	// is safe for a sale (a price left out is not a free sale, a start left
+	// out is not "now"), so one left out is 400 `invalid_request` naming
+	// every field missing, and nothing is written. A free sale says
+	// `"price_cents": 0`. `buckets` defaults to 1 and
+	// `limit_counts_cancelled` to true; `id` is optional: without it (or
+	// with 0) the database picks the next id, and once the largest id
+	// (9223372036854775807) is used that is refused with 400.
+	//
+	// The seeding form: with the `id` of a SKU that exists, the SKU is
+	// updated (200) and only the fields given change; those left out are
+	// kept. So re-running a seed with ids changes nothing, and an `id` that
+	// does not exist yet creates the SKU with that id under the rules
+	// above. To change one field of a SKU, prefer `PATCH
+	// /admin/skus/{id}`, which never creates one. A stock below the units
+	// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+	// nothing. `buckets` is fixed when the SKU is created: an update without
+	// it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+	// Another change of the same SKU running is 503 `busy`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
 	UpsertSKUWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpsertSKU Create or update a SKU
+	// UpsertSKU Create a SKU (or seed one by id)
 	//
-	// Creates a SKU (201), or updates the one `id` names (200): name, price,
-	// stock, per-user limit and sale window. An `id` that does not exist yet
-	// creates the SKU with that id, so seeding with ids is idempotent. Without
-	// `id` (or with 0) the database picks the next id; once the largest id
-	// (9223372036854775807) is used that is refused with 400. A stock below
-	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. `buckets` is fixed when the SKU is created: an update
-	// without it keeps the SKU's count, one with another count is 409
-	// `buckets_fixed` and changes nothing. Another change of the same SKU
-	// running is 503 `busy`.
+	// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+	// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+	// is safe for a sale (a price left out is not a free sale, a start left
+	// out is not "now"), so one left out is 400 `invalid_request` naming
+	// every field missing, and nothing is written. A free sale says
+	// `"price_cents": 0`. `buckets` defaults to 1 and
+	// `limit_counts_cancelled` to true; `id` is optional: without it (or
+	// with 0) the database picks the next id, and once the largest id
+	// (9223372036854775807) is used that is refused with 400.
+	//
+	// The seeding form: with the `id` of a SKU that exists, the SKU is
+	// updated (200) and only the fields given change; those left out are
+	// kept. So re-running a seed with ids changes nothing, and an `id` that
+	// does not exist yet creates the SKU with that id under the rules
+	// above. To change one field of a SKU, prefer `PATCH
+	// /admin/skus/{id}`, which never creates one. A stock below the units
+	// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+	// nothing. `buckets` is fixed when the SKU is created: an update without
+	// it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+	// Another change of the same SKU running is 503 `busy`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
 	UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PatchSKUWithBody Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSKU Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSKUWithApplicationMergePatchPlusJSONBody Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKUWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AuditSKU Audit a SKU's invariants
 	//
-	// Checks sold <= stock_total, sold equals the units of active orders, no
+	// Checks sold <= stock, sold equals the units of active orders, no
 	// order written twice, no shopper over the limit, no accepted order
-	// dead-lettered, and redis_left + queued + active_units == stock_total.
+	// dead-lettered, and redis_left + queued + active_units == stock.
 	// `consistent` is false and `violations` says why when they do not hold.
 	//
 	// Corresponds with GET /admin/skus/{id}/audit (the `AuditSKU` operationId).
@@ -941,20 +1429,26 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
 	ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetStockWithBody Set a SKU's total stock
+	// SetStockWithBody Set a SKU's stock
 	//
-	// Sets `stock_total` (a top-up or a cut). Never below the units already
-	// sold or taken: 409 `below_sold`, and nothing changes.
+	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+	// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+	// already sold or taken: 409 `below_sold`, and nothing changes. The old
+	// name `stock_total` is still taken for one release (deprecated); both
+	// with different values is 400.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
 	SetStockWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetStock Set a SKU's total stock
+	// SetStock Set a SKU's stock
 	//
-	// Sets `stock_total` (a top-up or a cut). Never below the units already
-	// sold or taken: 409 `below_sold`, and nothing changes.
+	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+	// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+	// already sold or taken: 409 `below_sold`, and nothing changes. The old
+	// name `stock_total` is still taken for one release (deprecated); both
+	// with different values is 400.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -984,8 +1478,16 @@ type ClientInterface interface {
 	// `order_id` with 202 instead of buying again, on any instance and
 	// whatever the SKU's state now (sold out, ended, being rebuilt, the
 	// shopper at their limit). Request ids are remembered for 24 hours.
-	// After a 503 `unavailable` the buy may have gone through: retry with
-	// the same `request_id`. An empty `request_id` counts as none.
+	// An empty `request_id` counts as none.
+	//
+	// A 503 `unavailable` answer means the outcome is unknown: a store
+	// failed after the buy may have taken the units and made the order (a
+	// reply that timed out, a write not yet on the replicas). Its body
+	// carries `request_id`: the client's own, or one the server made for a
+	// buy sent without one. Retry with that `request_id` (same shopper,
+	// same SKU) after `Retry-After`: the retry returns the order if there
+	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+	// means nothing was taken.
 	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -1010,8 +1512,16 @@ type ClientInterface interface {
 	// `order_id` with 202 instead of buying again, on any instance and
 	// whatever the SKU's state now (sold out, ended, being rebuilt, the
 	// shopper at their limit). Request ids are remembered for 24 hours.
-	// After a 503 `unavailable` the buy may have gone through: retry with
-	// the same `request_id`. An empty `request_id` counts as none.
+	// An empty `request_id` counts as none.
+	//
+	// A 503 `unavailable` answer means the outcome is unknown: a store
+	// failed after the buy may have taken the units and made the order (a
+	// reply that timed out, a write not yet on the replicas). Its body
+	// carries `request_id`: the client's own, or one the server made for a
+	// buy sent without one. Retry with that `request_id` (same shopper,
+	// same SKU) after `Retry-After`: the retry returns the order if there
+	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+	// means nothing was taken.
 	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -1062,7 +1572,8 @@ type ClientInterface interface {
 	// a page without `next_cursor` is the last. No shopper identity needed.
 	// The list is computed at most once a second per instance, so a SKU's
 	// `stock_left` and `state` may be up to a second old; an ended sale shows
-	// the units SQL has not sold.
+	// the units SQL has not sold. A SKU created with `hidden` (a load test's)
+	// is not listed; `GET /api/v1/skus/{id}` shows it.
 	//
 	// Corresponds with GET /api/v1/skus (the `ListSKUs` operationId).
 	ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1105,6 +1616,122 @@ type ClientInterface interface {
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// AdminListOrders Find orders (support)
+//
+// The orders matching every filter given (none: all of them), whatever
+// their state, newest first (by `created_at`, then `order_id`), one page
+// at a time. Pass the `next_cursor` of a page as `cursor`, with the same
+// filters, to get the next one; a page without `next_cursor` is the
+// last. A cursor names a place in that order, so orders placed while an
+// operator pages never shift the pages that follow.
+//
+// Orders still `queued` (accepted, not yet in MySQL) live in their
+// SKU's queue in Redis, so they are listed when `sku_id` is given: the
+// SKU's queues (one per stock bucket) are read first, MySQL after, and
+// an order the drain writes in between is listed once, from MySQL.
+// Without `sku_id` the list is MySQL's, and `status=queued` is 400
+// `invalid_request`. A queued order is also found by its id (`GET
+// /admin/orders/{order_id}`).
+//
+// Each filter is served by an index of `orders`. A bad `sku_id`,
+// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// 400 `invalid_request`.
+//
+// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
+func (c *Client) AdminListOrders(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListOrdersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminGetOrder Get any order (support)
+//
+// The order whatever its state and whoever bought it: from MySQL once
+// it is there, from its SKU's queue (status `queued`) before; an order
+// id names its SKU, stock bucket and batch, so a queued order is found
+// by its id alone. A malformed or unknown id is 404 `not_found`.
+//
+// Corresponds with GET /admin/orders/{order_id} (the `AdminGetOrder` operationId).
+func (c *Client) AdminGetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminGetOrderRequest(c.Server, orderId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminCancelOrderWithBody Cancel any order by hand (support)
+//
+// Cancels a `pending_payment` or a `paid` order and answers it (status
+// `cancelled`, `cancel_reason` the reason given). Its units go back on
+// sale exactly once, as with a shopper's cancel. A paid order cancelled
+// this way owes the shopper a refund: `refund` becomes `due`, stored
+// with the reason and the time (`closed_at`) in the same transaction as
+// the status.
+//
+// Cancelling a cancelled order again answers 200 with the order
+// unchanged (the first reason stays). 409 `order_queued` (with
+// `Retry-After`) while the order is not yet in MySQL; 409
+// `order_closed` for an expired or failed order; 404 `not_found` for a
+// malformed or unknown id. A missing, empty or over-long reason is 400
+// `invalid_request` and changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+func (c *Client) AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminCancelOrderRequestWithBody(c.Server, orderId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminCancelOrder Cancel any order by hand (support)
+//
+// Cancels a `pending_payment` or a `paid` order and answers it (status
+// `cancelled`, `cancel_reason` the reason given). Its units go back on
+// sale exactly once, as with a shopper's cancel. A paid order cancelled
+// this way owes the shopper a refund: `refund` becomes `due`, stored
+// with the reason and the time (`closed_at`) in the same transaction as
+// the status.
+//
+// Cancelling a cancelled order again answers 200 with the order
+// unchanged (the first reason stays). 409 `order_queued` (with
+// `Retry-After`) while the order is not yet in MySQL; 409
+// `order_closed` for an expired or failed order; 404 `not_found` for a
+// malformed or unknown id. A missing, empty or over-long reason is 400
+// `invalid_request` and changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+func (c *Client) AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminCancelOrderRequest(c.Server, orderId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AdminListSKUs List SKUs with their operational figures
 //
 // Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -1125,18 +1752,29 @@ func (c *Client) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams,
 	return c.Client.Do(req)
 }
 
-// UpsertSKUWithBody Create or update a SKU
+// UpsertSKUWithBody Create a SKU (or seed one by id)
 //
-// Creates a SKU (201), or updates the one `id` names (200): name, price,
-// stock, per-user limit and sale window. An `id` that does not exist yet
-// creates the SKU with that id, so seeding with ids is idempotent. Without
-// `id` (or with 0) the database picks the next id; once the largest id
-// (9223372036854775807) is used that is refused with 400. A stock below
-// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. `buckets` is fixed when the SKU is created: an update
-// without it keeps the SKU's count, one with another count is 409
-// `buckets_fixed` and changes nothing. Another change of the same SKU
-// running is 503 `busy`.
+// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+// is safe for a sale (a price left out is not a free sale, a start left
+// out is not "now"), so one left out is 400 `invalid_request` naming
+// every field missing, and nothing is written. A free sale says
+// `"price_cents": 0`. `buckets` defaults to 1 and
+// `limit_counts_cancelled` to true; `id` is optional: without it (or
+// with 0) the database picks the next id, and once the largest id
+// (9223372036854775807) is used that is refused with 400.
+//
+// The seeding form: with the `id` of a SKU that exists, the SKU is
+// updated (200) and only the fields given change; those left out are
+// kept. So re-running a seed with ids changes nothing, and an `id` that
+// does not exist yet creates the SKU with that id under the rules
+// above. To change one field of a SKU, prefer `PATCH
+// /admin/skus/{id}`, which never creates one. A stock below the units
+// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+// nothing. `buckets` is fixed when the SKU is created: an update without
+// it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+// Another change of the same SKU running is 503 `busy`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1153,18 +1791,29 @@ func (c *Client) UpsertSKUWithBody(ctx context.Context, contentType string, body
 	return c.Client.Do(req)
 }
 
-// UpsertSKU Create or update a SKU
+// UpsertSKU Create a SKU (or seed one by id)
 //
-// Creates a SKU (201), or updates the one `id` names (200): name, price,
-// stock, per-user limit and sale window. An `id` that does not exist yet
-// creates the SKU with that id, so seeding with ids is idempotent. Without
-// `id` (or with 0) the database picks the next id; once the largest id
-// (9223372036854775807) is used that is refused with 400. A stock below
-// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. `buckets` is fixed when the SKU is created: an update
-// without it keeps the SKU's count, one with another count is 409
-// `buckets_fixed` and changes nothing. Another change of the same SKU
-// running is 503 `busy`.
+// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+// is safe for a sale (a price left out is not a free sale, a start left
+// out is not "now"), so one left out is 400 `invalid_request` naming
+// every field missing, and nothing is written. A free sale says
+// `"price_cents": 0`. `buckets` defaults to 1 and
+// `limit_counts_cancelled` to true; `id` is optional: without it (or
+// with 0) the database picks the next id, and once the largest id
+// (9223372036854775807) is used that is refused with 400.
+//
+// The seeding form: with the `id` of a SKU that exists, the SKU is
+// updated (200) and only the fields given change; those left out are
+// kept. So re-running a seed with ids changes nothing, and an `id` that
+// does not exist yet creates the SKU with that id under the rules
+// above. To change one field of a SKU, prefer `PATCH
+// /admin/skus/{id}`, which never creates one. A stock below the units
+// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+// nothing. `buckets` is fixed when the SKU is created: an update without
+// it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+// Another change of the same SKU running is 503 `busy`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1181,11 +1830,131 @@ func (c *Client) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
+// PatchSKUWithBody Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *Client) PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSKURequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSKU Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *Client) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSKURequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSKUWithApplicationMergePatchPlusJSONBody Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *Client) PatchSKUWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSKURequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AuditSKU Audit a SKU's invariants
 //
-// Checks sold <= stock_total, sold equals the units of active orders, no
+// Checks sold <= stock, sold equals the units of active orders, no
 // order written twice, no shopper over the limit, no accepted order
-// dead-lettered, and redis_left + queued + active_units == stock_total.
+// dead-lettered, and redis_left + queued + active_units == stock.
 // `consistent` is false and `violations` says why when they do not hold.
 //
 // Corresponds with GET /admin/skus/{id}/audit (the `AuditSKU` operationId).
@@ -1317,10 +2086,13 @@ func (c *Client) ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...
 	return c.Client.Do(req)
 }
 
-// SetStockWithBody Set a SKU's total stock
+// SetStockWithBody Set a SKU's stock
 //
-// Sets `stock_total` (a top-up or a cut). Never below the units already
-// sold or taken: 409 `below_sold`, and nothing changes.
+// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+// already sold or taken: 409 `below_sold`, and nothing changes. The old
+// name `stock_total` is still taken for one release (deprecated); both
+// with different values is 400.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1337,10 +2109,13 @@ func (c *Client) SetStockWithBody(ctx context.Context, id SKUIdParam, contentTyp
 	return c.Client.Do(req)
 }
 
-// SetStock Set a SKU's total stock
+// SetStock Set a SKU's stock
 //
-// Sets `stock_total` (a top-up or a cut). Never below the units already
-// sold or taken: 409 `below_sold`, and nothing changes.
+// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+// already sold or taken: 409 `below_sold`, and nothing changes. The old
+// name `stock_total` is still taken for one release (deprecated); both
+// with different values is 400.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1390,8 +2165,16 @@ func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEd
 // `order_id` with 202 instead of buying again, on any instance and
 // whatever the SKU's state now (sold out, ended, being rebuilt, the
 // shopper at their limit). Request ids are remembered for 24 hours.
-// After a 503 `unavailable` the buy may have gone through: retry with
-// the same `request_id`. An empty `request_id` counts as none.
+// An empty `request_id` counts as none.
+//
+// A 503 `unavailable` answer means the outcome is unknown: a store
+// failed after the buy may have taken the units and made the order (a
+// reply that timed out, a write not yet on the replicas). Its body
+// carries `request_id`: the client's own, or one the server made for a
+// buy sent without one. Retry with that `request_id` (same shopper,
+// same SKU) after `Retry-After`: the retry returns the order if there
+// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+// means nothing was taken.
 //
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 // range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -1426,8 +2209,16 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, contentType string, bod
 // `order_id` with 202 instead of buying again, on any instance and
 // whatever the SKU's state now (sold out, ended, being rebuilt, the
 // shopper at their limit). Request ids are remembered for 24 hours.
-// After a 503 `unavailable` the buy may have gone through: retry with
-// the same `request_id`. An empty `request_id` counts as none.
+// An empty `request_id` counts as none.
+//
+// A 503 `unavailable` answer means the outcome is unknown: a store
+// failed after the buy may have taken the units and made the order (a
+// reply that timed out, a write not yet on the replicas). Its body
+// carries `request_id`: the client's own, or one the server made for a
+// buy sent without one. Retry with that `request_id` (same shopper,
+// same SKU) after `Retry-After`: the retry returns the order if there
+// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+// means nothing was taken.
 //
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 // range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -1518,7 +2309,8 @@ func (c *Client) PayOrder(ctx context.Context, orderId OrderId, reqEditors ...Re
 // a page without `next_cursor` is the last. No shopper identity needed.
 // The list is computed at most once a second per instance, so a SKU's
 // `stock_left` and `state` may be up to a second old; an ended sale shows
-// the units SQL has not sold.
+// the units SQL has not sold. A SKU created with `hidden` (a load test's)
+// is not listed; `GET /api/v1/skus/{id}` shows it.
 //
 // Corresponds with GET /api/v1/skus (the `ListSKUs` operationId).
 func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1620,6 +2412,189 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// NewAdminListOrdersRequest constructs an http.Request for the AdminListOrders method
+func NewAdminListOrdersRequest(server string, params *AdminListOrdersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/orders")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.SkuId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sku_id", *params.SkuId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdminGetOrderRequest constructs an http.Request for the AdminGetOrder method
+func NewAdminGetOrderRequest(server string, orderId OrderId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "order_id", orderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/orders/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdminCancelOrderRequest calls the generic AdminCancelOrder builder with application/json body
+func NewAdminCancelOrderRequest(server string, orderId OrderId, body AdminCancelOrderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdminCancelOrderRequestWithBody(server, orderId, "application/json", bodyReader)
+}
+
+// NewAdminCancelOrderRequestWithBody constructs an http.Request for the AdminCancelOrder method, with any body, and a specified content type
+func NewAdminCancelOrderRequestWithBody(server string, orderId OrderId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "order_id", orderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/orders/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewAdminListSKUsRequest constructs an http.Request for the AdminListSKUs method
 func NewAdminListSKUsRequest(server string, params *AdminListSKUsParams) (*http.Request, error) {
 	var err error
@@ -1717,6 +2692,64 @@ func NewUpsertSKURequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPatchSKURequest calls the generic PatchSKU builder with application/json body
+func NewPatchSKURequest(server string, id SKUIdParam, body PatchSKUJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSKURequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPatchSKURequestWithApplicationMergePatchPlusJSONBody calls the generic PatchSKU builder with application/merge-patch+json body
+func NewPatchSKURequestWithApplicationMergePatchPlusJSONBody(server string, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSKURequestWithBody(server, id, "application/merge-patch+json", bodyReader)
+}
+
+// NewPatchSKURequestWithBody constructs an http.Request for the PatchSKU method, with any body, and a specified content type
+func NewPatchSKURequestWithBody(server string, id SKUIdParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/skus/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -2563,6 +3596,86 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// AdminListOrdersWithResponse Find orders (support)
+	//
+	// The orders matching every filter given (none: all of them), whatever
+	// their state, newest first (by `created_at`, then `order_id`), one page
+	// at a time. Pass the `next_cursor` of a page as `cursor`, with the same
+	// filters, to get the next one; a page without `next_cursor` is the
+	// last. A cursor names a place in that order, so orders placed while an
+	// operator pages never shift the pages that follow.
+	//
+	// Orders still `queued` (accepted, not yet in MySQL) live in their
+	// SKU's queue in Redis, so they are listed when `sku_id` is given: the
+	// SKU's queues (one per stock bucket) are read first, MySQL after, and
+	// an order the drain writes in between is listed once, from MySQL.
+	// Without `sku_id` the list is MySQL's, and `status=queued` is 400
+	// `invalid_request`. A queued order is also found by its id (`GET
+	// /admin/orders/{order_id}`).
+	//
+	// Each filter is served by an index of `orders`. A bad `sku_id`,
+	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// 400 `invalid_request`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
+	AdminListOrdersWithResponse(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*AdminListOrdersResponse, error)
+
+	// AdminGetOrderWithResponse Get any order (support)
+	//
+	// The order whatever its state and whoever bought it: from MySQL once
+	// it is there, from its SKU's queue (status `queued`) before; an order
+	// id names its SKU, stock bucket and batch, so a queued order is found
+	// by its id alone. A malformed or unknown id is 404 `not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/orders/{order_id} (the `AdminGetOrder` operationId).
+	AdminGetOrderWithResponse(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*AdminGetOrderResponse, error)
+
+	// AdminCancelOrderWithBodyWithResponse Cancel any order by hand (support)
+	//
+	// Cancels a `pending_payment` or a `paid` order and answers it (status
+	// `cancelled`, `cancel_reason` the reason given). Its units go back on
+	// sale exactly once, as with a shopper's cancel. A paid order cancelled
+	// this way owes the shopper a refund: `refund` becomes `due`, stored
+	// with the reason and the time (`closed_at`) in the same transaction as
+	// the status.
+	//
+	// Cancelling a cancelled order again answers 200 with the order
+	// unchanged (the first reason stays). 409 `order_queued` (with
+	// `Retry-After`) while the order is not yet in MySQL; 409
+	// `order_closed` for an expired or failed order; 404 `not_found` for a
+	// malformed or unknown id. A missing, empty or over-long reason is 400
+	// `invalid_request` and changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+	AdminCancelOrderWithBodyWithResponse(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminCancelOrderResponse, error)
+
+	// AdminCancelOrderWithResponse Cancel any order by hand (support)
+	//
+	// Cancels a `pending_payment` or a `paid` order and answers it (status
+	// `cancelled`, `cancel_reason` the reason given). Its units go back on
+	// sale exactly once, as with a shopper's cancel. A paid order cancelled
+	// this way owes the shopper a refund: `refund` becomes `due`, stored
+	// with the reason and the time (`closed_at`) in the same transaction as
+	// the status.
+	//
+	// Cancelling a cancelled order again answers 200 with the order
+	// unchanged (the first reason stays). 409 `order_queued` (with
+	// `Retry-After`) while the order is not yet in MySQL; 409
+	// `order_closed` for an expired or failed order; 404 `not_found` for a
+	// malformed or unknown id. A missing, empty or over-long reason is 400
+	// `invalid_request` and changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+	AdminCancelOrderWithResponse(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCancelOrderResponse, error)
+
 	// AdminListSKUsWithResponse List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -2575,47 +3688,159 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/skus (the `AdminListSKUs` operationId).
 	AdminListSKUsWithResponse(ctx context.Context, params *AdminListSKUsParams, reqEditors ...RequestEditorFn) (*AdminListSKUsResponse, error)
 
-	// UpsertSKUWithBodyWithResponse Create or update a SKU
+	// UpsertSKUWithBodyWithResponse Create a SKU (or seed one by id)
 	//
-	// Creates a SKU (201), or updates the one `id` names (200): name, price,
-	// stock, per-user limit and sale window. An `id` that does not exist yet
-	// creates the SKU with that id, so seeding with ids is idempotent. Without
-	// `id` (or with 0) the database picks the next id; once the largest id
-	// (9223372036854775807) is used that is refused with 400. A stock below
-	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. `buckets` is fixed when the SKU is created: an update
-	// without it keeps the SKU's count, one with another count is 409
-	// `buckets_fixed` and changes nothing. Another change of the same SKU
-	// running is 503 `busy`.
+	// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+	// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+	// is safe for a sale (a price left out is not a free sale, a start left
+	// out is not "now"), so one left out is 400 `invalid_request` naming
+	// every field missing, and nothing is written. A free sale says
+	// `"price_cents": 0`. `buckets` defaults to 1 and
+	// `limit_counts_cancelled` to true; `id` is optional: without it (or
+	// with 0) the database picks the next id, and once the largest id
+	// (9223372036854775807) is used that is refused with 400.
+	//
+	// The seeding form: with the `id` of a SKU that exists, the SKU is
+	// updated (200) and only the fields given change; those left out are
+	// kept. So re-running a seed with ids changes nothing, and an `id` that
+	// does not exist yet creates the SKU with that id under the rules
+	// above. To change one field of a SKU, prefer `PATCH
+	// /admin/skus/{id}`, which never creates one. A stock below the units
+	// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+	// nothing. `buckets` is fixed when the SKU is created: an update without
+	// it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+	// Another change of the same SKU running is 503 `busy`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
 	UpsertSKUWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertSKUResponse, error)
 
-	// UpsertSKUWithResponse Create or update a SKU
+	// UpsertSKUWithResponse Create a SKU (or seed one by id)
 	//
-	// Creates a SKU (201), or updates the one `id` names (200): name, price,
-	// stock, per-user limit and sale window. An `id` that does not exist yet
-	// creates the SKU with that id, so seeding with ids is idempotent. Without
-	// `id` (or with 0) the database picks the next id; once the largest id
-	// (9223372036854775807) is used that is refused with 400. A stock below
-	// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-	// changes nothing. `buckets` is fixed when the SKU is created: an update
-	// without it keeps the SKU's count, one with another count is 409
-	// `buckets_fixed` and changes nothing. Another change of the same SKU
-	// running is 503 `busy`.
+	// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+	// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+	// is safe for a sale (a price left out is not a free sale, a start left
+	// out is not "now"), so one left out is 400 `invalid_request` naming
+	// every field missing, and nothing is written. A free sale says
+	// `"price_cents": 0`. `buckets` defaults to 1 and
+	// `limit_counts_cancelled` to true; `id` is optional: without it (or
+	// with 0) the database picks the next id, and once the largest id
+	// (9223372036854775807) is used that is refused with 400.
+	//
+	// The seeding form: with the `id` of a SKU that exists, the SKU is
+	// updated (200) and only the fields given change; those left out are
+	// kept. So re-running a seed with ids changes nothing, and an `id` that
+	// does not exist yet creates the SKU with that id under the rules
+	// above. To change one field of a SKU, prefer `PATCH
+	// /admin/skus/{id}`, which never creates one. A stock below the units
+	// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+	// nothing. `buckets` is fixed when the SKU is created: an update without
+	// it keeps the SKU's count, one with another count is 409
+	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+	// Another change of the same SKU running is 503 `busy`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
 	UpsertSKUWithResponse(ctx context.Context, body UpsertSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertSKUResponse, error)
 
+	// PatchSKUWithBodyWithResponse Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKUWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error)
+
+	// PatchSKUWithResponse Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKUWithResponse(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error)
+
+	// PatchSKUWithApplicationMergePatchPlusJSONBodyWithResponse Change some fields of a SKU (JSON merge patch)
+	//
+	// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+	// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+	// and leaves its price, stock, limit and window as they are. Send it as
+	// `application/merge-patch+json` (or `application/json`); another
+	// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+	//
+	// - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+	//   below the units already sold (SQL) or taken (Redis), 409
+	//   `below_sold`.
+	// - `starts_at` and `ends_at` must leave a window that ends after it
+	//   starts, with the other bound as it is when only one is given (400).
+	// - `buckets` is fixed when the SKU is created: the SKU's own count is
+	//   accepted and changes nothing, another is 409 `buckets_fixed`.
+	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - No field can be removed: `null` for any field is 400
+	//   `invalid_request`.
+	//
+	// A refused patch changes nothing. The change is made as every change of
+	// a SKU is: under the SKU's admin lock (another change of it running is
+	// 503 `busy`), Redis and MySQL written in the order that can only
+	// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+	// one.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+	PatchSKUWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error)
+
 	// AuditSKUWithResponse Audit a SKU's invariants
 	//
-	// Checks sold <= stock_total, sold equals the units of active orders, no
+	// Checks sold <= stock, sold equals the units of active orders, no
 	// order written twice, no shopper over the limit, no accepted order
-	// dead-lettered, and redis_left + queued + active_units == stock_total.
+	// dead-lettered, and redis_left + queued + active_units == stock.
 	// `consistent` is false and `violations` says why when they do not hold.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2691,20 +3916,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
 	ReconcileSKUWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*ReconcileSKUResponse, error)
 
-	// SetStockWithBodyWithResponse Set a SKU's total stock
+	// SetStockWithBodyWithResponse Set a SKU's stock
 	//
-	// Sets `stock_total` (a top-up or a cut). Never below the units already
-	// sold or taken: 409 `below_sold`, and nothing changes.
+	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+	// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+	// already sold or taken: 409 `below_sold`, and nothing changes. The old
+	// name `stock_total` is still taken for one release (deprecated); both
+	// with different values is 400.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
 	SetStockWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetStockResponse, error)
 
-	// SetStockWithResponse Set a SKU's total stock
+	// SetStockWithResponse Set a SKU's stock
 	//
-	// Sets `stock_total` (a top-up or a cut). Never below the units already
-	// sold or taken: 409 `below_sold`, and nothing changes.
+	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+	// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+	// already sold or taken: 409 `below_sold`, and nothing changes. The old
+	// name `stock_total` is still taken for one release (deprecated); both
+	// with different values is 400.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2736,8 +3967,16 @@ type ClientWithResponsesInterface interface {
 	// `order_id` with 202 instead of buying again, on any instance and
 	// whatever the SKU's state now (sold out, ended, being rebuilt, the
 	// shopper at their limit). Request ids are remembered for 24 hours.
-	// After a 503 `unavailable` the buy may have gone through: retry with
-	// the same `request_id`. An empty `request_id` counts as none.
+	// An empty `request_id` counts as none.
+	//
+	// A 503 `unavailable` answer means the outcome is unknown: a store
+	// failed after the buy may have taken the units and made the order (a
+	// reply that timed out, a write not yet on the replicas). Its body
+	// carries `request_id`: the client's own, or one the server made for a
+	// buy sent without one. Retry with that `request_id` (same shopper,
+	// same SKU) after `Retry-After`: the retry returns the order if there
+	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+	// means nothing was taken.
 	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -2762,8 +4001,16 @@ type ClientWithResponsesInterface interface {
 	// `order_id` with 202 instead of buying again, on any instance and
 	// whatever the SKU's state now (sold out, ended, being rebuilt, the
 	// shopper at their limit). Request ids are remembered for 24 hours.
-	// After a 503 `unavailable` the buy may have gone through: retry with
-	// the same `request_id`. An empty `request_id` counts as none.
+	// An empty `request_id` counts as none.
+	//
+	// A 503 `unavailable` answer means the outcome is unknown: a store
+	// failed after the buy may have taken the units and made the order (a
+	// reply that timed out, a write not yet on the replicas). Its body
+	// carries `request_id`: the client's own, or one the server made for a
+	// buy sent without one. Retry with that `request_id` (same shopper,
+	// same SKU) after `Retry-After`: the retry returns the order if there
+	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+	// means nothing was taken.
 	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -2820,7 +4067,8 @@ type ClientWithResponsesInterface interface {
 	// a page without `next_cursor` is the last. No shopper identity needed.
 	// The list is computed at most once a second per instance, so a SKU's
 	// `stock_left` and `state` may be up to a second old; an ended sale shows
-	// the units SQL has not sold.
+	// the units SQL has not sold. A SKU created with `hidden` (a load test's)
+	// is not listed; `GET /api/v1/skus/{id}` shows it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2873,6 +4121,262 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+}
+
+// AdminListOrdersResponse503Headers the declared response headers of an HTTP 503 response for AdminListOrders
+type AdminListOrdersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminListOrdersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminOrderList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListOrdersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListOrdersResponse) GetJSON200() *AdminOrderList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AdminListOrdersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminListOrdersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminListOrdersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminListOrdersResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListOrdersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListOrdersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListOrdersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListOrdersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminGetOrderResponse503Headers the declared response headers of an HTTP 503 response for AdminGetOrder
+type AdminGetOrderResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminGetOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminOrder
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminGetOrderResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminGetOrderResponse) GetJSON200() *AdminOrder {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminGetOrderResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminGetOrderResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AdminGetOrderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminGetOrderResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminGetOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminGetOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminGetOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminGetOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminCancelOrderResponse409Headers the declared response headers of an HTTP 409 response for AdminCancelOrder
+type AdminCancelOrderResponse409Headers struct {
+	RetryAfter *int
+}
+
+// AdminCancelOrderResponse503Headers the declared response headers of an HTTP 503 response for AdminCancelOrder
+type AdminCancelOrderResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminCancelOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminOrder
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *OrderConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AdminCancelOrderResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminCancelOrderResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON200() *AdminOrder {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON409() *OrderConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminCancelOrderResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminCancelOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminCancelOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminCancelOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminCancelOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // AdminListSKUsResponse503Headers the declared response headers of an HTTP 503 response for AdminListSKUs
@@ -3042,6 +4546,117 @@ func (r UpsertSKUResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpsertSKUResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PatchSKUResponse415Headers the declared response headers of an HTTP 415 response for PatchSKU
+type PatchSKUResponse415Headers struct {
+	AcceptPatch *string
+}
+
+// PatchSKUResponse503Headers the declared response headers of an HTTP 503 response for PatchSKU
+type PatchSKUResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PatchSKUResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SeededSKU
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedPatchType
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PatchSKUResponse415Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchSKUResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchSKUResponse) GetJSON200() *SeededSKU {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchSKUResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchSKUResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchSKUResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchSKUResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchSKUResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchSKUResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PatchSKUResponse) GetJSON415() *UnsupportedPatchType {
+	return r.JSON415
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PatchSKUResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchSKUResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchSKUResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchSKUResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchSKUResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3825,7 +5440,7 @@ type PlaceOrderResponse struct {
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *ServiceUnavailable
+	JSON503 *BuyUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PlaceOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3873,7 +5488,7 @@ func (r PlaceOrderResponse) GetJSON429() *TooManyRequests {
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r PlaceOrderResponse) GetJSON503() *ServiceUnavailable {
+func (r PlaceOrderResponse) GetJSON503() *BuyUnavailable {
 	return r.JSON503
 }
 
@@ -4436,6 +6051,110 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// AdminListOrdersWithResponse Find orders (support)
+//
+// The orders matching every filter given (none: all of them), whatever
+// their state, newest first (by `created_at`, then `order_id`), one page
+// at a time. Pass the `next_cursor` of a page as `cursor`, with the same
+// filters, to get the next one; a page without `next_cursor` is the
+// last. A cursor names a place in that order, so orders placed while an
+// operator pages never shift the pages that follow.
+//
+// Orders still `queued` (accepted, not yet in MySQL) live in their
+// SKU's queue in Redis, so they are listed when `sku_id` is given: the
+// SKU's queues (one per stock bucket) are read first, MySQL after, and
+// an order the drain writes in between is listed once, from MySQL.
+// Without `sku_id` the list is MySQL's, and `status=queued` is 400
+// `invalid_request`. A queued order is also found by its id (`GET
+// /admin/orders/{order_id}`).
+//
+// Each filter is served by an index of `orders`. A bad `sku_id`,
+// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// 400 `invalid_request`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
+func (c *ClientWithResponses) AdminListOrdersWithResponse(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*AdminListOrdersResponse, error) {
+	rsp, err := c.AdminListOrders(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListOrdersResponse(rsp)
+}
+
+// AdminGetOrderWithResponse Get any order (support)
+//
+// The order whatever its state and whoever bought it: from MySQL once
+// it is there, from its SKU's queue (status `queued`) before; an order
+// id names its SKU, stock bucket and batch, so a queued order is found
+// by its id alone. A malformed or unknown id is 404 `not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/orders/{order_id} (the `AdminGetOrder` operationId).
+func (c *ClientWithResponses) AdminGetOrderWithResponse(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*AdminGetOrderResponse, error) {
+	rsp, err := c.AdminGetOrder(ctx, orderId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminGetOrderResponse(rsp)
+}
+
+// AdminCancelOrderWithBodyWithResponse Cancel any order by hand (support)
+//
+// Cancels a `pending_payment` or a `paid` order and answers it (status
+// `cancelled`, `cancel_reason` the reason given). Its units go back on
+// sale exactly once, as with a shopper's cancel. A paid order cancelled
+// this way owes the shopper a refund: `refund` becomes `due`, stored
+// with the reason and the time (`closed_at`) in the same transaction as
+// the status.
+//
+// Cancelling a cancelled order again answers 200 with the order
+// unchanged (the first reason stays). 409 `order_queued` (with
+// `Retry-After`) while the order is not yet in MySQL; 409
+// `order_closed` for an expired or failed order; 404 `not_found` for a
+// malformed or unknown id. A missing, empty or over-long reason is 400
+// `invalid_request` and changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+func (c *ClientWithResponses) AdminCancelOrderWithBodyWithResponse(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminCancelOrderResponse, error) {
+	rsp, err := c.AdminCancelOrderWithBody(ctx, orderId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminCancelOrderResponse(rsp)
+}
+
+// AdminCancelOrderWithResponse Cancel any order by hand (support)
+//
+// Cancels a `pending_payment` or a `paid` order and answers it (status
+// `cancelled`, `cancel_reason` the reason given). Its units go back on
+// sale exactly once, as with a shopper's cancel. A paid order cancelled
+// this way owes the shopper a refund: `refund` becomes `due`, stored
+// with the reason and the time (`closed_at`) in the same transaction as
+// the status.
+//
+// Cancelling a cancelled order again answers 200 with the order
+// unchanged (the first reason stays). 409 `order_queued` (with
+// `Retry-After`) while the order is not yet in MySQL; 409
+// `order_closed` for an expired or failed order; 404 `not_found` for a
+// malformed or unknown id. A missing, empty or over-long reason is 400
+// `invalid_request` and changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
+func (c *ClientWithResponses) AdminCancelOrderWithResponse(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCancelOrderResponse, error) {
+	rsp, err := c.AdminCancelOrder(ctx, orderId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminCancelOrderResponse(rsp)
+}
+
 // AdminListSKUsWithResponse List SKUs with their operational figures
 //
 // Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -4454,18 +6173,29 @@ func (c *ClientWithResponses) AdminListSKUsWithResponse(ctx context.Context, par
 	return ParseAdminListSKUsResponse(rsp)
 }
 
-// UpsertSKUWithBodyWithResponse Create or update a SKU
+// UpsertSKUWithBodyWithResponse Create a SKU (or seed one by id)
 //
-// Creates a SKU (201), or updates the one `id` names (200): name, price,
-// stock, per-user limit and sale window. An `id` that does not exist yet
-// creates the SKU with that id, so seeding with ids is idempotent. Without
-// `id` (or with 0) the database picks the next id; once the largest id
-// (9223372036854775807) is used that is refused with 400. A stock below
-// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. `buckets` is fixed when the SKU is created: an update
-// without it keeps the SKU's count, one with another count is 409
-// `buckets_fixed` and changes nothing. Another change of the same SKU
-// running is 503 `busy`.
+// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+// is safe for a sale (a price left out is not a free sale, a start left
+// out is not "now"), so one left out is 400 `invalid_request` naming
+// every field missing, and nothing is written. A free sale says
+// `"price_cents": 0`. `buckets` defaults to 1 and
+// `limit_counts_cancelled` to true; `id` is optional: without it (or
+// with 0) the database picks the next id, and once the largest id
+// (9223372036854775807) is used that is refused with 400.
+//
+// The seeding form: with the `id` of a SKU that exists, the SKU is
+// updated (200) and only the fields given change; those left out are
+// kept. So re-running a seed with ids changes nothing, and an `id` that
+// does not exist yet creates the SKU with that id under the rules
+// above. To change one field of a SKU, prefer `PATCH
+// /admin/skus/{id}`, which never creates one. A stock below the units
+// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+// nothing. `buckets` is fixed when the SKU is created: an update without
+// it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+// Another change of the same SKU running is 503 `busy`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4478,18 +6208,29 @@ func (c *ClientWithResponses) UpsertSKUWithBodyWithResponse(ctx context.Context,
 	return ParseUpsertSKUResponse(rsp)
 }
 
-// UpsertSKUWithResponse Create or update a SKU
+// UpsertSKUWithResponse Create a SKU (or seed one by id)
 //
-// Creates a SKU (201), or updates the one `id` names (200): name, price,
-// stock, per-user limit and sale window. An `id` that does not exist yet
-// creates the SKU with that id, so seeding with ids is idempotent. Without
-// `id` (or with 0) the database picks the next id; once the largest id
-// (9223372036854775807) is used that is refused with 400. A stock below
-// the units already sold (SQL) or taken (Redis) is 409 `below_sold` and
-// changes nothing. `buckets` is fixed when the SKU is created: an update
-// without it keeps the SKU's count, one with another count is 409
-// `buckets_fixed` and changes nothing. Another change of the same SKU
-// running is 503 `busy`.
+// Creates a SKU (201). A new SKU needs `name`, `price_cents`, `stock`,
+// `per_user_limit`, `starts_at` and `ends_at`: none has a default that
+// is safe for a sale (a price left out is not a free sale, a start left
+// out is not "now"), so one left out is 400 `invalid_request` naming
+// every field missing, and nothing is written. A free sale says
+// `"price_cents": 0`. `buckets` defaults to 1 and
+// `limit_counts_cancelled` to true; `id` is optional: without it (or
+// with 0) the database picks the next id, and once the largest id
+// (9223372036854775807) is used that is refused with 400.
+//
+// The seeding form: with the `id` of a SKU that exists, the SKU is
+// updated (200) and only the fields given change; those left out are
+// kept. So re-running a seed with ids changes nothing, and an `id` that
+// does not exist yet creates the SKU with that id under the rules
+// above. To change one field of a SKU, prefer `PATCH
+// /admin/skus/{id}`, which never creates one. A stock below the units
+// already sold (SQL) or taken (Redis) is 409 `below_sold` and changes
+// nothing. `buckets` is fixed when the SKU is created: an update without
+// it keeps the SKU's count, one with another count is 409
+// `buckets_fixed` and changes nothing. A field set to `null` is 400.
+// Another change of the same SKU running is 503 `busy`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4502,11 +6243,119 @@ func (c *ClientWithResponses) UpsertSKUWithResponse(ctx context.Context, body Up
 	return ParseUpsertSKUResponse(rsp)
 }
 
+// PatchSKUWithBodyWithResponse Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *ClientWithResponses) PatchSKUWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error) {
+	rsp, err := c.PatchSKUWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSKUResponse(rsp)
+}
+
+// PatchSKUWithResponse Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *ClientWithResponses) PatchSKUWithResponse(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error) {
+	rsp, err := c.PatchSKU(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSKUResponse(rsp)
+}
+
+// PatchSKUWithApplicationMergePatchPlusJSONBodyWithResponse Change some fields of a SKU (JSON merge patch)
+//
+// A JSON merge patch (RFC 7396) of the SKU: the fields the body names
+// change, every other field is kept. Renaming a sale is `{"name": "…"}`
+// and leaves its price, stock, limit and window as they are. Send it as
+// `application/merge-patch+json` (or `application/json`); another
+// content type is 415 `unsupported_media_type`. `{}` changes nothing.
+//
+//   - `stock` is a top-up or a cut, as `PUT /admin/skus/{id}/stock`: never
+//     below the units already sold (SQL) or taken (Redis), 409
+//     `below_sold`.
+//   - `starts_at` and `ends_at` must leave a window that ends after it
+//     starts, with the other bound as it is when only one is given (400).
+//   - `buckets` is fixed when the SKU is created: the SKU's own count is
+//     accepted and changes nothing, another is 409 `buckets_fixed`.
+//   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - No field can be removed: `null` for any field is 400
+//     `invalid_request`.
+//
+// A refused patch changes nothing. The change is made as every change of
+// a SKU is: under the SKU's admin lock (another change of it running is
+// 503 `busy`), Redis and MySQL written in the order that can only
+// undersell. An unknown SKU is 404 `unknown_sku`: a patch never creates
+// one.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
+func (c *ClientWithResponses) PatchSKUWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSKUResponse, error) {
+	rsp, err := c.PatchSKUWithApplicationMergePatchPlusJSONBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSKUResponse(rsp)
+}
+
 // AuditSKUWithResponse Audit a SKU's invariants
 //
-// Checks sold <= stock_total, sold equals the units of active orders, no
+// Checks sold <= stock, sold equals the units of active orders, no
 // order written twice, no shopper over the limit, no accepted order
-// dead-lettered, and redis_left + queued + active_units == stock_total.
+// dead-lettered, and redis_left + queued + active_units == stock.
 // `consistent` is false and `violations` says why when they do not hold.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -4624,10 +6473,13 @@ func (c *ClientWithResponses) ReconcileSKUWithResponse(ctx context.Context, id S
 	return ParseReconcileSKUResponse(rsp)
 }
 
-// SetStockWithBodyWithResponse Set a SKU's total stock
+// SetStockWithBodyWithResponse Set a SKU's stock
 //
-// Sets `stock_total` (a top-up or a cut). Never below the units already
-// sold or taken: 409 `below_sold`, and nothing changes.
+// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+// already sold or taken: 409 `below_sold`, and nothing changes. The old
+// name `stock_total` is still taken for one release (deprecated); both
+// with different values is 400.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4640,10 +6492,13 @@ func (c *ClientWithResponses) SetStockWithBodyWithResponse(ctx context.Context, 
 	return ParseSetStockResponse(rsp)
 }
 
-// SetStockWithResponse Set a SKU's total stock
+// SetStockWithResponse Set a SKU's stock
 //
-// Sets `stock_total` (a top-up or a cut). Never below the units already
-// sold or taken: 409 `below_sold`, and nothing changes.
+// Sets `stock`, the units put on sale (a top-up or a cut); the same as
+// `PATCH /admin/skus/{id}` with `{"stock": N}`. Never below the units
+// already sold or taken: 409 `below_sold`, and nothing changes. The old
+// name `stock_total` is still taken for one release (deprecated); both
+// with different values is 400.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4687,8 +6542,16 @@ func (c *ClientWithResponses) ListOrdersWithResponse(ctx context.Context, params
 // `order_id` with 202 instead of buying again, on any instance and
 // whatever the SKU's state now (sold out, ended, being rebuilt, the
 // shopper at their limit). Request ids are remembered for 24 hours.
-// After a 503 `unavailable` the buy may have gone through: retry with
-// the same `request_id`. An empty `request_id` counts as none.
+// An empty `request_id` counts as none.
+//
+// A 503 `unavailable` answer means the outcome is unknown: a store
+// failed after the buy may have taken the units and made the order (a
+// reply that timed out, a write not yet on the replicas). Its body
+// carries `request_id`: the client's own, or one the server made for a
+// buy sent without one. Retry with that `request_id` (same shopper,
+// same SKU) after `Retry-After`: the retry returns the order if there
+// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+// means nothing was taken.
 //
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 // range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -4719,8 +6582,16 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // `order_id` with 202 instead of buying again, on any instance and
 // whatever the SKU's state now (sold out, ended, being rebuilt, the
 // shopper at their limit). Request ids are remembered for 24 hours.
-// After a 503 `unavailable` the buy may have gone through: retry with
-// the same `request_id`. An empty `request_id` counts as none.
+// An empty `request_id` counts as none.
+//
+// A 503 `unavailable` answer means the outcome is unknown: a store
+// failed after the buy may have taken the units and made the order (a
+// reply that timed out, a write not yet on the replicas). Its body
+// carries `request_id`: the client's own, or one the server made for a
+// buy sent without one. Retry with that `request_id` (same shopper,
+// same SKU) after `Retry-After`: the retry returns the order if there
+// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
+// means nothing was taken.
 //
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
 // range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
@@ -4801,7 +6672,8 @@ func (c *ClientWithResponses) PayOrderWithResponse(ctx context.Context, orderId 
 // a page without `next_cursor` is the last. No shopper identity needed.
 // The list is computed at most once a second per instance, so a SKU's
 // `stock_left` and `state` may be up to a second old; an ended sale shows
-// the units SQL has not sold.
+// the units SQL has not sold. A SKU created with `hidden` (a load test's)
+// is not listed; `GET /api/v1/skus/{id}` shows it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4889,6 +6761,238 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ParseAdminListOrdersResponse parses an HTTP response from a AdminListOrdersWithResponse call
+func ParseAdminListOrdersResponse(rsp *http.Response) (*AdminListOrdersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListOrdersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminOrderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminListOrdersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminGetOrderResponse parses an HTTP response from a AdminGetOrderWithResponse call
+func ParseAdminGetOrderResponse(rsp *http.Response) (*AdminGetOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminGetOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminOrder
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminGetOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminCancelOrderResponse parses an HTTP response from a AdminCancelOrderWithResponse call
+func ParseAdminCancelOrderResponse(rsp *http.Response) (*AdminCancelOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminCancelOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminOrder
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest OrderConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 409:
+		var headers AdminCancelOrderResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminCancelOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseAdminListSKUsResponse parses an HTTP response from a AdminListSKUsWithResponse call
@@ -5033,6 +7137,111 @@ func ParseUpsertSKUResponse(rsp *http.Response) (*UpsertSKUResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers UpsertSKUResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchSKUResponse parses an HTTP response from a PatchSKUWithResponse call
+func ParsePatchSKUResponse(rsp *http.Response) (*PatchSKUResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchSKUResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SeededSKU
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedPatchType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 415:
+		var headers PatchSKUResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchSKUResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5783,7 +7992,7 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest ServiceUnavailable
+		var dest BuyUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
