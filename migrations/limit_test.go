@@ -24,7 +24,7 @@ func TestLimitCountsCancelledColumn(t *testing.T) {
 			defer db.Close()
 			p, err := goose.NewProvider(tc.goose, db, os.DirFS(tc.dialect))
 			require.NoError(t, err)
-			_, err = p.UpTo(ctx, 5)
+			_, err = p.UpTo(ctx, 7)
 			require.NoError(t, err)
 			insert := func(name string) {
 				t.Helper()
@@ -42,12 +42,12 @@ func TestLimitCountsCancelledColumn(t *testing.T) {
 
 			applied, err := migrations.Up(ctx, db, tc.dialect)
 			require.NoError(t, err)
-			assert.Contains(t, applied, int64(6))
+			assert.Contains(t, applied, int64(8))
 			assert.False(t, counts("old"), "an existing SKU keeps the reading it was sold under")
 			insert("new")
 			assert.True(t, counts("new"), "the column's default is the stricter reading")
 
-			_, err = p.DownTo(ctx, 5)
+			_, err = p.DownTo(ctx, 7)
 			require.NoError(t, err)
 			_, err = db.ExecContext(ctx, `SELECT limit_counts_cancelled FROM skus`)
 			require.Error(t, err, "the column is gone")

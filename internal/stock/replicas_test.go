@@ -28,7 +28,7 @@ func TestAMoveBetweenShardsWaitsForTheLendersReplica(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := t.Context()
 	const prefix = "t:"
-	store := NewStore(rdb, StoreOptions{Prefix: prefix, Replicas: replica.New(rdb, 1, 100*time.Millisecond)})
+	store := NewStore(rdb, StoreOptions{Prefix: prefix, Replicas: replica.New(rdb, 1, time.Second)})
 	b := &bucketSale{ctx: ctx, store: store, sku: 79, buckets: 6}
 	_, err := store.Configure(ctx, b.sku, Config{Total: 6, Limit: 1, Buckets: 6, Expires: time.Now().Add(time.Hour)}, true)
 	require.NoError(t, err)
