@@ -140,8 +140,13 @@ func (l *lane) barrier(n int, lost, failedOver bool) {
 		time.Sleep(d)
 	}
 	repaired := false
+	var since time.Time // the last barrier's snapshot
+	if len(l.snaps) > 0 {
+		since = l.snaps[len(l.snaps)-1].at
+	}
+	live := l.replacedLive(since)
 	for _, sku := range l.skus {
-		repaired = l.checkRest(n, sku, failedOver) || repaired
+		repaired = l.checkRest(n, sku, failedOver, live) || repaired
 	}
 	if out, err := l.verify(); err != nil {
 		l.viol.add("verify", "barrier %d: seckill verify: %v\n%s", n, err, out)
@@ -158,8 +163,10 @@ func (l *lane) barrier(n int, lost, failedOver bool) {
 // that never landed (in_flight, exactly the moves still unsettled in
 // Redis), or units a failover took off sale (returns the old primary had
 // not replicated: redis_left too low, never too high). It reports whether
-// the SKU had to be repaired after a violation.
-func (l *lane) checkRest(n int, sku *skuInfo, failedOver bool) (repaired bool) {
+// the SKU had to be repaired after a violation. After the replacement of a
+// live primary (live) Redis may have more units left than MySQL says too:
+// the old primary's last sales are gone (docs/SCALING.md).
+func (l *lane) checkRest(n int, sku *skuInfo, failedOver, live bool) (repaired bool) {
 	r, ok := l.waitConsistent(sku.id, 3*time.Second)
 	if ok {
 		return false
@@ -175,6 +182,8 @@ func (l *lane) checkRest(n int, sku *skuInfo, failedOver bool) (repaired bool) {
 			excuse = fmt.Sprintf("barrier %d: sku %d: %d units of moves between buckets that never landed", n, sku.id, stuck)
 		case undersold:
 			excuse = fmt.Sprintf("barrier %d: sku %d: %d units taken off sale by a failover (%d in moves that never landed)", n, sku.id, r.StockTotal-sum, stuck)
+		case live:
+			excuse = fmt.Sprintf("barrier %d: sku %d: Redis counts %d units against MySQL's %d after a live primary was replaced", n, sku.id, sum, r.StockTotal)
 		}
 	}
 	if excuse != "" && len(r.Violations) > 0 && r.DeadLetters == 0 && r.Duplicates == 0 && r.OverLimitUsers == 0 && r.Sold == r.ActiveUnits {
@@ -193,6 +202,18 @@ func (l *lane) checkRest(n int, sku *skuInfo, failedOver bool) (repaired bool) {
 	l.viol.addSKU(sku.id, "audit", "barrier %d: audit not consistent after 20s: %s (unsettled moves in redis: %d units, %v)", n, r, stuck, err)
 	l.reconcile(n, sku.id)
 	return true
+}
+
+// replacedLive reports whether a live Sentinel primary was replaced since
+// since (fault.live).
+func (l *lane) replacedLive(since time.Time) bool {
+	_, faults := l.hist.snapshot()
+	for _, f := range faults {
+		if f.live && f.from.After(since) {
+			return true
+		}
+	}
+	return false
 }
 
 // unsettledMoves adds up the units of sku's moves between buckets that were

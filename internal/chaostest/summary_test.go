@@ -107,7 +107,7 @@ func (a *analysis) summary(lin []linResult) {
 	}
 	l.deadMu.Unlock()
 	fmt.Fprintf(&b, "  dead letters listed: %d, holding %d orders; orders deleted with them: %d\n", letters, inLetters, len(a.deleted))
-	list("undersold and reconciled at a barrier, as the README allows (not violations)", l.repairs)
+	list("reconciled at a barrier, as the README allows (not violations)", l.repairs)
 
 	var checked, unchecked, excused, splits int
 	var slowest time.Duration
