@@ -295,9 +295,10 @@ func TestARebuildStoppedPartWayUndersells(t *testing.T) {
 	}
 	wg.Wait()
 	// At most bucket 0's own 3 units: a move from bucket 0 (old epoch) to a
-	// rebuilt bucket is refused.
+	// rebuilt bucket is refused. None, when the shoppers of the rebuilt
+	// buckets had all of them lent before bucket 0's own came: the SKU
+	// undersells until the rebuild.
 	assert.LessOrEqual(t, sold.Load(), int64(3))
-	assert.Positive(t, sold.Load())
 	st, queued := b.state(t)
 	assert.Equal(t, sold.Load(), queued)
 	assert.Equal(t, sold.Load(), st.Taken())
