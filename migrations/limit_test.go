@@ -2,10 +2,8 @@ package migrations_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,12 +18,7 @@ func TestLimitCountsCancelledColumn(t *testing.T) {
 	for _, tc := range dialects {
 		t.Run(tc.dialect, func(t *testing.T) {
 			ctx := context.Background()
-			db := tc.open(t)
-			defer db.Close()
-			p, err := goose.NewProvider(tc.goose, db, os.DirFS(tc.dialect))
-			require.NoError(t, err)
-			_, err = p.UpTo(ctx, 7)
-			require.NoError(t, err)
+			db, p := tc.at(t, 7)
 			insert := func(name string) {
 				t.Helper()
 				_, err := db.ExecContext(ctx, `INSERT INTO skus (name, price_cents, stock_total, sold, per_user_limit, starts_at, ends_at, created_at, updated_at)

@@ -19,12 +19,28 @@ import (
 	"github.com/seckill/seckill/migrations"
 )
 
-// dialects opens a fresh database of each dialect.
-var dialects = []struct {
+// dialect opens a fresh database of one dialect.
+type dialect struct {
 	dialect string
 	goose   goose.Dialect
 	open    func(t *testing.T) *sql.DB
-}{
+}
+
+// at opens a fresh database migrated up to version, and its goose provider
+// to move it further; the database is closed with the test.
+func (d dialect) at(t *testing.T, version int64) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db := d.open(t)
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(d.goose, db, os.DirFS(d.dialect))
+	require.NoError(t, err)
+	_, err = p.UpTo(t.Context(), version)
+	require.NoError(t, err)
+	return db, p
+}
+
+// dialects opens a fresh database of each dialect.
+var dialects = []dialect{
 	{migrations.MySQL, goose.DialectMySQL, func(t *testing.T) *sql.DB {
 		db, err := sql.Open("mysql", testsvc.MySQL(t))
 		require.NoError(t, err)
@@ -75,13 +91,8 @@ func TestBucketsDefaultToOne(t *testing.T) {
 	for _, tc := range dialects {
 		t.Run(tc.dialect, func(t *testing.T) {
 			ctx := context.Background()
-			db := tc.open(t)
-			defer db.Close()
-			p, err := goose.NewProvider(tc.goose, db, os.DirFS(tc.dialect))
-			require.NoError(t, err)
-			_, err = p.UpTo(ctx, 2)
-			require.NoError(t, err)
-			_, err = db.ExecContext(ctx, `INSERT INTO skus (name, price_cents, stock_total, sold, per_user_limit, starts_at, ends_at, created_at, updated_at)
+			db, p := tc.at(t, 2)
+			_, err := db.ExecContext(ctx, `INSERT INTO skus (name, price_cents, stock_total, sold, per_user_limit, starts_at, ends_at, created_at, updated_at)
 				VALUES ('old', 100, 10, 0, 1, '2026-11-11 00:00:00', '2026-11-11 01:00:00', '2026-11-11 00:00:00', '2026-11-11 00:00:00')`)
 			require.NoError(t, err)
 

@@ -2,11 +2,9 @@ package migrations_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,13 +17,8 @@ func TestOrdersSupportColumns(t *testing.T) {
 	for _, tc := range dialects {
 		t.Run(tc.dialect, func(t *testing.T) {
 			ctx := context.Background()
-			db := tc.open(t)
-			defer db.Close()
-			p, err := goose.NewProvider(tc.goose, db, os.DirFS(tc.dialect))
-			require.NoError(t, err)
-			_, err = p.UpTo(ctx, 4)
-			require.NoError(t, err)
-			_, err = db.ExecContext(ctx, `INSERT INTO orders (order_id, sku_id, user_id, qty, price_cents, status, created_at, persisted_at, expires_at, updated_at)
+			db, p := tc.at(t, 4)
+			_, err := db.ExecContext(ctx, `INSERT INTO orders (order_id, sku_id, user_id, qty, price_cents, status, created_at, persisted_at, expires_at, updated_at)
 				VALUES ('1-00000000000000000000000a', 1, 'alice', 1, 100, 'paid', '2026-11-11 00:00:00', '2026-11-11 00:00:00', '2026-11-11 00:15:00', '2026-11-11 00:00:00')`)
 			require.NoError(t, err)
 
