@@ -122,25 +122,29 @@ type Placed struct {
 // A failure of a store after which the order may exist (a reply that timed
 // out, a write not yet on the replicas, a connection lost) is an
 // *UnknownOutcomeError naming the request id to retry with: the client's,
-// or one made here when the client sent none. Only an accepted order keeps
-// a request id, so making one costs nothing when no order is made.
+// or one made here when the client sent none. One is made only for a buy
+// that reaches the buy script, and only an accepted order keeps it.
 func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	if err := in.Validate(user); err != nil {
 		return Placed{}, err
 	}
-	rid := in.RequestID
-	if rid == "" {
-		rid = newRequestID()
-	}
-	p, err := s.place(ctx, user, in, rid)
-	if err != nil && !errors.Is(err, stock.ErrBusy) && !errors.Is(err, stock.ErrStateLost) && storeerr.Unavailable(err) {
-		return Placed{}, &UnknownOutcomeError{RequestID: rid, Err: err}
-	}
-	return p, err
+	p, err := s.place(ctx, user, in)
+	return p, unknownOutcome(in.RequestID, err)
 }
 
-// place is Place for a valid request, buying with request id rid.
-func (s *Service) place(ctx context.Context, user string, in PlaceInput, rid string) (Placed, error) {
+// unknownOutcome is err, made an *UnknownOutcomeError naming rid when a
+// store failed in a way that may have let the buy happen. busy and a lost
+// state write nothing; without a request id there is nothing to name.
+func unknownOutcome(rid string, err error) error {
+	var uo *UnknownOutcomeError
+	if err == nil || rid == "" || errors.As(err, &uo) || errors.Is(err, stock.ErrBusy) || errors.Is(err, stock.ErrStateLost) || !storeerr.Unavailable(err) {
+		return err
+	}
+	return &UnknownOutcomeError{RequestID: rid, Err: err}
+}
+
+// place is Place for a valid request.
+func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	sku, err := s.cache.Get(ctx, in.SKU)
 	if err != nil {
 		return Placed{}, err
@@ -160,6 +164,12 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput, rid str
 	if err := s.admit(ctx, in); err != nil {
 		return Placed{}, err
 	}
+	// A request id is made only for a buy that reaches the buy script: a
+	// refusal before it writes nothing and has no outcome to learn.
+	rid := in.RequestID
+	if rid == "" {
+		rid = newRequestID()
+	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
 		User: user, Qty: in.Qty, RequestID: rid,
 		PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
@@ -172,7 +182,7 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput, rid str
 		// may come before it runs (the sold-out flag, a rebuild's pause).
 		return s.refuse(ctx, sku, user, in, err)
 	case err != nil:
-		return Placed{}, err
+		return Placed{}, unknownOutcome(rid, err)
 	}
 	if res.Replayed {
 		return s.replayed(ctx, user, res.OrderID), nil
