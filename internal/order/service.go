@@ -287,22 +287,33 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	if t.User != user {
 		return nil, ErrNotFound
 	}
+	v := s.taskView(t)
+	return &v, nil
+}
+
+// taskView is an order still in its SKU's queue, as its shopper sees it.
+func (s *Service) taskView(t stock.OrderTask) View {
 	created := time.UnixMilli(t.CreatedMS).UTC()
-	return &View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
-		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}, nil
+	return View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
+		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}
 }
 
 // find reads an order row.
 func find(ctx context.Context, db *gorm.DB, orderID string) (*Order, error) {
-	var o Order
-	err := db.WithContext(ctx).Take(&o, "order_id = ?", orderID).Error
+	return take[Order](ctx, db, orderID)
+}
+
+// take reads the row of orderID into a T, a model of the orders table.
+func take[T any](ctx context.Context, db *gorm.DB, orderID string) (*T, error) {
+	var row T
+	err := db.WithContext(ctx).Take(&row, "order_id = ?", orderID).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("order: read %s: %w", orderID, err)
 	}
-	return &o, nil
+	return &row, nil
 }
 
 // queued returns an order still in its SKU's queue, in the task of the

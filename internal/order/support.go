@@ -72,22 +72,7 @@ func utc(t *time.Time) *time.Time {
 // queuedView is what support staff see of an order still in its SKU's
 // queue.
 func (s *Service) queuedView(t stock.OrderTask) AdminView {
-	created := time.UnixMilli(t.CreatedMS).UTC()
-	return AdminView{View: View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
-		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}, Refund: RefundNone}
-}
-
-// findRow reads an order's row with the support columns.
-func findRow(ctx context.Context, db *gorm.DB, orderID string) (*supportRow, error) {
-	var r supportRow
-	err := db.WithContext(ctx).Take(&r, "order_id = ?", orderID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("order: read %s: %w", orderID, err)
-	}
-	return &r, nil
+	return AdminView{View: s.taskView(t), Refund: RefundNone}
 }
 
 // SupportGet returns any order, whoever bought it: from SQL once it is
@@ -98,7 +83,7 @@ func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, e
 	if !ok {
 		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
-	r, err := findRow(ctx, s.db, orderID)
+	r, err := take[supportRow](ctx, s.db, orderID)
 	if err == nil {
 		v := r.adminView()
 		return &v, nil
@@ -109,7 +94,7 @@ func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, e
 	t, err := s.queued(ctx, stock.Part{SKU: sku, Bucket: bucket}, batch, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
-		if r, err2 := findRow(ctx, s.db, orderID); err2 == nil {
+		if r, err2 := take[supportRow](ctx, s.db, orderID); err2 == nil {
 			v := r.adminView()
 			return &v, nil
 		}
@@ -224,7 +209,7 @@ func (c *Closer) cancelBySupport(ctx context.Context, orderID, reason string) (*
 	}
 	if !changed {
 		// Not open, or not in SQL: read it as it is now.
-		cur, err := findRow(ctx, c.db, orderID)
+		cur, err := take[supportRow](ctx, c.db, orderID)
 		if err != nil {
 			return nil, false, err
 		}
