@@ -100,6 +100,12 @@ func (l *lane) audit(sku uint64) (report, error) {
 // a move that never landed, reconciled first when what it finds is an
 // undersell the README allows) and `seckill verify`; last, MySQL is read
 // for the next phase's starting state.
+// barrierTries is how often a barrier sends an unanswered cancel or stock
+// change again, 0.1 to 0.3s apart: past the 30s pause a rebuild stopped
+// part-way (its process killed) leaves on a SKU, which answers busy until
+// the pause expires (docs/SCALING.md).
+const barrierTries = 200
+
 func (l *lane) barrier(n int, lost, failedOver bool) {
 	began := time.Now()
 	for _, p := range l.procs {
@@ -114,15 +120,15 @@ func (l *lane) barrier(n int, lost, failedOver bool) {
 	rng := rand.New(rand.NewSource(l.rng.Int63()))
 	for _, u := range l.users.users {
 		for len(u.unsettled) > 0 {
-			if !l.cancel(n, rng, u, u.unsettled[0], 30) {
-				l.viol.add("barrier", "barrier %d: cancel of %s got no answer in 30 tries", n, u.unsettled[0].id)
+			if !l.cancel(n, rng, u, u.unsettled[0], barrierTries) {
+				l.viol.add("barrier", "barrier %d: cancel of %s got no answer in %d tries", n, u.unsettled[0].id, barrierTries)
 				u.unsettled = u.unsettled[1:]
 			}
 		}
 	}
 	for _, sku := range l.skus {
-		if sku.pendingTotal != 0 && !l.setStock(n, rng, sku, sku.pendingTotal, sku.pendingKind, 30) {
-			l.viol.addSKU(sku.id, "barrier", "barrier %d: stock change of sku %d got no answer in 30 tries", n, sku.id)
+		if sku.pendingTotal != 0 && !l.setStock(n, rng, sku, sku.pendingTotal, sku.pendingKind, barrierTries) {
+			l.viol.addSKU(sku.id, "barrier", "barrier %d: stock change of sku %d got no answer in %d tries", n, sku.id, barrierTries)
 		}
 	}
 	// A batch held by a process killed or stopped just before the barrier
