@@ -401,7 +401,9 @@ func (s *Store) Rebuild(ctx context.Context, p Part, token string, r Rebuilt) er
 		return fmt.Errorf("stock: rebuild sku %d: %w", sku, err)
 	}
 	if ok != 1 {
-		return fmt.Errorf("stock: rebuild sku %d: pause expired before the rebuild finished", sku)
+		// Another rebuild holds the SKU now and will finish it: busy, as
+		// for a rebuild under way, not an internal error.
+		return fmt.Errorf("%w: sku %d: the rebuild's pause expired and another rebuild took over", ErrBusy, sku)
 	}
 	s.announce(ctx, sku)
 	return nil
