@@ -111,12 +111,12 @@ func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 			continue
 		}
 		g.Go(func() error {
-			st, ok, err := s.store.Sum(gctx, sku.ID, sku.Buckets)
+			n, ok, err := s.store.Left(gctx, sku.ID, sku.Buckets)
 			if err != nil {
 				return err
 			}
 			if ok {
-				left = st.Left
+				left = n
 			}
 			views[i] = *s.skuView(sku, left)
 			return nil
@@ -207,13 +207,13 @@ func (s *Service) EndSale(ctx context.Context, id uint64) (*SKUView, error) {
 				return fmt.Errorf("order: end sku %d: %w", id, err)
 			}
 		}
-		st, ok, err := s.store.Sum(ctx, id, next.Buckets)
+		n, ok, err := s.store.Left(ctx, id, next.Buckets)
 		if err != nil {
 			return err
 		}
 		left := max(0, next.StockTotal-next.Sold)
 		if ok {
-			left = st.Left
+			left = n
 		}
 		view = s.skuView(&next, left)
 		return nil

@@ -97,11 +97,10 @@ func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, ok, err := s.store.Sum(ctx, id, sku.Buckets)
+	left, ok, err := s.store.Left(ctx, id, sku.Buckets)
 	if err != nil {
 		return nil, err
 	}
-	left := st.Left
 	if !ok {
 		// Redis lost the SKU; SQL knows at least what is persisted.
 		left = max(0, sku.StockTotal-sku.Sold)
@@ -268,11 +267,9 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 		if _, err := s.reconcile(ctx, cur.ID); err != nil {
 			return nil, 0, err
 		}
-		st, _, err := s.store.Sum(ctx, cur.ID, cur.Buckets)
-		if err != nil {
+		if left, _, err = s.store.Left(ctx, cur.ID, cur.Buckets); err != nil {
 			return nil, 0, err
 		}
-		left = st.Left
 	}
 	return sku, left, nil
 }

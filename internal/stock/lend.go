@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,43 +212,128 @@ func (sn Snap) Units() int64 {
 // and every bucket held those values at the instant between the two reads.
 func (s *Store) Snapshot(ctx context.Context, sku uint64, buckets int) (sn Snap, ok bool, err error) {
 	parts := Parts(sku, buckets)
-	read := func() ([][]any, error) {
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, len(parts))
-		for i, p := range parts {
-			cmds[i] = pipe.HMGet(ctx, newKeys(s.o.Prefix, p).stock, "ver", "left", "moved")
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("stock: snapshot of sku %d: %w", sku, err)
-		}
-		out := make([][]any, len(parts))
-		for i, c := range cmds {
-			if out[i] = c.Val(); len(out[i]) < 3 || out[i][1] == nil {
-				return nil, fmt.Errorf("%w: sku %d bucket %d", ErrStateLost, sku, parts[i].Bucket)
-			}
-		}
-		return out, nil
-	}
-	first, err := read()
+	first, err := s.readBuckets(ctx, parts)
 	if err != nil {
 		return sn, false, err
 	}
-	second, err := read()
-	if err != nil {
+	second, err := s.readBuckets(ctx, parts)
+	switch {
+	case err != nil:
 		return sn, false, err
+	case first.lost || second.lost:
+		return sn, false, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+	case !first.same(second):
+		return sn, false, nil
 	}
-	sn.Left = make([]int64, len(parts))
+	return second.snap(), true, nil
+}
+
+// leftReads bounds the pairs of reads Left makes of a SKU's buckets.
+const leftReads = 8
+
+// Left returns the units of sku (of buckets) on sale: those left in its
+// buckets and those moving between two of them; ok is false when Redis has
+// no state for one of its buckets. One bucket is read at once. Several are
+// read twice, one pipeline after the other, as Snapshot does, until no
+// unit arrived in a bucket or set off from one in between (no ver
+// changed): then each bucket's left of the second read is at most what it
+// held at the instant between the two reads (only buys took units
+// meanwhile), and Left at most the units the SKU had then. Buys alone
+// never make it read again. After leftReads pairs with a move or a return
+// between the two reads of each, it adds up the last read, which may
+// count a moving unit twice or not at all.
+//
+// While a rebuild writes the buckets one after the other (bucket 0, last,
+// is paused until then), a bucket it wrote has forgotten the moves it
+// received while its lender still counts them as moving: Left then leaves
+// moving units out, and counts at most what the SKU had before the
+// rebuild.
+func (s *Store) Left(ctx context.Context, sku uint64, buckets int) (int64, bool, error) {
+	parts := Parts(sku, buckets)
+	if len(parts) == 1 {
+		r, err := s.readBuckets(ctx, parts)
+		if err != nil || r.lost {
+			return 0, false, err
+		}
+		return r.snap().Units(), true, nil
+	}
+	var first, second bucketReads
+	for range leftReads {
+		var err error
+		if first, err = s.readBuckets(ctx, parts); err != nil || first.lost {
+			return 0, false, err
+		}
+		if second, err = s.readBuckets(ctx, parts); err != nil || second.lost {
+			return 0, false, err
+		}
+		if first.sameVers(second) {
+			break
+		}
+	}
+	sn := second.snap()
+	if first.paused || second.paused {
+		sn.Moving = 0
+	}
+	return sn.Units(), true, nil
+}
+
+// bucketRead is one bucket's ver, left and moved.
+type bucketRead struct{ ver, left, moved int64 }
+
+// bucketReads is a SKU's buckets, read in one pipeline.
+type bucketReads struct {
+	b      []bucketRead
+	paused bool // bucket 0 is paused: a rebuild may be writing the buckets
+	lost   bool // Redis has no state for one of the buckets
+}
+
+// same reports whether every bucket read the same in r and c.
+func (r bucketReads) same(c bucketReads) bool {
+	return slices.Equal(r.b, c.b) && r.paused == c.paused
+}
+
+// sameVers reports whether no bucket's ver (nor moved) differs in r and c.
+func (r bucketReads) sameVers(c bucketReads) bool {
+	for i := range r.b {
+		if r.b[i].ver != c.b[i].ver || r.b[i].moved != c.b[i].moved {
+			return false
+		}
+	}
+	return true
+}
+
+// snap is what the buckets held when read.
+func (r bucketReads) snap() Snap {
+	sn := Snap{Left: make([]int64, len(r.b))}
 	var moved int64
-	for i := range parts {
-		for j := range 3 {
-			if toInt(first[i][j]) != toInt(second[i][j]) {
-				return Snap{}, false, nil
-			}
-		}
-		sn.Left[i] = toInt(second[i][1])
-		moved += toInt(second[i][2])
+	for i, b := range r.b {
+		sn.Left[i] = b.left
+		moved += b.moved
 	}
 	// Each move is -n in its lender's moved until its receiver adds +n.
 	sn.Moving = -moved
-	return sn, true, nil
+	return sn
+}
+
+// readBuckets reads every one of parts, and whether the first is paused, in
+// one pipeline (one round trip per Cluster node).
+func (s *Store) readBuckets(ctx context.Context, parts []Part) (bucketReads, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(parts))
+	for i, p := range parts {
+		cmds[i] = pipe.HMGet(ctx, newKeys(s.o.Prefix, p).stock, "ver", "left", "moved")
+	}
+	paused := pipe.Exists(ctx, newKeys(s.o.Prefix, parts[0]).paused)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return bucketReads{}, fmt.Errorf("stock: buckets of sku %d: %w", parts[0].SKU, err)
+	}
+	out := bucketReads{b: make([]bucketRead, len(parts)), paused: paused.Val() == 1}
+	for i, c := range cmds {
+		v := c.Val()
+		if len(v) < 3 || v[1] == nil {
+			return bucketReads{lost: true}, nil
+		}
+		out.b[i] = bucketRead{ver: toInt(v[0]), left: toInt(v[1]), moved: toInt(v[2])}
+	}
+	return out, nil
 }

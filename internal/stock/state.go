@@ -62,7 +62,7 @@ func (c Config) endsMs() int64 {
 // created with every unit left only when created says it is new in SQL too;
 // otherwise Configure changes nothing and returns ErrStateLost (rebuild it
 // from SQL). ErrBusy while a rebuild is in progress. It returns the units
-// left.
+// left (as Left counts them, for several buckets).
 //
 // A SKU of several buckets (c.Buckets) is created with the total spread
 // evenly over them. A top-up goes to bucket 0, and a cut is taken from the
@@ -101,39 +101,46 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 		return 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
 	}
 	delta := c.Total - st.Total
-	var left int64
 	if delta >= 0 {
 		for _, p := range parts {
 			add := int64(0)
 			if p.Bucket == 0 {
 				add = delta
 			}
-			l, _, err := s.configure(ctx, p, c, configAdd, add, false)
-			if err != nil {
+			if _, _, err := s.configure(ctx, p, c, configAdd, add, false); err != nil {
 				return 0, err
 			}
-			left += l
 		}
-		return left, nil
+		return s.left(ctx, sku, c.Buckets)
 	}
 	want := -delta
 	cut := make([]int64, len(parts))
 	for i, p := range parts {
-		l, n, err := s.configure(ctx, p, c, configCut, want, false)
+		_, n, err := s.configure(ctx, p, c, configCut, want, false)
 		cut[i] = n
 		if err != nil {
 			return 0, errors.Join(err, s.giveBack(ctx, parts, c, cut))
 		}
 		want -= cut[i]
-		left += l
 	}
 	if want > 0 {
 		if err := s.giveBack(ctx, parts, c, cut); err != nil {
 			return 0, err
 		}
-		return left + -delta - want, fmt.Errorf("%w: sku %d", ErrBelowTaken, sku)
+		left, err := s.left(ctx, sku, c.Buckets)
+		return left, errors.Join(err, fmt.Errorf("%w: sku %d", ErrBelowTaken, sku))
 	}
-	return left, nil
+	return s.left(ctx, sku, c.Buckets)
+}
+
+// left is Left of a SKU Configure just wrote: ErrStateLost when a bucket
+// is gone (Redis lost its data meanwhile).
+func (s *Store) left(ctx context.Context, sku uint64, buckets int) (int64, error) {
+	left, ok, err := s.Left(ctx, sku, buckets)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+	}
+	return left, err
 }
 
 // configure modes: set the part's total, add units to it, or cut up to n
