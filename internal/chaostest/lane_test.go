@@ -96,12 +96,6 @@ type lane struct {
 	// repairs are what a barrier found and reconciled without a
 	// violation: units a failover or a stuck move took off sale.
 	repairs []string
-	// splitLin are the histories of SKUs split into buckets that porcupine
-	// found not linearizable or did not decide: the model of a split SKU
-	// (reads and stock answers only bound the units left, sold_out windows
-	// reach back past moves) does not yet decide every history, so they are
-	// listed with their files rather than failing the run.
-	splitLin []string
 	// holds are the periods the test held every SKU row in MySQL
 	// (holdDrain): a close begun in one commits, and gives its units back,
 	// only after it.

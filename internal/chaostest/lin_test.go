@@ -57,19 +57,13 @@ type linResult struct {
 // that were still running when it began count as "maybe", and the rest of
 // the phase is not checked (Redis then starts from a rebuild whose outcome
 // depends on what it lost, or without the returns the old primary had not
-// replicated). A history porcupine does not decide is a violation too;
-// those of SKUs split into buckets are listed apart (lane.splitLin).
+// replicated). A history porcupine does not decide is a violation too.
 func (a *analysis) checkLinearizable() []linResult {
 	var out []linResult
 	for n := 1; n < len(a.l.snaps); n++ {
 		for _, sku := range a.l.skus {
 			r := a.checkSegment(n, sku)
 			out = append(out, r)
-			if sku.buckets > 1 && r.result != porcupine.Ok {
-				a.l.splitLin = append(a.l.splitLin, fmt.Sprintf("sku %d (%d buckets) phase %d: %d operations %s; see %s",
-					sku.id, sku.buckets, n, r.ops, map[porcupine.CheckResult]string{porcupine.Illegal: "not linearizable", porcupine.Unknown: "not decided"}[r.result], r.file))
-				continue
-			}
 			switch r.result {
 			case porcupine.Illegal:
 				a.l.viol.addSKU(sku.id, "linearizability", "sku %d (%d buckets) phase %d: %d operations are not linearizable against the stock model; see %s", sku.id, sku.buckets, n, r.ops, r.file)

@@ -37,9 +37,11 @@ import (
 //     must be the first return).
 //   - cancel/expire maybe(order): nothing, or the return.
 //   - read left: left equals the answer (GET /api/v1/skus/{id}). For a SKU
-//     split into buckets the answer is at most left: it adds up the
-//     buckets' units left, without the units moving between two of them,
-//     which the counter counts (a sold_out answer must find none of them
+//     split into buckets the answer is at most left: the buckets are read
+//     on their shards one after the other, and a buy in one bucket between
+//     two reads may be counted although the left of another is from
+//     before it (stock.Store.Left). Units moving between two buckets are
+//     counted, as by the counter (a sold_out answer must find none of them
 //     either).
 //   - set total ok(left): left' = left + total' - total >= 0 and equals the
 //     answer's stock_left (is at least it, split into buckets). below_sold:
