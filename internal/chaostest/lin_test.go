@@ -129,6 +129,16 @@ func (b *builder) ridSet(user, rid string) []int {
 	return out
 }
 
+// lostSince reports whether Redis lost its data between from and to.
+func (a *analysis) lostSince(from, to time.Time) bool {
+	for _, f := range a.losses {
+		if f.from.After(from) && f.from.Before(to) {
+			return true
+		}
+	}
+	return false
+}
+
 func ns(t time.Time) int64 { return t.Sub(runStart).Nanoseconds() }
 
 func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
@@ -474,9 +484,11 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 	}
 	// An order deleted with its dead letter in an earlier phase is not in
 	// MySQL, but its request id still answers it: bought, its units back.
+	// Not after a data loss since the delete: Redis forgot the request id,
+	// and no rebuild brings it back from MySQL.
 	for id, at := range a.deleted {
 		i, ok := b.index[id]
-		if ok && at.Before(from) && a.known[id] != nil && a.known[id].sku == sku.id {
+		if ok && at.Before(from) && a.known[id] != nil && a.known[id].sku == sku.id && !a.lostSince(at, from) {
 			init.bought, init.returned = with(init.bought, i), with(init.returned, i)
 		}
 	}
