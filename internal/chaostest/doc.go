@@ -30,9 +30,7 @@
 // limits, cancel and pay outcomes, refused tokens, the audit and `seckill
 // verify`, and the linearizability of each SKU's buys, cancels, expiries,
 // stock changes, stock reads, reconciles and dead-letter deletes against
-// one counter of units (github.com/anishathalye/porcupine); for a SKU
-// split into buckets, whose reads the model bounds only loosely, a history
-// it finds illegal or cannot decide is listed with its files instead of
-// failing the run. docs/FAULTS.md describes the run and
-// its model. The package has no non-test code.
+// one counter of units (github.com/anishathalye/porcupine); a history it
+// finds illegal or cannot decide fails the run. docs/FAULTS.md describes
+// the run and its model. The package has no non-test code.
 package chaostest
