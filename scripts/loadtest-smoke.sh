@@ -73,6 +73,8 @@ export SECKILL_ADMIN_TOKEN=$token
 # signed by k6 with the same secret.
 export SECKILL_AUTH_MODE=jwt
 export SECKILL_AUTH_JWT_SECRET=$jwt_secret
+# The scenarios' shoppers pay their own orders (POST /api/v1/orders/{id}/pay).
+export SECKILL_PAYMENT_MODE=trusted
 export SECKILL_LOG_LEVEL=info # the listening address is logged at info
 export SECKILL_HTTP_ADDR=127.0.0.1:0
 export SECKILL_WORKER_SKU_REFRESH=200ms

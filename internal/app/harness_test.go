@@ -64,6 +64,7 @@ func startSale(t *testing.T, o saleOpts) *deployment {
 	env := map[string]string{
 		"SECKILL_ADMIN_TOKEN":           adminToken,
 		"SECKILL_AUTH_MODE":             "header",
+		"SECKILL_PAYMENT_MODE":          "trusted",
 		"SECKILL_RATE_LIMIT_ENABLED":    "false",
 		"SECKILL_LOG_LEVEL":             "warn",
 		"SECKILL_WORKER_SKU_REFRESH":    "100ms",

@@ -80,8 +80,9 @@ and workers drain the queue into MySQL, which refuses to oversell on its own.
 With nothing configured it runs on embedded backends (in-process Redis and
 SQLite), whose data lives in the serving process only. Configure real ones
 with SECKILL_REDIS_ADDRS and SECKILL_MYSQL_DSN (and SECKILL_AUTH_MODE, how
-shoppers are identified) or a --config file; see configs/config.yaml for
-every key and configs/production.example.yaml for a production setup.
+shoppers are identified, and SECKILL_PAYMENT_MODE, who confirms a payment)
+or a --config file; see configs/config.yaml for every key and
+configs/production.example.yaml for a production setup.
 
 worker, migrate, seed, verify and queue act on the Redis and MySQL the
 servers use. With the embedded backends they refuse to run (exit 2), since
@@ -89,7 +90,7 @@ stores of their own would be seen by nobody; the admin API of the running
 server does the same work (seckill <command> names the call).`,
 		Example: `  seckill serve                       # embedded mode, http://localhost:8080
   SECKILL_REDIS_ADDRS=127.0.0.1:6379 SECKILL_MYSQL_DSN='root:@tcp(127.0.0.1:3306)/seckill' \
-  SECKILL_AUTH_MODE=header seckill serve
+  SECKILL_AUTH_MODE=header SECKILL_PAYMENT_MODE=trusted seckill serve
   seckill serve --config configs/config.yaml   # a YAML file of keys; this one holds them all`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

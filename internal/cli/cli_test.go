@@ -126,10 +126,11 @@ func TestServeEmbeddedByDefault(t *testing.T) {
 
 func TestServeExternal(t *testing.T) {
 	base := serve(t, map[string]string{
-		"SECKILL_REDIS_ADDRS": testsvc.Env(t, testsvc.EnvRedis),
-		"SECKILL_MYSQL_DSN":   testsvc.MySQL(t),
-		"SECKILL_ADMIN_TOKEN": "test-admin-token-0123456789abcdef",
-		"SECKILL_AUTH_MODE":   "header",
+		"SECKILL_REDIS_ADDRS":  testsvc.Env(t, testsvc.EnvRedis),
+		"SECKILL_MYSQL_DSN":    testsvc.MySQL(t),
+		"SECKILL_ADMIN_TOKEN":  "test-admin-token-0123456789abcdef",
+		"SECKILL_AUTH_MODE":    "header",
+		"SECKILL_PAYMENT_MODE": "trusted",
 	})
 	body := get(t, base+"/healthz", http.StatusOK)
 	assert.Contains(t, body, `"embedded":false`)
@@ -151,13 +152,32 @@ func TestServeExternalNeedsAuthMode(t *testing.T) {
 		assert.Contains(t, err.Error(), "auth.mode (SECKILL_AUTH_MODE)", name)
 	}
 	for name, env := range map[string]map[string]string{
-		"short admin token": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "header", "SECKILL_ADMIN_TOKEN": "only-sixteen-chars-x"},
-		"jwt without a key": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt"},
-		"short jwt secret":  {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt", "SECKILL_AUTH_JWT_SECRET": "short"},
+		"short admin token": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "header", "SECKILL_PAYMENT_MODE": "trusted", "SECKILL_ADMIN_TOKEN": "only-sixteen-chars-x"},
+		"jwt without a key": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt", "SECKILL_PAYMENT_MODE": "trusted"},
+		"short jwt secret":  {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "jwt", "SECKILL_PAYMENT_MODE": "trusted", "SECKILL_AUTH_JWT_SECRET": "short"},
 	} {
 		err := Run(t.Context(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
 		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", name, err)
 	}
+}
+
+// TestServeExternalNeedsPaymentMode: like auth.mode, payment.mode must say
+// who confirms a payment before serve starts on a real Redis or MySQL.
+func TestServeExternalNeedsPaymentMode(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"redis": {"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "header"},
+		"mysql": {"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:1)/x", "SECKILL_AUTH_MODE": "header"},
+	} {
+		err := Run(t.Context(), []string{"serve"}, envOf(env), &bytes.Buffer{}, &bytes.Buffer{})
+		require.Error(t, err, name)
+		assert.Equal(t, ExitBadConfig, ExitCode(err), name)
+		assert.Contains(t, err.Error(), "payment.mode (SECKILL_PAYMENT_MODE)", name)
+	}
+	err := Run(t.Context(), []string{"serve"}, envOf(map[string]string{
+		"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_AUTH_MODE": "header", "SECKILL_PAYMENT_MODE": "webhook",
+	}), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.Equal(t, ExitBadConfig, ExitCode(err), "webhook without a secret: %v", err)
+	assert.ErrorContains(t, err, "payment.webhook_secret (SECKILL_PAYMENT_WEBHOOK_SECRET)")
 }
 
 func TestTokenCommand(t *testing.T) {

@@ -137,6 +137,7 @@ func TestServeWarnsWhenTheAdminAPIIsOff(t *testing.T) {
 			"SECKILL_REDIS_KEY_PREFIX": prefix,
 			"SECKILL_MYSQL_DSN":        testsvc.MySQL(t),
 			"SECKILL_AUTH_MODE":        "header",
+			"SECKILL_PAYMENT_MODE":     "trusted",
 		}
 		for k, v := range extra {
 			env[k] = v

@@ -17,8 +17,9 @@ import (
 
 // configs/production.example.yaml loads as `seckill serve --config` loads
 // it (defaults, the file, then the environment; every variable known; the
-// shopper identity settled), with the secrets set in the environment the way
-// the file's header shows, and is what docs/PRODUCTION.md asks for.
+// shopper identity and the payment confirmation settled), with the secrets
+// set in the environment the way the file's header shows, and is what
+// docs/PRODUCTION.md asks for.
 func TestProductionExampleConfig(t *testing.T) {
 	root, err := testutil.ModuleRoot()
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestProductionExampleConfig(t *testing.T) {
 			environ = append(environ, kv)
 		}
 	}
-	assert.ElementsMatch(t, []string{"SECKILL_ADMIN_TOKEN", "SECKILL_REDIS_PASSWORD", "SECKILL_MYSQL_DSN"}, names)
+	assert.ElementsMatch(t, []string{"SECKILL_ADMIN_TOKEN", "SECKILL_REDIS_PASSWORD", "SECKILL_MYSQL_DSN", "SECKILL_PAYMENT_WEBHOOK_SECRET"}, names)
 	require.Len(t, environ, len(names), "every secret is set: %v", environ)
 
 	logs := &testutil.SyncBuffer{}
@@ -55,6 +56,8 @@ func TestProductionExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, logs.String(), "unknown environment variable")
 	mode, err := cfg.ShopperAuth()
+	require.NoError(t, err, "serve starts on it")
+	payMode, err := cfg.PaymentConfirmation()
 	require.NoError(t, err, "serve starts on it")
 
 	assert.False(t, cfg.EmbeddedRedis(), "a real Redis")
@@ -67,16 +70,35 @@ func TestProductionExampleConfig(t *testing.T) {
 	assert.GreaterOrEqual(t, len(cfg.Admin.Token), 32)
 	assert.Equal(t, config.AuthJWT, mode)
 	assert.True(t, strings.HasPrefix(cfg.Auth.JWTJWKSURL, "https://"))
+	assert.Equal(t, config.PaymentWebhook, payMode, "only a signed notification marks an order paid")
+	assert.Len(t, cfg.Payment.Secrets(), 1)
+	assert.Equal(t, "USD", cfg.Payment.Currency)
 	assert.True(t, cfg.RateLimit.Enabled)
 	assert.Positive(t, cfg.RateLimit.PerUser)
 	assert.Positive(t, cfg.RateLimit.PerIP)
 	assert.NotEmpty(t, cfg.RateLimit.TrustedProxies)
 	assert.Equal(t, "json", cfg.Log.Format)
 
-	// Without the secrets the file still names MySQL: a process started
-	// without SECKILL_MYSQL_DSN fails to log in rather than running on an
-	// in-memory SQLite database.
+	// Without the webhook key a process started on the file stops at once
+	// (exit 2), naming the key: payment.mode webhook needs one.
 	bare := &env{stdout: logs, stderr: logs, configPath: path}
+	_, _, err = bare.load()
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "payment.webhook_secret", ce.Key)
+	assert.Equal(t, ExitBadConfig, ExitCode(err))
+
+	// Without the other secrets the file still names MySQL: a process
+	// started without SECKILL_MYSQL_DSN fails to log in rather than running
+	// on an in-memory SQLite database.
+	var hook []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "SECKILL_PAYMENT_WEBHOOK_SECRET=") {
+			hook = append(hook, kv)
+		}
+	}
+	require.Len(t, hook, 1)
+	bare = &env{environ: hook, stdout: logs, stderr: logs, configPath: path}
 	cfg, _, err = bare.load()
 	require.NoError(t, err)
 	assert.False(t, cfg.EmbeddedSQL())

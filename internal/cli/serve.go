@@ -65,6 +65,9 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 		if _, err := cfg.ShopperAuth(); err != nil {
 			return err
 		}
+		if _, err := cfg.PaymentConfirmation(); err != nil {
+			return err
+		}
 	} else if err := refusePrivate(cfg, workerWork); err != nil {
 		// Workers alone on stores of their own would drain nothing, ever.
 		return err

@@ -16,7 +16,7 @@ func TestRedisTLSSettingsExitTwo(t *testing.T) {
 	dir := t.TempDir()
 	cert := filepath.Join(dir, "client.pem")
 	require.NoError(t, os.WriteFile(cert, []byte("not a certificate"), 0o600))
-	base := map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_REDIS_TLS_ENABLED": "true", "SECKILL_AUTH_MODE": "header"}
+	base := map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:1", "SECKILL_REDIS_TLS_ENABLED": "true", "SECKILL_AUTH_MODE": "header", "SECKILL_PAYMENT_MODE": "trusted"}
 	for _, tc := range []struct {
 		env       map[string]string
 		key, says string

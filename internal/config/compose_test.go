@@ -11,11 +11,14 @@ import (
 // TestComposeConfiguresAValidServer loads docker-compose.yml as docker
 // compose v2 does and checks that the environment it gives seckill, with
 // nothing set by the user, is a configuration serve starts with: a real
-// Redis and MySQL, an admin token long enough, and auth.mode set.
+// Redis and MySQL, an admin token long enough, and auth.mode and
+// payment.mode set.
 func TestComposeConfiguresAValidServer(t *testing.T) {
 	for name, userEnv := range map[string][]string{
 		"defaults": nil,
 		"jwt mode": {"SECKILL_AUTH_MODE=jwt", "SECKILL_AUTH_JWT_SECRET=compose-test-jwt-secret-0123456789abcdef"},
+		"webhook mode": {"SECKILL_PAYMENT_MODE=webhook",
+			"SECKILL_PAYMENT_WEBHOOK_SECRET=whsec_Y29tcG9zZS10ZXN0LXdlYmhvb2sta2V5LTAxMjM0NTY3"},
 		"failover": {"SECKILL_REDIS_ADDRS=sentinel-1:26379,sentinel-2:26379,sentinel-3:26379",
 			"SECKILL_REDIS_MASTER_NAME=seckill", "SECKILL_REDIS_WAIT_REPLICAS=1"},
 	} {
@@ -47,6 +50,14 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 		}
 		_, err = c.ShopperAuth()
 		assert.NoError(t, err, name)
+		mode, err := c.PaymentConfirmation()
+		assert.NoError(t, err, name)
+		if name == "webhook mode" {
+			assert.Equal(t, PaymentWebhook, mode)
+			assert.Len(t, c.Payment.Secrets(), 1)
+		} else {
+			assert.Equal(t, PaymentTrusted, mode, "shoppers pay their own orders")
+		}
 	}
 }
 

@@ -31,6 +31,7 @@ type Config struct {
 	Embedded  Embedded  `mapstructure:"embedded"`
 	Admin     Admin     `mapstructure:"admin"`
 	Auth      Auth      `mapstructure:"auth"`
+	Payment   Payment   `mapstructure:"payment"`
 	Stock     Stock     `mapstructure:"stock"`
 	Order     Order     `mapstructure:"order"`
 	Worker    Worker    `mapstructure:"worker"`

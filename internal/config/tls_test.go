@@ -72,6 +72,7 @@ func tlsEnv(p pki, kv map[string]string) func(string) string {
 	m := map[string]string{
 		"SECKILL_REDIS_ADDRS":         "redis.test:6380",
 		"SECKILL_AUTH_MODE":           "header",
+		"SECKILL_PAYMENT_MODE":        "trusted",
 		"SECKILL_REDIS_TLS_ENABLED":   "true",
 		"SECKILL_REDIS_TLS_CA_FILE":   p.ca,
 		"SECKILL_REDIS_TLS_CERT_FILE": p.cert,

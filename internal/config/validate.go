@@ -42,6 +42,8 @@ func (c *Config) Validate() error {
 		adminToken(c.Admin.Token, c.External()),
 		oneOf("auth.mode", c.Auth.Mode, "", AuthHeader, AuthJWT),
 		c.Auth.validate(),
+		oneOf("payment.mode", c.Payment.Mode, "", PaymentWebhook, PaymentTrusted),
+		c.Payment.validate(),
 		oneOf("stock.strategy", c.Stock.Strategy, StrategyLock, StrategyAtomic),
 		atLeast("stock.lock_ttl", c.Stock.LockTTL, 10*time.Millisecond),
 		positive("stock.lock_wait", c.Stock.LockWait),

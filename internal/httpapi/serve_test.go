@@ -54,6 +54,7 @@ func serve(t *testing.T, env map[string]string) *server {
 		"SECKILL_MYSQL_DSN":             testsvc.MySQL(t),
 		"SECKILL_ADMIN_TOKEN":           "test-admin-token-0123456789abcdef",
 		"SECKILL_AUTH_MODE":             "header",
+		"SECKILL_PAYMENT_MODE":          "trusted",
 		"SECKILL_HTTP_ADDR":             fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t)),
 		"SECKILL_MYSQL_CONNECT_TIMEOUT": "5s",
 		"SECKILL_REDIS_CONNECT_TIMEOUT": "5s",

@@ -2,8 +2,9 @@ package testutil
 
 // RecoveryEnv is the environment of a seckill process in a fault or chaos
 // run: the Redis at redisAddr with keys under prefix, the MySQL database
-// dsn, header auth, no rate limit, and short leases, sweeps and back-offs
-// so that recovery shows within seconds. Callers add or override variables.
+// dsn, header auth, trusted payment (shoppers pay their own orders), no rate
+// limit, and short leases, sweeps and back-offs so that recovery shows within
+// seconds. Callers add or override variables.
 func RecoveryEnv(redisAddr, prefix, dsn, adminToken string) map[string]string {
 	return map[string]string{
 		"SECKILL_REDIS_ADDRS":              redisAddr,
@@ -13,6 +14,7 @@ func RecoveryEnv(redisAddr, prefix, dsn, adminToken string) map[string]string {
 		"SECKILL_MYSQL_CONNECT_TIMEOUT":    "20s",
 		"SECKILL_ADMIN_TOKEN":              adminToken,
 		"SECKILL_AUTH_MODE":                "header",
+		"SECKILL_PAYMENT_MODE":             "trusted",
 		"SECKILL_RATE_LIMIT_ENABLED":       "false",
 		"SECKILL_WORKER_LEASE":             "2s",
 		"SECKILL_WORKER_SWEEP_INTERVAL":    "500ms",

@@ -1,0 +1,79 @@
+package config
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// Payment confirmation modes (payment.mode).
+const (
+	// PaymentWebhook: only a payment notification signed by the payment
+	// side (POST /webhooks/payments) marks an order paid.
+	PaymentWebhook = "webhook"
+	// PaymentTrusted: the shopper's pay marks the order paid; for a gateway
+	// that forwards it only after charging.
+	PaymentTrusted = "trusted"
+)
+
+// Payment configures how an order comes to be paid.
+type Payment struct {
+	Mode     string `mapstructure:"mode"`
+	Currency string `mapstructure:"currency"`
+	// WebhookSecret is one or more whsec_<base64> keys, comma-separated: a
+	// notification signed with any of them is accepted.
+	WebhookSecret string `mapstructure:"webhook_secret"`
+}
+
+// Secrets returns the webhook keys, one per comma-separated entry.
+func (p Payment) Secrets() []string {
+	var out []string
+	for _, s := range strings.Split(p.WebhookSecret, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PaymentConfirmation is the mode orders are paid by: payment.mode, or
+// trusted when it is unset and the backends are embedded. With a real
+// Redis or MySQL and no payment.mode it is an *Error: a shop must choose
+// who confirms a payment. Only commands that serve shoppers ask.
+func (c *Config) PaymentConfirmation() (string, error) {
+	if c.Payment.Mode != "" {
+		return c.Payment.Mode, nil
+	}
+	if c.External() {
+		return "", &Error{Key: "payment.mode", Allowed: "must be set when Redis or MySQL is configured: " +
+			"webhook (only a payment notification signed with payment.webhook_secret marks an order paid) or " +
+			"trusted (the shopper's pay marks it paid: for a gateway that forwards it only after charging)"}
+	}
+	return PaymentTrusted, nil
+}
+
+// validate checks the currency and the webhook keys: webhook mode needs at
+// least one, and a key configured in another mode is a mistake to report.
+// The keys' values never appear in an error.
+func (p Payment) validate() error {
+	if len(p.Currency) != 3 || strings.ToUpper(p.Currency) != p.Currency || strings.Trim(p.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return &Error{Key: "payment.currency", Value: p.Currency, Allowed: "an ISO 4217 code: three capital letters (USD, EUR, CNY)"}
+	}
+	secrets := p.Secrets()
+	if p.Mode != PaymentWebhook {
+		if len(secrets) > 0 {
+			return &Error{Key: "payment.mode", Value: p.Mode, Allowed: "must be webhook when payment.webhook_secret is set"}
+		}
+		return nil
+	}
+	if len(secrets) == 0 {
+		return &Error{Key: "payment.webhook_secret", Allowed: "payment.mode webhook needs at least one whsec_<base64> key"}
+	}
+	for _, s := range secrets {
+		key, ok := strings.CutPrefix(s, "whsec_")
+		raw, err := base64.StdEncoding.DecodeString(key)
+		if !ok || err != nil || len(raw) < 24 || len(raw) > 64 {
+			return &Error{Key: "payment.webhook_secret", Allowed: "whsec_ followed by the base64 of a 24- to 64-byte key, comma-separated for more than one"}
+		}
+	}
+	return nil
+}
