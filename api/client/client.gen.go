@@ -65,6 +65,24 @@ func (e AdminOrderStatus) Valid() bool {
 	}
 }
 
+// Defines values for CheckoutStatus.
+const (
+	CheckoutStatusPaid           CheckoutStatus = "paid"
+	CheckoutStatusPendingPayment CheckoutStatus = "pending_payment"
+)
+
+// Valid indicates whether the value is a known member of the CheckoutStatus enum.
+func (e CheckoutStatus) Valid() bool {
+	switch e {
+	case CheckoutStatusPaid:
+		return true
+	case CheckoutStatusPendingPayment:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorError.
 const (
 	ErrorErrorAdminDisabled        ErrorError = "admin_disabled"
@@ -74,12 +92,14 @@ const (
 	ErrorErrorCanceled             ErrorError = "canceled"
 	ErrorErrorInternal             ErrorError = "internal"
 	ErrorErrorInvalidRequest       ErrorError = "invalid_request"
+	ErrorErrorInvalidSignature     ErrorError = "invalid_signature"
 	ErrorErrorLimitExceeded        ErrorError = "limit_exceeded"
 	ErrorErrorMethodNotAllowed     ErrorError = "method_not_allowed"
 	ErrorErrorNotFound             ErrorError = "not_found"
 	ErrorErrorOrderClosed          ErrorError = "order_closed"
 	ErrorErrorOrderPaid            ErrorError = "order_paid"
 	ErrorErrorOrderQueued          ErrorError = "order_queued"
+	ErrorErrorPaymentMismatch      ErrorError = "payment_mismatch"
 	ErrorErrorRateLimited          ErrorError = "rate_limited"
 	ErrorErrorSaleEnded            ErrorError = "sale_ended"
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
@@ -107,6 +127,8 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorInvalidRequest:
 		return true
+	case ErrorErrorInvalidSignature:
+		return true
 	case ErrorErrorLimitExceeded:
 		return true
 	case ErrorErrorMethodNotAllowed:
@@ -118,6 +140,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorOrderPaid:
 		return true
 	case ErrorErrorOrderQueued:
+		return true
+	case ErrorErrorPaymentMismatch:
 		return true
 	case ErrorErrorRateLimited:
 		return true
@@ -227,6 +251,102 @@ func (e OrderStatus) Valid() bool {
 	case OrderStatusPendingPayment:
 		return true
 	case OrderStatusQueued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentNotificationType.
+const (
+	PaymentSucceeded PaymentNotificationType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentNotificationType enum.
+func (e PaymentNotificationType) Valid() bool {
+	switch e {
+	case PaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentReason.
+const (
+	PaymentReasonAmount    PaymentReason = "amount"
+	PaymentReasonCancelled PaymentReason = "cancelled"
+	PaymentReasonCurrency  PaymentReason = "currency"
+	PaymentReasonExpired   PaymentReason = "expired"
+	PaymentReasonFailed    PaymentReason = "failed"
+	PaymentReasonLate      PaymentReason = "late"
+	PaymentReasonPaid      PaymentReason = "paid"
+)
+
+// Valid indicates whether the value is a known member of the PaymentReason enum.
+func (e PaymentReason) Valid() bool {
+	switch e {
+	case PaymentReasonAmount:
+		return true
+	case PaymentReasonCancelled:
+		return true
+	case PaymentReasonCurrency:
+		return true
+	case PaymentReasonExpired:
+		return true
+	case PaymentReasonFailed:
+		return true
+	case PaymentReasonLate:
+		return true
+	case PaymentReasonPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentResultOrderStatus.
+const (
+	PaymentResultOrderStatusCancelled      PaymentResultOrderStatus = "cancelled"
+	PaymentResultOrderStatusExpired        PaymentResultOrderStatus = "expired"
+	PaymentResultOrderStatusFailed         PaymentResultOrderStatus = "failed"
+	PaymentResultOrderStatusPaid           PaymentResultOrderStatus = "paid"
+	PaymentResultOrderStatusPendingPayment PaymentResultOrderStatus = "pending_payment"
+)
+
+// Valid indicates whether the value is a known member of the PaymentResultOrderStatus enum.
+func (e PaymentResultOrderStatus) Valid() bool {
+	switch e {
+	case PaymentResultOrderStatusCancelled:
+		return true
+	case PaymentResultOrderStatusExpired:
+		return true
+	case PaymentResultOrderStatusFailed:
+		return true
+	case PaymentResultOrderStatusPaid:
+		return true
+	case PaymentResultOrderStatusPendingPayment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentStatus.
+const (
+	Applied   PaymentStatus = "applied"
+	Mismatch  PaymentStatus = "mismatch"
+	RefundDue PaymentStatus = "refund_due"
+)
+
+// Valid indicates whether the value is a known member of the PaymentStatus enum.
+func (e PaymentStatus) Valid() bool {
+	switch e {
+	case Applied:
+		return true
+	case Mismatch:
+		return true
+	case RefundDue:
 		return true
 	default:
 		return false
@@ -480,6 +600,36 @@ type BucketReport struct {
 // when the SKU is created.
 type Buckets = int
 
+// Checkout What the shop's checkout needs to charge for an order (`payment.mode`
+// `webhook`). The checkout charges the shopper, before `expires_at`,
+// and hands the payment side `order_id` to send back in its
+// notification (`POST /webhooks/payments`), which marks the order paid.
+type Checkout struct {
+	// AmountCents What to charge, in cents: the order's `price_cents` (the unit
+	// price times `qty`). A notification of another amount is a
+	// mismatch.
+	AmountCents int64 `json:"amount_cents"`
+
+	// Currency ISO 4217 code of every price, `payment.currency` (`SECKILL_PAYMENT_CURRENCY`, USD by default).
+	Currency string `json:"currency"`
+
+	// ExpiresAt The payment deadline: a payment notified after it is recorded
+	// `refund_due` (the order expires and its units go back on sale).
+	ExpiresAt time.Time `json:"expires_at"`
+	OrderId   string    `json:"order_id"`
+
+	// PaymentReference `pay_` followed by the order id, the same on every call for the
+	// order: an idempotency key for the charge, so that a checkout
+	// asked twice charges once.
+	PaymentReference string `json:"payment_reference"`
+
+	// Status `pending_payment` until the payment side's notification is applied, `paid` after.
+	Status CheckoutStatus `json:"status"`
+}
+
+// CheckoutStatus `pending_payment` until the payment side's notification is applied, `paid` after.
+type CheckoutStatus string
+
 // DeadLetters defines model for DeadLetters.
 type DeadLetters struct {
 	Dead   []TaskView `json:"dead"`
@@ -576,6 +726,126 @@ type OrderList struct {
 	// NextCursor Present only when more items may follow; pass it as `cursor`.
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
+
+// Payment A payment notification received, and what it did.
+type Payment struct {
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	OrderId     string `json:"order_id"`
+
+	// PaymentId The payment side's id of the payment.
+	PaymentId string `json:"payment_id"`
+
+	// Reason Why a payment is `refund_due`: `late` (the order was pending, past
+	// its deadline), `paid` (another payment had paid it), or the order's
+	// status `cancelled`, `expired` or `failed`. Why it is a `mismatch`:
+	// `amount` (not the order's `price_cents`) or `currency` (not
+	// `payment.currency`).
+	Reason *PaymentReason `json:"reason,omitempty"`
+
+	// ReceivedAt When it was recorded.
+	ReceivedAt time.Time `json:"received_at"`
+
+	// Status What a payment notification did: `applied` (the order became paid),
+	// `refund_due` (the order could not take it and is unchanged: the shop
+	// owes the money back), `mismatch` (amount or currency not the
+	// order's: the order is unchanged).
+	Status PaymentStatus `json:"status"`
+
+	// WebhookId The `webhook-id` of the notification that recorded it.
+	WebhookId string `json:"webhook_id"`
+}
+
+// PaymentData The payment; fields other than these are ignored.
+type PaymentData struct {
+	// AmountCents What was charged, in cents; must be the order's `price_cents`.
+	AmountCents int64 `json:"amount_cents"`
+
+	// Currency ISO 4217 code of what was charged; must be `payment.currency`.
+	Currency string `json:"currency"`
+
+	// OrderId The order paid, as `placeOrder` answered it.
+	OrderId string `json:"order_id"`
+
+	// PaymentId The payment side's id of the payment, 1-128 letters, digits or
+	// `- _ . : @`. A payment id recorded before is a replay, or a 422
+	// when the order, amount or currency differ.
+	PaymentId string `json:"payment_id"`
+}
+
+// PaymentList defines model for PaymentList.
+type PaymentList struct {
+	Items []Payment `json:"items"`
+
+	// NextCursor Present only when more items may follow; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// PaymentNotification The body of a payment notification. Fields other than these are
+// ignored, so a payment side may send its own.
+type PaymentNotification struct {
+	// Data The payment; fields other than these are ignored.
+	Data PaymentData `json:"data"`
+
+	// Type The only notification taken.
+	Type PaymentNotificationType `json:"type"`
+}
+
+// PaymentNotificationType The only notification taken.
+type PaymentNotificationType string
+
+// PaymentReason Why a payment is `refund_due`: `late` (the order was pending, past
+// its deadline), `paid` (another payment had paid it), or the order's
+// status `cancelled`, `expired` or `failed`. Why it is a `mismatch`:
+// `amount` (not the order's `price_cents`) or `currency` (not
+// `payment.currency`).
+type PaymentReason string
+
+// PaymentResult What a payment notification did: the payment as recorded (`Payment`),
+// the order's status after it, and whether it was a replay.
+type PaymentResult struct {
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	OrderId     string `json:"order_id"`
+
+	// OrderStatus The order's status now.
+	OrderStatus PaymentResultOrderStatus `json:"order_status"`
+
+	// PaymentId The payment side's id of the payment.
+	PaymentId string `json:"payment_id"`
+
+	// Reason Why a payment is `refund_due`: `late` (the order was pending, past
+	// its deadline), `paid` (another payment had paid it), or the order's
+	// status `cancelled`, `expired` or `failed`. Why it is a `mismatch`:
+	// `amount` (not the order's `price_cents`) or `currency` (not
+	// `payment.currency`).
+	Reason *PaymentReason `json:"reason,omitempty"`
+
+	// ReceivedAt When it was recorded (the first time, for a replay).
+	ReceivedAt time.Time `json:"received_at"`
+
+	// Replay true when the notification's `webhook-id` or `payment_id` was
+	// recorded before: the record is answered, and nothing changed now.
+	Replay bool `json:"replay"`
+
+	// Status What a payment notification did: `applied` (the order became paid),
+	// `refund_due` (the order could not take it and is unchanged: the shop
+	// owes the money back), `mismatch` (amount or currency not the
+	// order's: the order is unchanged).
+	Status PaymentStatus `json:"status"`
+
+	// WebhookId The `webhook-id` of the notification that recorded it (the first one, for a replay).
+	WebhookId string `json:"webhook_id"`
+}
+
+// PaymentResultOrderStatus The order's status now.
+type PaymentResultOrderStatus string
+
+// PaymentStatus What a payment notification did: `applied` (the order became paid),
+// `refund_due` (the order could not take it and is unchanged: the shop
+// owes the money back), `mismatch` (amount or currency not the
+// order's: the order is unchanged).
+type PaymentStatus string
 
 // PlaceOrderRequest defines model for PlaceOrderRequest.
 type PlaceOrderRequest struct {
@@ -924,6 +1194,15 @@ type SKUIdParam = int64
 // TaskId defines model for TaskId.
 type TaskId = string
 
+// WebhookId defines model for WebhookId.
+type WebhookId = string
+
+// WebhookSignature defines model for WebhookSignature.
+type WebhookSignature = string
+
+// WebhookTimestamp defines model for WebhookTimestamp.
+type WebhookTimestamp = int64
+
 // BadRequest Every error body.
 type BadRequest = Error
 
@@ -936,6 +1215,9 @@ type Conflict = Error
 // Forbidden Every error body.
 type Forbidden = Error
 
+// InvalidSignature Every error body.
+type InvalidSignature = Error
+
 // NotFound Every error body.
 type NotFound = Error
 
@@ -944,6 +1226,16 @@ type OrderConflict = Error
 
 // PayloadTooLarge Every error body.
 type PayloadTooLarge = Error
+
+// PaymentMismatch Every error body.
+type PaymentMismatch = Error
+
+// PaymentRecorded What a payment notification did: the payment as recorded (`Payment`),
+// the order's status after it, and whether it was a replay.
+type PaymentRecorded = PaymentResult
+
+// PaymentUnavailable Every error body.
+type PaymentUnavailable = Error
 
 // ServiceUnavailable Every error body.
 type ServiceUnavailable = Error
@@ -970,6 +1262,23 @@ type AdminListOrdersParams struct {
 	// `failed` (the parameter may also be repeated; the values add up).
 	// `queued` needs `sku_id`.
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: the `next_cursor` of the previous page; omit it for the first
+	// page. A value the API did not give (an empty one included) is 400
+	// `invalid_request`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// AdminListPaymentsParams defines parameters for AdminListPayments.
+type AdminListPaymentsParams struct {
+	// Status Only the payments with this outcome.
+	Status *PaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// OrderId Only the payments naming this order.
+	OrderId *string `form:"order_id,omitempty" json:"order_id,omitempty"`
 
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1019,6 +1328,11 @@ type ListOrdersParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// PayOrder200JSONResponseBody defines parameters for PayOrder.
+type PayOrder200JSONResponseBody struct {
+	union json.RawMessage
+}
+
 // ListSKUsParams defines parameters for ListSKUs.
 type ListSKUsParams struct {
 	// State Comma-separated subset of `upcoming`, `live`, `sold_out`, `ended`
@@ -1035,6 +1349,38 @@ type ListSKUsParams struct {
 	// page. A value the API did not give (an empty one included) is 400
 	// `invalid_request`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ReceivePaymentParams defines parameters for ReceivePayment.
+type ReceivePaymentParams struct {
+	// WebhookId The notification's id, the same on every retry of it (Standard
+	// Webhooks): 1-128 letters, digits or `- _ . : @`. A notification whose
+	// id was recorded before is a replay.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When the notification was signed, in Unix seconds; more than 5 minutes from the server's clock is 401 `invalid_signature`.
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`
+	// keyed with a `payment.webhook_secret` key (the base64-decoded part
+	// after `whsec_`); several space-separated, one matching is enough.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
+}
+
+// PaymentSucceededParams defines parameters for PaymentSucceeded.
+type PaymentSucceededParams struct {
+	// WebhookId The notification's id, the same on every retry of it (Standard
+	// Webhooks): 1-128 letters, digits or `- _ . : @`. A notification whose
+	// id was recorded before is a replay.
+	WebhookId WebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When the notification was signed, in Unix seconds; more than 5 minutes from the server's clock is 401 `invalid_signature`.
+	WebhookTimestamp WebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`
+	// keyed with a `payment.webhook_secret` key (the base64-decoded part
+	// after `whsec_`); several space-separated, one matching is enough.
+	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
 
 // AdminCancelOrderJSONRequestBody defines body for AdminCancelOrder for application/json ContentType.
@@ -1054,6 +1400,74 @@ type SetStockJSONRequestBody = SetStockRequest
 
 // PlaceOrderJSONRequestBody defines body for PlaceOrder for application/json ContentType.
 type PlaceOrderJSONRequestBody = PlaceOrderRequest
+
+// ReceivePaymentJSONRequestBody defines body for ReceivePayment for application/json ContentType.
+type ReceivePaymentJSONRequestBody = PaymentNotification
+
+// PaymentSucceededJSONRequestBody defines body for PaymentSucceeded for application/json ContentType.
+type PaymentSucceededJSONRequestBody = PaymentNotification
+
+// AsOrder returns the union data inside the PayOrder200JSONResponseBody as a Order
+func (t PayOrder200JSONResponseBody) AsOrder() (Order, error) {
+	var body Order
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOrder overwrites any union data inside the PayOrder200JSONResponseBody as the provided Order
+func (t *PayOrder200JSONResponseBody) FromOrder(v Order) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOrder performs a merge with any union data inside the PayOrder200JSONResponseBody, using the provided Order
+func (t *PayOrder200JSONResponseBody) MergeOrder(v Order) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCheckout returns the union data inside the PayOrder200JSONResponseBody as a Checkout
+func (t PayOrder200JSONResponseBody) AsCheckout() (Checkout, error) {
+	var body Checkout
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCheckout overwrites any union data inside the PayOrder200JSONResponseBody as the provided Checkout
+func (t *PayOrder200JSONResponseBody) FromCheckout(v Checkout) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCheckout performs a merge with any union data inside the PayOrder200JSONResponseBody, using the provided Checkout
+func (t *PayOrder200JSONResponseBody) MergeCheckout(v Checkout) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PayOrder200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PayOrder200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1204,6 +1618,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
 	AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminListPayments List the payment notifications received and what they did
+	//
+	// The payments recorded by `POST /webhooks/payments`, newest first, one
+	// page at a time; with `status` and `order_id`, only those that match
+	// both. Pass the `next_cursor` of a page as `cursor`, with the same
+	// filters, to get the next one; a page without `next_cursor` is the
+	// last.
+	//
+	// `status=refund_due` is the shop's to-do list: money received for an
+	// order that could not take it (closed, already paid, or past its
+	// deadline), to be paid back outside seckill. `status=mismatch` lists
+	// payments whose amount or currency was not the order's. A bad
+	// `status`, `order_id`, `limit` or `cursor` (an empty one included) is
+	// 400 `invalid_request`.
+	//
+	// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
+	AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListSKUs List SKUs with their operational figures
 	//
@@ -1554,13 +1986,27 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PayOrder Pay an order
+	// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
 	//
-	// Marks a `pending_payment` order paid before its deadline and answers
-	// the order (status `paid`). Paying a paid order again answers 200.
-	// 409 `order_queued` (with `Retry-After`) while the order is not yet in
-	// SQL; 409 `order_closed` when it is cancelled, expired, failed or past
-	// its payment deadline. No request body.
+	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
+	// request body either way.
+	//
+	// `trusted` (the embedded quick start's): marks a `pending_payment`
+	// order paid before its deadline and answers the order (`Order`,
+	// status `paid`). Paying a paid order again answers 200. For a gateway
+	// that forwards the call only after it has charged the shopper.
+	//
+	// `webhook`: changes nothing, and answers what the shop's checkout
+	// needs to charge for the order (`Checkout`): the amount, the currency,
+	// the payment deadline and a `payment_reference` that is the same on
+	// every call. Only the payment side's signed notification (`POST
+	// /webhooks/payments`) marks the order paid; from then on this answers
+	// the `Checkout` with status `paid`, and `GET
+	// /api/v1/orders/{order_id}` shows it `paid`.
+	//
+	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
+	// failed or past its payment deadline.
 	//
 	// Corresponds with POST /api/v1/orders/{order_id}/pay (the `PayOrder` operationId).
 	PayOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1614,6 +2060,116 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceivePaymentWithBody Take the payment side's notification that a payment succeeded
+	//
+	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+	// exist (404 `not_found`). The payment side — a payment provider, or the
+	// shop's own payment service — sends it once it has charged a shopper
+	// for an order; `paymentSucceeded` under `webhooks` is the same call
+	// seen from that side. It is not under `/admin` and takes no shopper
+	// identity: the signature is the authentication.
+	//
+	// Signed per Standard Webhooks (standardwebhooks.com) with a
+	// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+	// several, comma-separated, each accepted): `webhook-signature` is
+	// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// or several such space-separated, and `webhook-timestamp` must be
+	// within 5 minutes of the server's clock. A missing header, a signature
+	// that matches no key or a stale timestamp is 401 `invalid_signature`,
+	// and nothing is read or written.
+	//
+	// The payment is recorded, and applied to its order, in one
+	// transaction holding the order's row lock, so a payment racing the
+	// order's deadline expiry is settled once: exactly one of them changes
+	// the order, and the payment records what it found. `status`:
+	//
+	// - `applied`: the order was `pending_payment` before its deadline and
+	//   is `paid` now.
+	// - `refund_due`: the order could not take the payment, and is left as
+	//   it is; the shop owes the money back. `reason`: `late` (pending,
+	//   past its deadline), `paid` (another payment paid it), or the
+	//   order's status, `cancelled`, `expired` or `failed`. A closed
+	//   order's units may have been sold again and are never taken back.
+	//   `GET /admin/payments?status=refund_due` lists these.
+	// - `mismatch`: `amount_cents` is not the order's `price_cents`
+	//   (`reason` `amount`) or `currency` is not `payment.currency`
+	//   (`currency`). Recorded once, the order unchanged; answered 422
+	//   `payment_mismatch`.
+	//
+	// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+	// was recorded before (a retry, or the same payment sent as a new
+	// message) is answered as recorded, with `replay` true, and changes
+	// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+	// for another order, amount or currency is 422 `payment_mismatch`.
+	//
+	// What the payment side should do with each answer: 200, stop (sending
+	// again is harmless). 503 `order_queued` (with `Retry-After`): the
+	// order was accepted a moment ago and is not in SQL yet; nothing was
+	// recorded; send the same notification again, it is applied then. 503
+	// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+	// same notification gets the same answer; someone has to look (a 401
+	// usually means a key not configured, or a clock off by minutes).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+	ReceivePaymentWithBody(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceivePayment Take the payment side's notification that a payment succeeded
+	//
+	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+	// exist (404 `not_found`). The payment side — a payment provider, or the
+	// shop's own payment service — sends it once it has charged a shopper
+	// for an order; `paymentSucceeded` under `webhooks` is the same call
+	// seen from that side. It is not under `/admin` and takes no shopper
+	// identity: the signature is the authentication.
+	//
+	// Signed per Standard Webhooks (standardwebhooks.com) with a
+	// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+	// several, comma-separated, each accepted): `webhook-signature` is
+	// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// or several such space-separated, and `webhook-timestamp` must be
+	// within 5 minutes of the server's clock. A missing header, a signature
+	// that matches no key or a stale timestamp is 401 `invalid_signature`,
+	// and nothing is read or written.
+	//
+	// The payment is recorded, and applied to its order, in one
+	// transaction holding the order's row lock, so a payment racing the
+	// order's deadline expiry is settled once: exactly one of them changes
+	// the order, and the payment records what it found. `status`:
+	//
+	// - `applied`: the order was `pending_payment` before its deadline and
+	//   is `paid` now.
+	// - `refund_due`: the order could not take the payment, and is left as
+	//   it is; the shop owes the money back. `reason`: `late` (pending,
+	//   past its deadline), `paid` (another payment paid it), or the
+	//   order's status, `cancelled`, `expired` or `failed`. A closed
+	//   order's units may have been sold again and are never taken back.
+	//   `GET /admin/payments?status=refund_due` lists these.
+	// - `mismatch`: `amount_cents` is not the order's `price_cents`
+	//   (`reason` `amount`) or `currency` is not `payment.currency`
+	//   (`currency`). Recorded once, the order unchanged; answered 422
+	//   `payment_mismatch`.
+	//
+	// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+	// was recorded before (a retry, or the same payment sent as a new
+	// message) is answered as recorded, with `replay` true, and changes
+	// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+	// for another order, amount or currency is 422 `payment_mismatch`.
+	//
+	// What the payment side should do with each answer: 200, stop (sending
+	// again is harmless). 503 `order_queued` (with `Retry-After`): the
+	// order was accepted a moment ago and is not in SQL yet; nothing was
+	// recorded; send the same notification again, it is applied then. 503
+	// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+	// same notification gets the same answer; someone has to look (a 401
+	// usually means a key not configured, or a clock off by minutes).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+	ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // AdminListOrders Find orders (support)
@@ -1722,6 +2278,34 @@ func (c *Client) AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, 
 // Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
 func (c *Client) AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminCancelOrderRequest(c.Server, orderId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminListPayments List the payment notifications received and what they did
+//
+// The payments recorded by `POST /webhooks/payments`, newest first, one
+// page at a time; with `status` and `order_id`, only those that match
+// both. Pass the `next_cursor` of a page as `cursor`, with the same
+// filters, to get the next one; a page without `next_cursor` is the
+// last.
+//
+// `status=refund_due` is the shop's to-do list: money received for an
+// order that could not take it (closed, already paid, or past its
+// deadline), to be paid back outside seckill. `status=mismatch` lists
+// payments whose amount or currency was not the order's. A bad
+// `status`, `order_id`, `limit` or `cursor` (an empty one included) is
+// 400 `invalid_request`.
+//
+// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
+func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListPaymentsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2281,13 +2865,27 @@ func (c *Client) CancelOrder(ctx context.Context, orderId OrderId, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// PayOrder Pay an order
+// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
 //
-// Marks a `pending_payment` order paid before its deadline and answers
-// the order (status `paid`). Paying a paid order again answers 200.
-// 409 `order_queued` (with `Retry-After`) while the order is not yet in
-// SQL; 409 `order_closed` when it is cancelled, expired, failed or past
-// its payment deadline. No request body.
+// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
+// request body either way.
+//
+// `trusted` (the embedded quick start's): marks a `pending_payment`
+// order paid before its deadline and answers the order (`Order`,
+// status `paid`). Paying a paid order again answers 200. For a gateway
+// that forwards the call only after it has charged the shopper.
+//
+// `webhook`: changes nothing, and answers what the shop's checkout
+// needs to charge for the order (`Checkout`): the amount, the currency,
+// the payment deadline and a `payment_reference` that is the same on
+// every call. Only the payment side's signed notification (`POST
+// /webhooks/payments`) marks the order paid; from then on this answers
+// the `Checkout` with status `paid`, and `GET
+// /api/v1/orders/{order_id}` shows it `paid`.
+//
+// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
+// failed or past its payment deadline.
 //
 // Corresponds with POST /api/v1/orders/{order_id}/pay (the `PayOrder` operationId).
 func (c *Client) PayOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2402,6 +3000,136 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceivePaymentWithBody Take the payment side's notification that a payment succeeded
+//
+// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+// exist (404 `not_found`). The payment side — a payment provider, or the
+// shop's own payment service — sends it once it has charged a shopper
+// for an order; `paymentSucceeded` under `webhooks` is the same call
+// seen from that side. It is not under `/admin` and takes no shopper
+// identity: the signature is the authentication.
+//
+// Signed per Standard Webhooks (standardwebhooks.com) with a
+// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+// several, comma-separated, each accepted): `webhook-signature` is
+// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+// or several such space-separated, and `webhook-timestamp` must be
+// within 5 minutes of the server's clock. A missing header, a signature
+// that matches no key or a stale timestamp is 401 `invalid_signature`,
+// and nothing is read or written.
+//
+// The payment is recorded, and applied to its order, in one
+// transaction holding the order's row lock, so a payment racing the
+// order's deadline expiry is settled once: exactly one of them changes
+// the order, and the payment records what it found. `status`:
+//
+//   - `applied`: the order was `pending_payment` before its deadline and
+//     is `paid` now.
+//   - `refund_due`: the order could not take the payment, and is left as
+//     it is; the shop owes the money back. `reason`: `late` (pending,
+//     past its deadline), `paid` (another payment paid it), or the
+//     order's status, `cancelled`, `expired` or `failed`. A closed
+//     order's units may have been sold again and are never taken back.
+//     `GET /admin/payments?status=refund_due` lists these.
+//   - `mismatch`: `amount_cents` is not the order's `price_cents`
+//     (`reason` `amount`) or `currency` is not `payment.currency`
+//     (`currency`). Recorded once, the order unchanged; answered 422
+//     `payment_mismatch`.
+//
+// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+// was recorded before (a retry, or the same payment sent as a new
+// message) is answered as recorded, with `replay` true, and changes
+// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+// for another order, amount or currency is 422 `payment_mismatch`.
+//
+// What the payment side should do with each answer: 200, stop (sending
+// again is harmless). 503 `order_queued` (with `Retry-After`): the
+// order was accepted a moment ago and is not in SQL yet; nothing was
+// recorded; send the same notification again, it is applied then. 503
+// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+// same notification gets the same answer; someone has to look (a 401
+// usually means a key not configured, or a clock off by minutes).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+func (c *Client) ReceivePaymentWithBody(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceivePaymentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceivePayment Take the payment side's notification that a payment succeeded
+//
+// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+// exist (404 `not_found`). The payment side — a payment provider, or the
+// shop's own payment service — sends it once it has charged a shopper
+// for an order; `paymentSucceeded` under `webhooks` is the same call
+// seen from that side. It is not under `/admin` and takes no shopper
+// identity: the signature is the authentication.
+//
+// Signed per Standard Webhooks (standardwebhooks.com) with a
+// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+// several, comma-separated, each accepted): `webhook-signature` is
+// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+// or several such space-separated, and `webhook-timestamp` must be
+// within 5 minutes of the server's clock. A missing header, a signature
+// that matches no key or a stale timestamp is 401 `invalid_signature`,
+// and nothing is read or written.
+//
+// The payment is recorded, and applied to its order, in one
+// transaction holding the order's row lock, so a payment racing the
+// order's deadline expiry is settled once: exactly one of them changes
+// the order, and the payment records what it found. `status`:
+//
+//   - `applied`: the order was `pending_payment` before its deadline and
+//     is `paid` now.
+//   - `refund_due`: the order could not take the payment, and is left as
+//     it is; the shop owes the money back. `reason`: `late` (pending,
+//     past its deadline), `paid` (another payment paid it), or the
+//     order's status, `cancelled`, `expired` or `failed`. A closed
+//     order's units may have been sold again and are never taken back.
+//     `GET /admin/payments?status=refund_due` lists these.
+//   - `mismatch`: `amount_cents` is not the order's `price_cents`
+//     (`reason` `amount`) or `currency` is not `payment.currency`
+//     (`currency`). Recorded once, the order unchanged; answered 422
+//     `payment_mismatch`.
+//
+// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+// was recorded before (a retry, or the same payment sent as a new
+// message) is answered as recorded, with `replay` true, and changes
+// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+// for another order, amount or currency is 422 `payment_mismatch`.
+//
+// What the payment side should do with each answer: 200, stop (sending
+// again is harmless). 503 `order_queued` (with `Retry-After`): the
+// order was accepted a moment ago and is not in SQL yet; nothing was
+// recorded; send the same notification again, it is applied then. 503
+// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+// same notification gets the same answer; someone has to look (a 401
+// usually means a key not configured, or a clock off by minutes).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+func (c *Client) ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceivePaymentRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2591,6 +3319,96 @@ func NewAdminCancelOrderRequestWithBody(server string, orderId OrderId, contentT
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAdminListPaymentsRequest constructs an http.Request for the AdminListPayments method
+func NewAdminListPaymentsRequest(server string, params *AdminListPaymentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_id", *params.OrderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3552,6 +4370,77 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReceivePaymentRequest calls the generic ReceivePayment builder with application/json body
+func NewReceivePaymentRequest(server string, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceivePaymentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewReceivePaymentRequestWithBody constructs an http.Request for the ReceivePayment method, with any body, and a specified content type
+func NewReceivePaymentRequestWithBody(server string, params *ReceivePaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -3675,6 +4564,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
 	AdminCancelOrderWithResponse(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCancelOrderResponse, error)
+
+	// AdminListPaymentsWithResponse List the payment notifications received and what they did
+	//
+	// The payments recorded by `POST /webhooks/payments`, newest first, one
+	// page at a time; with `status` and `order_id`, only those that match
+	// both. Pass the `next_cursor` of a page as `cursor`, with the same
+	// filters, to get the next one; a page without `next_cursor` is the
+	// last.
+	//
+	// `status=refund_due` is the shop's to-do list: money received for an
+	// order that could not take it (closed, already paid, or past its
+	// deadline), to be paid back outside seckill. `status=mismatch` lists
+	// payments whose amount or currency was not the order's. A bad
+	// `status`, `order_id`, `limit` or `cursor` (an empty one included) is
+	// 400 `invalid_request`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
+	AdminListPaymentsWithResponse(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*AdminListPaymentsResponse, error)
 
 	// AdminListSKUsWithResponse List SKUs with their operational figures
 	//
@@ -4047,13 +4956,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithResponse(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
-	// PayOrderWithResponse Pay an order
+	// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
 	//
-	// Marks a `pending_payment` order paid before its deadline and answers
-	// the order (status `paid`). Paying a paid order again answers 200.
-	// 409 `order_queued` (with `Retry-After`) while the order is not yet in
-	// SQL; 409 `order_closed` when it is cancelled, expired, failed or past
-	// its payment deadline. No request body.
+	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
+	// request body either way.
+	//
+	// `trusted` (the embedded quick start's): marks a `pending_payment`
+	// order paid before its deadline and answers the order (`Order`,
+	// status `paid`). Paying a paid order again answers 200. For a gateway
+	// that forwards the call only after it has charged the shopper.
+	//
+	// `webhook`: changes nothing, and answers what the shop's checkout
+	// needs to charge for the order (`Checkout`): the amount, the currency,
+	// the payment deadline and a `payment_reference` that is the same on
+	// every call. Only the payment side's signed notification (`POST
+	// /webhooks/payments`) marks the order paid; from then on this answers
+	// the `Checkout` with status `paid`, and `GET
+	// /api/v1/orders/{order_id}` shows it `paid`.
+	//
+	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
+	// failed or past its payment deadline.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4121,6 +5044,116 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+
+	// ReceivePaymentWithBodyWithResponse Take the payment side's notification that a payment succeeded
+	//
+	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+	// exist (404 `not_found`). The payment side — a payment provider, or the
+	// shop's own payment service — sends it once it has charged a shopper
+	// for an order; `paymentSucceeded` under `webhooks` is the same call
+	// seen from that side. It is not under `/admin` and takes no shopper
+	// identity: the signature is the authentication.
+	//
+	// Signed per Standard Webhooks (standardwebhooks.com) with a
+	// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+	// several, comma-separated, each accepted): `webhook-signature` is
+	// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// or several such space-separated, and `webhook-timestamp` must be
+	// within 5 minutes of the server's clock. A missing header, a signature
+	// that matches no key or a stale timestamp is 401 `invalid_signature`,
+	// and nothing is read or written.
+	//
+	// The payment is recorded, and applied to its order, in one
+	// transaction holding the order's row lock, so a payment racing the
+	// order's deadline expiry is settled once: exactly one of them changes
+	// the order, and the payment records what it found. `status`:
+	//
+	// - `applied`: the order was `pending_payment` before its deadline and
+	//   is `paid` now.
+	// - `refund_due`: the order could not take the payment, and is left as
+	//   it is; the shop owes the money back. `reason`: `late` (pending,
+	//   past its deadline), `paid` (another payment paid it), or the
+	//   order's status, `cancelled`, `expired` or `failed`. A closed
+	//   order's units may have been sold again and are never taken back.
+	//   `GET /admin/payments?status=refund_due` lists these.
+	// - `mismatch`: `amount_cents` is not the order's `price_cents`
+	//   (`reason` `amount`) or `currency` is not `payment.currency`
+	//   (`currency`). Recorded once, the order unchanged; answered 422
+	//   `payment_mismatch`.
+	//
+	// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+	// was recorded before (a retry, or the same payment sent as a new
+	// message) is answered as recorded, with `replay` true, and changes
+	// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+	// for another order, amount or currency is 422 `payment_mismatch`.
+	//
+	// What the payment side should do with each answer: 200, stop (sending
+	// again is harmless). 503 `order_queued` (with `Retry-After`): the
+	// order was accepted a moment ago and is not in SQL yet; nothing was
+	// recorded; send the same notification again, it is applied then. 503
+	// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+	// same notification gets the same answer; someone has to look (a 401
+	// usually means a key not configured, or a clock off by minutes).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+	ReceivePaymentWithBodyWithResponse(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error)
+
+	// ReceivePaymentWithResponse Take the payment side's notification that a payment succeeded
+	//
+	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+	// exist (404 `not_found`). The payment side — a payment provider, or the
+	// shop's own payment service — sends it once it has charged a shopper
+	// for an order; `paymentSucceeded` under `webhooks` is the same call
+	// seen from that side. It is not under `/admin` and takes no shopper
+	// identity: the signature is the authentication.
+	//
+	// Signed per Standard Webhooks (standardwebhooks.com) with a
+	// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+	// several, comma-separated, each accepted): `webhook-signature` is
+	// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// or several such space-separated, and `webhook-timestamp` must be
+	// within 5 minutes of the server's clock. A missing header, a signature
+	// that matches no key or a stale timestamp is 401 `invalid_signature`,
+	// and nothing is read or written.
+	//
+	// The payment is recorded, and applied to its order, in one
+	// transaction holding the order's row lock, so a payment racing the
+	// order's deadline expiry is settled once: exactly one of them changes
+	// the order, and the payment records what it found. `status`:
+	//
+	// - `applied`: the order was `pending_payment` before its deadline and
+	//   is `paid` now.
+	// - `refund_due`: the order could not take the payment, and is left as
+	//   it is; the shop owes the money back. `reason`: `late` (pending,
+	//   past its deadline), `paid` (another payment paid it), or the
+	//   order's status, `cancelled`, `expired` or `failed`. A closed
+	//   order's units may have been sold again and are never taken back.
+	//   `GET /admin/payments?status=refund_due` lists these.
+	// - `mismatch`: `amount_cents` is not the order's `price_cents`
+	//   (`reason` `amount`) or `currency` is not `payment.currency`
+	//   (`currency`). Recorded once, the order unchanged; answered 422
+	//   `payment_mismatch`.
+	//
+	// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+	// was recorded before (a retry, or the same payment sent as a new
+	// message) is answered as recorded, with `replay` true, and changes
+	// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+	// for another order, amount or currency is 422 `payment_mismatch`.
+	//
+	// What the payment side should do with each answer: 200, stop (sending
+	// again is harmless). 503 `order_queued` (with `Retry-After`): the
+	// order was accepted a moment ago and is not in SQL yet; nothing was
+	// recorded; send the same notification again, it is applied then. 503
+	// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+	// same notification gets the same answer; someone has to look (a 401
+	// usually means a key not configured, or a clock off by minutes).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+	ReceivePaymentWithResponse(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error)
 }
 
 // AdminListOrdersResponse503Headers the declared response headers of an HTTP 503 response for AdminListOrders
@@ -4373,6 +5406,82 @@ func (r AdminCancelOrderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminCancelOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminListPaymentsResponse503Headers the declared response headers of an HTTP 503 response for AdminListPayments
+type AdminListPaymentsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminListPaymentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PaymentList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListPaymentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListPaymentsResponse) GetJSON200() *PaymentList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AdminListPaymentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminListPaymentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminListPaymentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminListPaymentsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListPaymentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListPaymentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListPaymentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListPaymentsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5687,7 +6796,7 @@ type PayOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Order
+	JSON200 *PayOrder200JSONResponseBody
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -5703,7 +6812,7 @@ type PayOrderResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PayOrderResponse) GetJSON200() *Order {
+func (r PayOrderResponse) GetJSON200() *PayOrder200JSONResponseBody {
 	return r.JSON200
 }
 
@@ -6051,6 +7160,96 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ReceivePaymentResponse503Headers the declared response headers of an HTTP 503 response for ReceivePayment
+type ReceivePaymentResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceivePaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PaymentRecorded
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *InvalidSignature
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *PaymentMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PaymentUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceivePaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceivePaymentResponse) GetJSON200() *PaymentRecorded {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceivePaymentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReceivePaymentResponse) GetJSON401() *InvalidSignature {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceivePaymentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceivePaymentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReceivePaymentResponse) GetJSON422() *PaymentMismatch {
+	return r.JSON422
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReceivePaymentResponse) GetJSON503() *PaymentUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceivePaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceivePaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceivePaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceivePaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AdminListOrdersWithResponse Find orders (support)
 //
 // The orders matching every filter given (none: all of them), whatever
@@ -6153,6 +7352,32 @@ func (c *ClientWithResponses) AdminCancelOrderWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseAdminCancelOrderResponse(rsp)
+}
+
+// AdminListPaymentsWithResponse List the payment notifications received and what they did
+//
+// The payments recorded by `POST /webhooks/payments`, newest first, one
+// page at a time; with `status` and `order_id`, only those that match
+// both. Pass the `next_cursor` of a page as `cursor`, with the same
+// filters, to get the next one; a page without `next_cursor` is the
+// last.
+//
+// `status=refund_due` is the shop's to-do list: money received for an
+// order that could not take it (closed, already paid, or past its
+// deadline), to be paid back outside seckill. `status=mismatch` lists
+// payments whose amount or currency was not the order's. A bad
+// `status`, `order_id`, `limit` or `cursor` (an empty one included) is
+// 400 `invalid_request`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
+func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*AdminListPaymentsResponse, error) {
+	rsp, err := c.AdminListPayments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListPaymentsResponse(rsp)
 }
 
 // AdminListSKUsWithResponse List SKUs with their operational figures
@@ -6646,13 +7871,27 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, order
 	return ParseCancelOrderResponse(rsp)
 }
 
-// PayOrderWithResponse Pay an order
+// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
 //
-// Marks a `pending_payment` order paid before its deadline and answers
-// the order (status `paid`). Paying a paid order again answers 200.
-// 409 `order_queued` (with `Retry-After`) while the order is not yet in
-// SQL; 409 `order_closed` when it is cancelled, expired, failed or past
-// its payment deadline. No request body.
+// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
+// request body either way.
+//
+// `trusted` (the embedded quick start's): marks a `pending_payment`
+// order paid before its deadline and answers the order (`Order`,
+// status `paid`). Paying a paid order again answers 200. For a gateway
+// that forwards the call only after it has charged the shopper.
+//
+// `webhook`: changes nothing, and answers what the shop's checkout
+// needs to charge for the order (`Checkout`): the amount, the currency,
+// the payment deadline and a `payment_reference` that is the same on
+// every call. Only the payment side's signed notification (`POST
+// /webhooks/payments`) marks the order paid; from then on this answers
+// the `Checkout` with status `paid`, and `GET
+// /api/v1/orders/{order_id}` shows it `paid`.
+//
+// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
+// failed or past its payment deadline.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6761,6 +8000,128 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ReceivePaymentWithBodyWithResponse Take the payment side's notification that a payment succeeded
+//
+// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+// exist (404 `not_found`). The payment side — a payment provider, or the
+// shop's own payment service — sends it once it has charged a shopper
+// for an order; `paymentSucceeded` under `webhooks` is the same call
+// seen from that side. It is not under `/admin` and takes no shopper
+// identity: the signature is the authentication.
+//
+// Signed per Standard Webhooks (standardwebhooks.com) with a
+// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+// several, comma-separated, each accepted): `webhook-signature` is
+// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+// or several such space-separated, and `webhook-timestamp` must be
+// within 5 minutes of the server's clock. A missing header, a signature
+// that matches no key or a stale timestamp is 401 `invalid_signature`,
+// and nothing is read or written.
+//
+// The payment is recorded, and applied to its order, in one
+// transaction holding the order's row lock, so a payment racing the
+// order's deadline expiry is settled once: exactly one of them changes
+// the order, and the payment records what it found. `status`:
+//
+//   - `applied`: the order was `pending_payment` before its deadline and
+//     is `paid` now.
+//   - `refund_due`: the order could not take the payment, and is left as
+//     it is; the shop owes the money back. `reason`: `late` (pending,
+//     past its deadline), `paid` (another payment paid it), or the
+//     order's status, `cancelled`, `expired` or `failed`. A closed
+//     order's units may have been sold again and are never taken back.
+//     `GET /admin/payments?status=refund_due` lists these.
+//   - `mismatch`: `amount_cents` is not the order's `price_cents`
+//     (`reason` `amount`) or `currency` is not `payment.currency`
+//     (`currency`). Recorded once, the order unchanged; answered 422
+//     `payment_mismatch`.
+//
+// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+// was recorded before (a retry, or the same payment sent as a new
+// message) is answered as recorded, with `replay` true, and changes
+// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+// for another order, amount or currency is 422 `payment_mismatch`.
+//
+// What the payment side should do with each answer: 200, stop (sending
+// again is harmless). 503 `order_queued` (with `Retry-After`): the
+// order was accepted a moment ago and is not in SQL yet; nothing was
+// recorded; send the same notification again, it is applied then. 503
+// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+// same notification gets the same answer; someone has to look (a 401
+// usually means a key not configured, or a clock off by minutes).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+func (c *ClientWithResponses) ReceivePaymentWithBodyWithResponse(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error) {
+	rsp, err := c.ReceivePaymentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceivePaymentResponse(rsp)
+}
+
+// ReceivePaymentWithResponse Take the payment side's notification that a payment succeeded
+//
+// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
+// exist (404 `not_found`). The payment side — a payment provider, or the
+// shop's own payment service — sends it once it has charged a shopper
+// for an order; `paymentSucceeded` under `webhooks` is the same call
+// seen from that side. It is not under `/admin` and takes no shopper
+// identity: the signature is the authentication.
+//
+// Signed per Standard Webhooks (standardwebhooks.com) with a
+// `payment.webhook_secret` key (`whsec_<base64>`; during a rotation
+// several, comma-separated, each accepted): `webhook-signature` is
+// `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+// or several such space-separated, and `webhook-timestamp` must be
+// within 5 minutes of the server's clock. A missing header, a signature
+// that matches no key or a stale timestamp is 401 `invalid_signature`,
+// and nothing is read or written.
+//
+// The payment is recorded, and applied to its order, in one
+// transaction holding the order's row lock, so a payment racing the
+// order's deadline expiry is settled once: exactly one of them changes
+// the order, and the payment records what it found. `status`:
+//
+//   - `applied`: the order was `pending_payment` before its deadline and
+//     is `paid` now.
+//   - `refund_due`: the order could not take the payment, and is left as
+//     it is; the shop owes the money back. `reason`: `late` (pending,
+//     past its deadline), `paid` (another payment paid it), or the
+//     order's status, `cancelled`, `expired` or `failed`. A closed
+//     order's units may have been sold again and are never taken back.
+//     `GET /admin/payments?status=refund_due` lists these.
+//   - `mismatch`: `amount_cents` is not the order's `price_cents`
+//     (`reason` `amount`) or `currency` is not `payment.currency`
+//     (`currency`). Recorded once, the order unchanged; answered 422
+//     `payment_mismatch`.
+//
+// Idempotent: a notification whose `webhook-id` or `data.payment_id`
+// was recorded before (a retry, or the same payment sent as a new
+// message) is answered as recorded, with `replay` true, and changes
+// nothing (a recorded mismatch is 422 again). A `payment_id` recorded
+// for another order, amount or currency is 422 `payment_mismatch`.
+//
+// What the payment side should do with each answer: 200, stop (sending
+// again is harmless). 503 `order_queued` (with `Retry-After`): the
+// order was accepted a moment ago and is not in SQL yet; nothing was
+// recorded; send the same notification again, it is applied then. 503
+// `unavailable`: send it again later. 400, 401, 404, 413 and 422: the
+// same notification gets the same answer; someone has to look (a 401
+// usually means a key not configured, or a clock off by minutes).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
+func (c *ClientWithResponses) ReceivePaymentWithResponse(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error) {
+	rsp, err := c.ReceivePayment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceivePaymentResponse(rsp)
 }
 
 // ParseAdminListOrdersResponse parses an HTTP response from a AdminListOrdersWithResponse call
@@ -6982,6 +8343,73 @@ func ParseAdminCancelOrderResponse(rsp *http.Response) (*AdminCancelOrderRespons
 		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdminCancelOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminListPaymentsResponse parses an HTTP response from a AdminListPaymentsWithResponse call
+func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListPaymentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PaymentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminListPaymentsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -8178,7 +9606,7 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Order
+		var dest PayOrder200JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8452,4 +9880,242 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	}
 
 	return response, nil
+}
+
+// ParseReceivePaymentResponse parses an HTTP response from a ReceivePaymentWithResponse call
+func ParseReceivePaymentResponse(rsp *http.Response) (*ReceivePaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceivePaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PaymentRecorded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest InvalidSignature
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest PaymentMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PaymentUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceivePaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// PaymentSucceededWithBody fires the paymentSucceeded webhook with any body
+	PaymentSucceededWithBody(ctx context.Context, targetURL string, params *PaymentSucceededParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PaymentSucceeded(ctx context.Context, targetURL string, params *PaymentSucceededParams, body PaymentSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) PaymentSucceededWithBody(ctx context.Context, targetURL string, params *PaymentSucceededParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPaymentSucceededWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PaymentSucceeded(ctx context.Context, targetURL string, params *PaymentSucceededParams, body PaymentSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPaymentSucceededWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewPaymentSucceededWebhookRequest builds a application/json POST request for the paymentSucceeded webhook
+func NewPaymentSucceededWebhookRequest(targetURL string, params *PaymentSucceededParams, body PaymentSucceededJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPaymentSucceededWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPaymentSucceededWebhookRequestWithBody builds a POST request for the paymentSucceeded webhook with any body
+func NewPaymentSucceededWebhookRequestWithBody(targetURL string, params *PaymentSucceededParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/webhook"
 )
 
 // RunOptions says what a process runs.
@@ -64,6 +65,16 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 // stops the buy path.
 func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(), err error) {
 	cfg := a.Cfg
+	payMode, err := cfg.PaymentConfirmation()
+	if err != nil {
+		return nil, err
+	}
+	var hooks httpapi.WebhookVerifier
+	if payMode == config.PaymentWebhook {
+		if hooks, err = webhook.NewVerifier(cfg.Payment.Secrets()); err != nil {
+			return nil, err
+		}
+	}
 	tokens, err := a.shopperTokens(ctx)
 	if err != nil {
 		return nil, err
@@ -79,6 +90,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	})
 	orders := order.NewService(a.DB, a.Catalog, a.cache, a.Stock, seller, a.closer, order.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
+		Currency:       cfg.Payment.Currency,
 		PerAddress:     a.perAddress,
 		Log:            a.Log,
 		Metrics:        a.orderMetrics,
@@ -95,6 +107,9 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Sales:          a.Sales,
 		Admin:          a.Sales,
 		Support:        orders,
+		Payments:       orders,
+		PaymentMode:    payMode,
+		Webhooks:       hooks,
 		AdminToken:     a.AdminToken,
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/order"
 )
 
 // errViolation: verify found a SKU whose invariants do not hold.
@@ -27,6 +28,9 @@ redis_left + in_flight + queued + active units == stock and
 sold <= stock (stock_total, the old name of stock, is still printed too). A SKU split into buckets is also reported per bucket
 (units taken in Redis against its queued and active orders). It exits 1
 when any SKU violates an invariant. Without --sku it checks every SKU.
+Last, on stderr, it counts the payment notifications recorded by outcome:
+applied, refund_due (money the shop owes back: GET /admin/payments?status=
+refund_due lists them) and mismatch; these are not violations.
 
 It reads the servers' Redis and MySQL (SECKILL_REDIS_ADDRS,
 SECKILL_MYSQL_DSN or --config); in embedded mode it refuses, exit 2, and
@@ -66,6 +70,12 @@ names GET /admin/skus/{id}/audit, which reports the same on the server.`,
 						bad++
 					}
 				}
+				counts, err := order.PaymentCounts(cmd.Context(), a.DB)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "verify: payments: %d applied, %d refund_due, %d mismatch\n",
+					counts[order.PaymentApplied], counts[order.PaymentRefundDue], counts[order.PaymentMismatch])
 				if bad > 0 {
 					return fmt.Errorf("%w in %d of %d sku(s)", errViolation, bad, len(ids))
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
+	"github.com/seckill/seckill/internal/webhook"
 )
 
 // is matches an error that is, or wraps, any of targets.
@@ -38,6 +39,8 @@ const retrySoon = "1"
 // rules maps domain errors to HTTP, first match wins.
 var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
+	{is(webhook.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
+		Detail: "the webhook-id, webhook-timestamp and webhook-signature headers must sign the body with a payment.webhook_secret key, within 5 minutes of now"}},
 	{is(order.ErrInvalid, catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
 	{is(order.ErrNotFound, sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
@@ -45,6 +48,10 @@ var rules = []rule{
 	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrNotStarted), Error{Status: http.StatusForbidden, Code: "sale_not_started"}},
 	{is(order.ErrEnded, stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
+	// A payment notification for an order the drain has not written yet:
+	// the payment side sends it again and it is applied then.
+	{is(order.ErrPaymentEarly), Error{Status: http.StatusServiceUnavailable, Code: "order_queued", RetryAfter: retrySoon}},
+	{is(order.ErrPaymentMismatch), Error{Status: http.StatusUnprocessableEntity, Code: "payment_mismatch"}},
 	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon}},
 	{is(order.ErrClosed), Error{Status: http.StatusConflict, Code: "order_closed"}},
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},

@@ -37,6 +37,16 @@ type Deps struct {
 	// Support serves the support endpoints on orders, under /admin with
 	// the admin routes; nil: none.
 	Support Support
+	// Payments serves the payment notifications (with Webhooks), GET
+	// /admin/payments and, in webhook mode, a shopper's pay; nil: none.
+	Payments Payments
+	// PaymentMode is config.PaymentWebhook or config.PaymentTrusted: who
+	// marks an order paid, the payment side's notification or the
+	// shopper's pay.
+	PaymentMode string
+	// Webhooks verifies the payment notifications' signatures; nil: no
+	// POST /webhooks/payments.
+	Webhooks WebhookVerifier
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string
 	// Tokens, when set, makes shoppers identify with a bearer token it

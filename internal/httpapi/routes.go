@@ -3,6 +3,8 @@ package httpapi
 import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seckill/seckill/internal/config"
 )
 
 // routes registers every route of the API.
@@ -22,8 +24,15 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		api.POST("/orders", as(handlePlaceOrder(d.Shop, m.buys, d.Log)))
 		api.GET("/orders", as(handleListOrders(d.Shop, d.Log)))
 		api.GET("/orders/:order_id", as(handleGetOrder(d.Shop, d.Log)))
-		api.POST("/orders/:order_id/pay", as(handlePay(d.Shop, d.Log)))
+		if d.PaymentMode == config.PaymentWebhook && d.Payments != nil {
+			api.POST("/orders/:order_id/pay", as(handleCheckout(d.Payments, d.Log)))
+		} else {
+			api.POST("/orders/:order_id/pay", as(handlePay(d.Shop, d.Log)))
+		}
 		api.POST("/orders/:order_id/cancel", as(handleCancel(d.Shop, d.Log)))
+	}
+	if d.Payments != nil && d.Webhooks != nil {
+		r.POST("/webhooks/payments", handlePaymentWebhook(d.Payments, d.Webhooks, d.Log))
 	}
 	if d.Admin != nil {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))
@@ -42,6 +51,9 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 			admin.GET("/orders", handleSupportList(d.Support, d.Log))
 			admin.GET("/orders/:order_id", handleSupportGet(d.Support, d.Log))
 			admin.POST("/orders/:order_id/cancel", handleSupportCancel(d.Support, d.Log))
+		}
+		if d.Payments != nil {
+			admin.GET("/payments", handleListPayments(d.Payments, d.Log))
 		}
 	}
 }

@@ -31,9 +31,12 @@ type Options struct {
 	// that need no store (unknown SKU, outside the window, qty over the
 	// limit, known sold out) cost nothing, and are not counted.
 	PerAddress Limiter
-	Now        func() time.Time
-	Log        *slog.Logger
-	Metrics    *Metrics
+	// Currency is the ISO 4217 code of every price (payment.currency); a
+	// payment in another is a mismatch.
+	Currency string
+	Now      func() time.Time
+	Log      *slog.Logger
+	Metrics  *Metrics
 }
 
 // Limiter is a request budget per key shared by every instance. A limiter
@@ -66,6 +69,7 @@ type Service struct {
 func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *stock.Store, seller Seller, closer *Closer, o Options) *Service {
 	o.PaymentTimeout = cmp.Or(o.PaymentTimeout, DefaultPaymentTimeout)
 	o.Log = cmp.Or(o.Log, slog.Default())
+	o.Currency = cmp.Or(o.Currency, "USD")
 	if o.Now == nil {
 		o.Now = time.Now
 	}
