@@ -94,16 +94,18 @@ func (l *lane) audit(sku uint64) (report, error) {
 
 // barrier brings the sale to rest between two phases and checks it there:
 // every fault undone, the requests still in the servers settled, the
-// clients' unanswered cancels and stock changes sent until answered, the
+// clients' unanswered cancels and stock changes sent until answered, a
+// failed reconcile sent until it succeeds, the
 // dead letters deleted or requeued, the queues drained, the SKUs
 // reconciled if Redis lost its data, then the audit (after a failover or
 // a move that never landed, reconciled first when what it finds is an
 // undersell the README allows) and `seckill verify`; last, MySQL is read
 // for the next phase's starting state.
-// barrierTries is how often a barrier sends an unanswered cancel or stock
-// change again, 0.1 to 0.3s apart: past the 30s pause a rebuild stopped
-// part-way (its process killed) leaves on a SKU, which answers busy until
-// the pause expires (docs/SCALING.md).
+// barrierTries is how often a barrier sends an unanswered cancel, stock
+// change or reconcile again, 0.1 to 0.3s apart: past the 30s pause a
+// rebuild stopped part-way (its process killed, or its Redis failed over)
+// leaves on a SKU, which answers busy until the pause expires
+// (docs/SCALING.md).
 const barrierTries = 200
 
 func (l *lane) barrier(n int, lost, failedOver bool) {
@@ -135,10 +137,16 @@ func (l *lane) barrier(n int, lost, failedOver bool) {
 	// becomes a dead letter while the queues drain: clear, drain, clear.
 	l.clearDead(n, rng)
 	l.drain(n, rng)
+	for _, sku := range l.skus {
+		if sku.pendingReconcile {
+			l.reconcile(n, sku.id, barrierTries)
+			sku.pendingReconcile = false
+		}
+	}
 	if lost {
 		l.waitSQLStill(2500*time.Millisecond, 30*time.Second)
 		for _, sku := range l.skus {
-			l.reconcile(n, sku.id)
+			l.reconcile(n, sku.id, barrierTries)
 		}
 	}
 	// The sold-out flags of the last phase have lapsed before the next one.
@@ -194,7 +202,7 @@ func (l *lane) checkRest(n int, sku *skuInfo, failedOver, live bool) (repaired b
 	}
 	if excuse != "" && len(r.Violations) > 0 && r.DeadLetters == 0 && r.Duplicates == 0 && r.OverLimitUsers == 0 && r.Sold == r.ActiveUnits {
 		l.repairs = append(l.repairs, excuse)
-		l.reconcile(n, sku.id)
+		l.reconcile(n, sku.id, barrierTries)
 		if r2, ok := l.waitConsistent(sku.id, 20*time.Second); !ok {
 			l.viol.addSKU(sku.id, "audit", "barrier %d: audit not consistent after a reconcile: %s (before: %s)", n, r2, r)
 			return true
@@ -206,7 +214,7 @@ func (l *lane) checkRest(n int, sku *skuInfo, failedOver, live bool) (repaired b
 		return false
 	}
 	l.viol.addSKU(sku.id, "audit", "barrier %d: audit not consistent after 20s: %s (unsettled moves in redis: %d units, %v)", n, r, stuck, err)
-	l.reconcile(n, sku.id)
+	l.reconcile(n, sku.id, barrierTries)
 	return true
 }
 
@@ -339,8 +347,8 @@ func (l *lane) waitSQLStill(still, limit time.Duration) {
 }
 
 // reconcile rebuilds sku's Redis state from MySQL, recorded in the history.
-func (l *lane) reconcile(n int, sku uint64) {
-	for try := 0; try < 20; try++ {
+func (l *lane) reconcile(n int, sku uint64, tries int) {
+	for try := 0; try < tries; try++ {
 		o := &op{kind: opReconcile, sku: sku, phase: n, instance: 0}
 		for i, p := range l.procs {
 			if p.Running() {
@@ -355,7 +363,7 @@ func (l *lane) reconcile(n int, sku uint64) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	l.viol.addSKU(sku, "reconcile", "barrier %d: reconcile of sku %d did not succeed in 20 tries", n, sku)
+	l.viol.addSKU(sku, "reconcile", "barrier %d: reconcile of sku %d did not succeed in %d tries", n, sku, tries)
 }
 
 // waitConsistent polls the audit of sku until it is consistent.

@@ -116,6 +116,10 @@ type skuInfo struct {
 	// none), with its kind; the barrier sends it again.
 	pendingTotal int64
 	pendingKind  string
+	// pendingReconcile is a reconcile answered other than 200, or not at
+	// all: the barrier sends it again until it succeeds, as an operator
+	// would (a rebuild stopped part-way undersells until one does).
+	pendingReconcile bool
 }
 
 // phase is a stretch of workload and faults between two barriers.

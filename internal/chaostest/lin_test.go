@@ -542,7 +542,7 @@ type decision struct {
 // undecided (another linearization of the first part might end
 // elsewhere): never a pass.
 func decide(m *mmodel, model porcupine.Model, hist []porcupine.Operation, depth int, deadline time.Time) decision {
-	d := checkStaged(model, hist, time.Now().Add(time.Until(deadline)/2))
+	d := checkStaged(model, hist, m.bucketed, time.Now().Add(time.Until(deadline)/2))
 	d.model = model
 	if d.result != porcupine.Unknown || depth >= 6 {
 		return d
@@ -607,23 +607,26 @@ func overlaps(spans []span, from, to time.Time) bool {
 // know that an operation which changes nothing can always be placed as
 // early as it is legal: hundreds of sold_out answers with windows of more
 // than a second (soldOutCall) make it try their orders among themselves
-// and time out. So it first checks every other operation; then each
-// sold_out answer is placed, if it can be, into the linearization found (a
-// point where every state the model may be in has left < qty, after every
-// operation that must precede it and before every one that must follow
-// it). The answers that cannot be placed are added to the history, which
-// is checked again, and the rest placed again into the new linearization,
-// until all are placed or porcupine says the history is not linearizable,
-// or the deadline has passed (undecided).
+// and time out, and so do the reads of a SKU split into buckets (bucketed),
+// which bound the units left without fixing them, among expiries whose
+// windows run for seconds. So it first checks every other operation; then
+// each sold_out answer and split read is placed, if it can be, into the
+// linearization found (a point where every state the model may be in has
+// left < qty, or left >= the read, after every operation that must precede
+// it and before every one that must follow it). The answers that cannot be
+// placed are added to the history, which is checked again, and the rest
+// placed again into the new linearization, until all are placed or
+// porcupine says the history is not linearizable, or the deadline has
+// passed (undecided).
 // Illegal is porcupine's verdict on a part of the history, so the whole is
 // not linearizable either. It returns the verdict, porcupine's account of
 // the last history it checked, that history, how many rounds it took and,
 // when linearizable, the states the linearization found ends in. A
 // linearizable history without a linearization to show is undecided.
-func checkStaged(model porcupine.Model, hist []porcupine.Operation, deadline time.Time) decision {
+func checkStaged(model porcupine.Model, hist []porcupine.Operation, bucketed bool, deadline time.Time) decision {
 	var core, waiting []porcupine.Operation
 	for _, h := range hist {
-		if h.Output.(moutput).kind == outSoldOut {
+		if staged(h, bucketed) {
 			waiting = append(waiting, h)
 		} else {
 			core = append(core, h)
@@ -668,6 +671,14 @@ func checkStaged(model porcupine.Model, hist []porcupine.Operation, deadline tim
 	}
 }
 
+// staged reports whether checkStaged places h into a linearization of the
+// others rather than asking porcupine to: a sold_out answer, or a read of a
+// SKU split into buckets that answered.
+func staged(h porcupine.Operation, bucketed bool) bool {
+	out := h.Output.(moutput)
+	return out.kind == outSoldOut || (bucketed && h.Input.(minput).kind == mPeek && out.kind == outOK)
+}
+
 // endState is the states the model is in after the operations of core in
 // the order lin.
 func endState(model porcupine.Model, core []porcupine.Operation, lin []int) any {
@@ -678,18 +689,19 @@ func endState(model porcupine.Model, core []porcupine.Operation, lin []int) any 
 	return state
 }
 
-// unplaced returns the sold_out answers of waiting that fit nowhere in the
-// linearization lin of core.
+// unplaced returns the operations of waiting (staged) that fit nowhere in
+// the linearization lin of core.
 func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, waiting []porcupine.Operation) []porcupine.Operation {
 	n := len(lin)
-	// maxLeft[k]: the most units left in any state the model may be in
-	// after the first k operations of lin.
-	maxLeft := make([]int64, n+1)
+	// maxLeft[k], minLeft[k]: the most and the fewest units left in any
+	// state the model may be in after the first k operations of lin.
+	maxLeft, minLeft := make([]int64, n+1), make([]int64, n+1)
 	state := model.Init()
 	for k := 0; ; k++ {
-		maxLeft[k] = -1 << 62
+		maxLeft[k], minLeft[k] = -1<<62, 1<<62
 		for _, s := range state.([]any) {
 			maxLeft[k] = max(maxLeft[k], s.(mstate).left)
+			minLeft[k] = min(minLeft[k], s.(mstate).left)
 		}
 		if k == n {
 			break
@@ -710,21 +722,27 @@ func unplaced(model porcupine.Model, core []porcupine.Operation, lin []int, wait
 	for k := n - 1; k >= 0; k-- {
 		minRet[k] = min(minRet[k+1], core[lin[k]].Return)
 	}
-	var out []porcupine.Operation
+	var rest []porcupine.Operation
 	for _, h := range waiting {
-		qty := h.Input.(minput).qty
+		in, out := h.Input.(minput), h.Output.(moutput)
+		// fits: the answer holds in every state the model may be in, so
+		// placing it there changes none of them.
+		fits := func(k int) bool { return maxLeft[k] < in.qty }
+		if out.kind == outOK {
+			fits = func(k int) bool { return 0 <= out.left && out.left <= minLeft[k] }
+		}
 		placed := false
 		for k := 0; k <= n && maxCall[k] <= h.Return; k++ {
-			if minRet[k] >= h.Call && maxLeft[k] < qty {
+			if minRet[k] >= h.Call && fits(k) {
 				placed = true
 				break
 			}
 		}
 		if !placed {
-			out = append(out, h)
+			rest = append(rest, h)
 		}
 	}
-	return out
+	return rest
 }
 
 // heldUntil is t, or the end of the hold of the SKU rows (holdDrain) that

@@ -403,6 +403,8 @@ func TestModel(t *testing.T) {
 		{"a split sku never reads more units than left", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {peek, left(3), 2, 3}}, false},
 		{"a split sku's cut may be refused with units moving", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {set(2), below, 2, 3}}, true},
 		{"a split sku sold out with units left", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {buy(1, 1, 1), soldOut, 2, 3}}, false},
+		{"a split sku's read placed before the buy it overlaps", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 5}, {peek, left(3), 1, 2}, {buy(1, 1, 1), ok, 6, 7}, {peek, left(1), 8, 9}}, true},
+		{"a split sku's read between two buys", 3, 1, true, []o{{buy(0, 0, 1), ok, 0, 1}, {peek, left(2), 2, 9}, {buy(1, 1, 1), ok, 3, 4}, {peek, left(2), 5, 6}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &mmodel{bucketed: tc.bucketed, limit: tc.limit, init: mstate{total: tc.total, left: tc.total, bought: make([]uint64, 1), returned: make([]uint64, 1)}}

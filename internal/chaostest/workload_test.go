@@ -318,7 +318,10 @@ func (l *lane) admin(phase int, rng *rand.Rand, stop <-chan struct{}) {
 		case r < 70:
 			l.setStock(phase, rng, sku, max(cur+int64(rng.Intn(7))-3, 1), opUpsert, 10)
 		case r < 82:
-			l.reconcileOnce(phase, rng, sku.id)
+			ok := l.reconcileOnce(phase, rng, sku.id).status == http.StatusOK
+			sku.mu.Lock()
+			sku.pendingReconcile = !ok
+			sku.mu.Unlock()
 		default:
 			l.actOnDead(phase, rng, sku, false)
 		}
