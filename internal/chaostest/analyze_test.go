@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ type analysis struct {
 	acked   map[string]*op   // order id -> the first 202 that named it
 	creator map[string][]*op // order in MySQL without a 202 -> requests that may have made it
 	makes   map[*op][]string // the reverse: request -> orders it may have made
+	// retried are the orders that 202s to the request id a buy's 503 named
+	// (the id the server made for it) answered: that buy may have made
+	// them, also one Redis lost before it reached MySQL (then not in makes).
+	retried map[*op][]string
 
 	// What a data loss excuses, counted and listed, never hidden.
 	lost         []string // 202 orders not in MySQL: still in Redis when it lost its data
@@ -53,7 +58,7 @@ type analysis struct {
 func (l *lane) analyze() []linResult {
 	ops, faults := l.hist.snapshot()
 	a := &analysis{l: l, ops: ops, faults: faults, final: l.snaps[len(l.snaps)-1],
-		acked: map[string]*op{}, creator: map[string][]*op{}, makes: map[*op][]string{},
+		acked: map[string]*op{}, creator: map[string][]*op{}, makes: map[*op][]string{}, retried: map[*op][]string{},
 		known: map[string]*orderRow{}, deleted: map[string]time.Time{}}
 	for _, f := range faults {
 		if f.dataLoss {
@@ -101,6 +106,7 @@ func (l *lane) analyze() []linResult {
 	a.checkStock()
 	a.checkAcked()
 	a.resolveUnacked()
+	a.resolveRetried()
 	a.checkLimits()
 	a.checkRequestIDs()
 	a.checkOrderOutcomes()
@@ -432,6 +438,33 @@ func (a *analysis) resolveUnacked() {
 				a.refusedLive = append(a.refusedLive, id+" (unanswered)")
 			} else {
 				a.l.viol.addSKU(row.sku, "refused", "order %s (unanswered request) refused by the stock guard, and no data loss explains it", id)
+			}
+		}
+	}
+}
+
+// resolveRetried fills retried: for each buy without a clear answer whose
+// 503 named a request id, the orders later 202s to that id, by the same
+// shopper for the same SKU, named.
+func (a *analysis) resolveRetried() {
+	type key struct {
+		user, rid string
+		sku       uint64
+	}
+	named := map[key][]*op{}
+	for _, o := range a.ops {
+		if o.kind == opBuy && o.rid != "" && o.status == http.StatusAccepted {
+			k := key{o.user, o.rid, o.sku}
+			named[k] = append(named[k], o)
+		}
+	}
+	for _, o := range a.ops {
+		if o.kind != opBuy || o.definite() || o.outRID == "" {
+			continue
+		}
+		for _, r := range named[key{o.user, o.outRID, o.sku}] {
+			if r.call.After(o.call) && !slices.Contains(a.retried[o], r.outOrder) {
+				a.retried[o] = append(a.retried[o], r.outOrder)
 			}
 		}
 	}

@@ -349,6 +349,11 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 				if o.status == http.StatusAccepted {
 					alts = append(alts, b.index[o.outOrder])
 				}
+				for _, id := range a.retried[o] {
+					if i := b.order(id, o.user, o.qty, o.outRID); !slices.Contains(alts, i) {
+						alts = append(alts, i)
+					}
+				}
 				p, lost := phantom[o]
 				if lost {
 					alts = append(alts, p)
