@@ -8,9 +8,6 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-
-	"github.com/seckill/seckill/internal/orderid"
-	"github.com/seckill/seckill/internal/stock"
 )
 
 // Outcomes of a payment notification (Payment.Status).
@@ -259,24 +256,14 @@ func mismatchDetail(reason string) string {
 	return "amount_cents is not the order's price_cents (its total); the order is unchanged"
 }
 
-// notInSQL tells an order still queued (ErrQueued: its payment can be
-// applied once the drain has written it) from no order at all.
+// notInSQL tells an order accepted and not in SQL yet, or written by the
+// drain since ApplyPayment looked (ErrPaymentEarly: the same notification a
+// moment later is applied), from no order at all (ErrNotFound).
 func (s *Service) notInSQL(ctx context.Context, orderID string) error {
-	sku, bucket, batch, ok := orderid.Parse(orderID)
-	if !ok {
-		return fmt.Errorf("%w: malformed order id", ErrNotFound)
+	if _, err := s.SupportGet(ctx, orderID); err != nil {
+		return err
 	}
-	_, err := s.queued(ctx, stock.Part{SKU: sku, Bucket: bucket}, batch, orderID)
-	if err == nil {
-		return ErrPaymentEarly
-	}
-	if errors.Is(err, ErrNotFound) {
-		// The drain may have written it between the two reads.
-		if _, err2 := find(ctx, s.db, orderID); err2 == nil {
-			return ErrPaymentEarly
-		}
-	}
-	return err
+	return ErrPaymentEarly
 }
 
 // PaymentQuery selects payments for the admin list.

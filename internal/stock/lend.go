@@ -213,10 +213,10 @@ func (sn Snap) Units() int64 {
 func (s *Store) Snapshot(ctx context.Context, sku uint64, buckets int) (sn Snap, ok bool, err error) {
 	parts := Parts(sku, buckets)
 	first, err := s.readBuckets(ctx, parts)
-	if err != nil {
-		return sn, false, err
+	var second bucketReads
+	if err == nil && !first.lost {
+		second, err = s.readBuckets(ctx, parts)
 	}
-	second, err := s.readBuckets(ctx, parts)
 	switch {
 	case err != nil:
 		return sn, false, err
