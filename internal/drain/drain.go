@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/catalog"
@@ -64,7 +63,7 @@ type Rebuilder interface {
 // processes: each batch is claimed by one of them at a time, and writing an
 // order is idempotent.
 type Drainer struct {
-	db      *gorm.DB
+	orders  *order.Store
 	skus    *catalog.Store
 	store   *stock.Store
 	expirer Expirer
@@ -76,10 +75,10 @@ type Drainer struct {
 	running map[stock.Part]*consumerRun
 }
 
-// New returns a drainer of the SKUs in skus, writing to db: payment
+// New returns a drainer of the SKUs in skus, writing to orders: payment
 // deadlines go to expirer, and a SKU whose orders SQL's guard refuses is
 // rebuilt by rebuild.
-func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, rebuild Rebuilder, o Options) *Drainer {
+func New(orders *order.Store, skus *catalog.Store, store *stock.Store, expirer Expirer, rebuild Rebuilder, o Options) *Drainer {
 	o.BatchSize = cmp.Or(o.BatchSize, 500)
 	o.Workers = cmp.Or(o.Workers, 2)
 	o.Lease = cmp.Or(o.Lease, 30*time.Second)
@@ -91,7 +90,7 @@ func New(db *gorm.DB, skus *catalog.Store, store *stock.Store, expirer Expirer, 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Drainer{db: db, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
+	return &Drainer{orders: orders, skus: skus, store: store, expirer: expirer, rebuild: rebuild, o: o, log: o.Log,
 		running: map[stock.Part]*consumerRun{}}
 }
 

@@ -16,18 +16,19 @@ import (
 // It needs no seller, so a process that only drains can run the deadlines.
 type Closer struct {
 	db      *gorm.DB
+	rows    *Store
 	store   *stock.Store
 	metrics *Metrics
 	now     func() time.Time
 }
 
-// NewCloser returns a Closer writing to db and giving units back in store.
-// now may be nil (time.Now); metrics may be nil.
-func NewCloser(db *gorm.DB, store *stock.Store, metrics *Metrics, now func() time.Time) *Closer {
+// NewCloser returns a Closer writing to rows and giving units back in
+// store. now may be nil (time.Now); metrics may be nil.
+func NewCloser(rows *Store, store *stock.Store, metrics *Metrics, now func() time.Time) *Closer {
 	if now == nil {
 		now = time.Now
 	}
-	return &Closer{db: db, store: store, metrics: metrics, now: now}
+	return &Closer{db: rows.db, rows: rows, store: store, metrics: metrics, now: now}
 }
 
 // Expire expires the order if it is still unpaid at due; an order that is
@@ -40,8 +41,8 @@ func (c *Closer) Expire(ctx context.Context, orderID string, due time.Time) erro
 	return err
 }
 
-// Close moves a pending order to status to (cancelled or expired) and takes
-// its units off skus.sold in one transaction, then gives them back in Redis
+// Close moves a pending order to status to (cancelled or expired), takes
+// its units off skus.sold and writes its event in one transaction, then gives them back in Redis
 // (once per order). With a non-zero due, only an order whose deadline is at
 // or before due is expired. It returns the order as it ends up; an order
 // already cancelled or expired has its units given back again (a no-op
@@ -71,8 +72,8 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		if err := catalog.SubtractSold(tx, o.SKU, int64(o.Qty), now); err != nil {
 			return err
 		}
-		o.Status = to
-		return nil
+		o.Status, o.ClosedAt, o.UpdatedAt = to, &now, now
+		return c.rows.event(tx, closedEvent(to), &supportRow{Order: o}, now)
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill/internal/outbox"
 )
 
 // Outcomes of a payment notification (Payment.Status).
@@ -179,6 +181,14 @@ func (s *Service) ApplyPayment(ctx context.Context, n PaymentNotice) (*PaymentRe
 				return fmt.Errorf("order %s changed under its row lock", o.OrderID)
 			}
 			o.Status = StatusPaid
+			if err := s.closer.rows.eventOf(tx, outbox.OrderPaid, o.OrderID, now); err != nil {
+				return err
+			}
+		}
+		if p.Status == PaymentRefundDue {
+			if err := s.closer.rows.refundEvent(tx, &p, now); err != nil {
+				return err
+			}
 		}
 		res = &PaymentResult{Payment: p, OrderStatus: o.Status}
 		return nil

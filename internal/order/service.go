@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/orderid"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
@@ -347,17 +348,25 @@ func (s *Service) queued(ctx context.Context, p stock.Part, batch, orderID strin
 // ErrClosed (cancelled, expired, failed, or past its deadline).
 func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) {
 	now := s.o.Now().UTC()
-	res := s.db.WithContext(ctx).Model(&Order{}).
-		Where("order_id = ? AND user_id = ? AND status = ? AND expires_at > ?", orderID, user, StatusPendingPayment, now).
-		Updates(map[string]any{"status": StatusPaid, "paid_at": now, "updated_at": now})
-	if res.Error != nil {
-		return nil, fmt.Errorf("order: pay %s: %w", orderID, res.Error)
+	var paid bool
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&Order{}).
+			Where("order_id = ? AND user_id = ? AND status = ? AND expires_at > ?", orderID, user, StatusPendingPayment, now).
+			Updates(map[string]any{"status": StatusPaid, "paid_at": now, "updated_at": now})
+		if res.Error != nil || res.RowsAffected != 1 {
+			return res.Error
+		}
+		paid = true
+		return s.closer.rows.eventOf(tx, outbox.OrderPaid, orderID, now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order: pay %s: %w", orderID, err)
 	}
 	v, err := s.Get(ctx, user, orderID)
 	if err != nil {
 		return nil, err
 	}
-	if res.RowsAffected == 1 {
+	if paid {
 		// The payment deadline finds the order paid and leaves it. Support
 		// staff may have cancelled it since, owing the shopper a refund:
 		// the payment was made all the same, and is answered as made.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/orderid"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -177,8 +178,8 @@ func (s *Service) cancelUnwritten(ctx context.Context, orderID, reason string) (
 }
 
 // cancelBySupport cancels the order if it is pending or paid, with reason,
-// owing a refund if it was paid, and takes its units off skus.sold, in one
-// transaction. The update is conditional on the status, so a payment or an
+// owing a refund if it was paid, takes its units off skus.sold and writes
+// its event, in one transaction. The update is conditional on the status, so a payment or an
 // expiry that commits first is never lost: a payment makes the refund due,
 // an expiry leaves the order expired. It returns the row as it ends up and
 // whether this call cancelled it; ErrNotFound when SQL has no such order.
@@ -202,7 +203,10 @@ func (c *Closer) cancelBySupport(ctx context.Context, orderID, reason string) (*
 		if err := tx.Take(&r, "order_id = ?", orderID).Error; err != nil {
 			return err
 		}
-		return catalog.SubtractSold(tx, r.SKU, int64(r.Qty), now)
+		if err := catalog.SubtractSold(tx, r.SKU, int64(r.Qty), now); err != nil {
+			return err
+		}
+		return c.rows.event(tx, outbox.OrderCancelled, &r, now)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("order: cancel %s by support: %w", orderID, err)

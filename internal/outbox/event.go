@@ -1,0 +1,131 @@
+// Package outbox hands every order's lifecycle to the shop: each event is
+// written to the outbox table in the transaction of the order's change that
+// causes it (Append), and a Dispatcher delivers it from there to the
+// configured sinks.
+//
+// The guarantees: no event exists without its change and no change without
+// its event (one transaction); each event is delivered at least once, by one
+// dispatcher at a time whatever the number of instances (a lease on its
+// row), with the same id on every delivery; the events of one order are
+// delivered in the order they were written (an event waits for the pending
+// ones of its order before it). An event a sink refuses past Options.MaxAge
+// is a dead letter: kept, counted and listed until redelivered by hand.
+package outbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Event types.
+const (
+	OrderCreated     = "order.created"
+	OrderPaid        = "order.paid"
+	OrderCancelled   = "order.cancelled"
+	OrderExpired     = "order.expired"
+	OrderFailed      = "order.failed"
+	PaymentRefundDue = "payment.refund_due"
+)
+
+// Types are the event types, in the order of an order's lifecycle.
+var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderExpired, OrderFailed, PaymentRefundDue}
+
+// Statuses of an event.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	StatusDead      = "dead"
+)
+
+// Event is a row of table outbox.
+type Event struct {
+	ID          uint64     `gorm:"column:id;primaryKey;autoIncrement"`
+	EventID     string     `gorm:"column:event_id"`
+	Type        string     `gorm:"column:type"`
+	OrderID     string     `gorm:"column:order_id"`
+	Payload     string     `gorm:"column:payload"`
+	Status      string     `gorm:"column:status"`
+	Attempts    int        `gorm:"column:attempts"`
+	CreatedAt   time.Time  `gorm:"column:created_at"`
+	WindowFrom  time.Time  `gorm:"column:window_from"`
+	NextAt      time.Time  `gorm:"column:next_at"`
+	LeaseOwner  *string    `gorm:"column:lease_owner"`
+	LeaseUntil  *time.Time `gorm:"column:lease_until"`
+	DeliveredAt *time.Time `gorm:"column:delivered_at"`
+	LastError   *string    `gorm:"column:last_error"`
+}
+
+// TableName is outbox.
+func (Event) TableName() string { return "outbox" }
+
+// Message is an event as a sink delivers it (the payload).
+type Message struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// OrderData is the data of an event: the order as the admin API shows it
+// (GET /admin/orders/{id}) after the change, and for payment.refund_due the
+// payment that is owed back.
+type OrderData struct {
+	Order   any `json:"order"`
+	Payment any `json:"payment,omitempty"`
+}
+
+// New returns the event of type typ for orderID at at, carrying data, to
+// Append. Its id is the same whoever builds it: an order event's is made of
+// the type and the order id (an order is created, paid, cancelled, expired
+// or failed at most once), a refund's of the payment id (key).
+func New(typ, orderID, key string, at time.Time, data OrderData) (Event, error) {
+	id := fmt.Sprintf("evt_%s_%s", typ[len("order."):], orderID)
+	if typ == PaymentRefundDue {
+		sum := sha256.Sum256([]byte(key))
+		id = "evt_refund_" + hex.EncodeToString(sum[:12])
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: encode %s: %w", typ, err)
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	payload, err := json.Marshal(Message{ID: id, Type: typ, Timestamp: at, Data: raw})
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: encode %s: %w", typ, err)
+	}
+	return Event{EventID: id, Type: typ, OrderID: orderID, Payload: string(payload), Status: StatusPending,
+		CreatedAt: at, WindowFrom: at, NextAt: at}, nil
+}
+
+// Writer writes events in the caller's transactions. A nil *Writer writes
+// nothing: events are off.
+type Writer struct{}
+
+// NewWriter returns a Writer when on, nil otherwise.
+func NewWriter(on bool) *Writer {
+	if !on {
+		return nil
+	}
+	return &Writer{}
+}
+
+// On reports whether w writes events.
+func (w *Writer) On() bool { return w != nil }
+
+// Append inserts events in tx, the transaction of the change that causes
+// them. An event id written before fails the insert (and the transaction):
+// a change is never made twice with its event.
+func (w *Writer) Append(tx *gorm.DB, events ...Event) error {
+	if w == nil || len(events) == 0 {
+		return nil
+	}
+	if err := tx.CreateInBatches(&events, 1000).Error; err != nil {
+		return fmt.Errorf("outbox: write %d event(s): %w", len(events), err)
+	}
+	return nil
+}
