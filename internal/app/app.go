@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill/internal/drain"
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/ratelimit"
 	"github.com/seckill/seckill/internal/replica"
@@ -48,10 +49,12 @@ type App struct {
 	Stock        *stock.Store
 	Locks        *lock.Client
 	Sales        *sale.Service
+	Orders       *order.Store // the orders table and its events
 	QueueMetrics *queue.Metrics
 
 	cache        *catalog.Cache
 	closer       *order.Closer
+	events       *outbox.Dispatcher // nil when events are off
 	orderMetrics *order.Metrics
 	drainMetrics *drain.Metrics
 	perAddress   order.Limiter
@@ -98,6 +101,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 	}
 
 	a.build()
+	if err := a.buildEvents(); err != nil {
+		return nil, err
+	}
 
 	if a.AdminToken == "" && a.Embedded() {
 		a.AdminToken = randomToken()
@@ -145,7 +151,8 @@ func (a *App) build() {
 	})
 	a.orderMetrics = order.NewMetrics(a.Registry)
 	a.drainMetrics = drain.NewMetrics(a.Registry)
-	a.closer = order.NewCloser(a.DB, a.Stock, a.orderMetrics, nil)
+	a.Orders = order.NewStore(a.DB, outbox.NewWriter(cfg.Events.On()))
+	a.closer = order.NewCloser(a.Orders, a.Stock, a.orderMetrics, nil)
 }
 
 // Migrate applies pending migrations.

@@ -147,7 +147,7 @@ func (a *App) startWorkers() (stop func()) {
 	cfg := a.Cfg
 	ctx, cancel := context.WithCancel(context.Background())
 	waker := queue.NewWaker(a.Redis)
-	d := drain.New(a.DB, a.Catalog, a.Stock, a.closer, a.Sales, drain.Options{
+	d := drain.New(a.Orders, a.Catalog, a.Stock, a.closer, a.Sales, drain.Options{
 		BatchSize:       cfg.Worker.BatchSize,
 		Workers:         cfg.Worker.Concurrency,
 		Lease:           cfg.Worker.Lease,
@@ -164,6 +164,10 @@ func (a *App) startWorkers() (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = d.Run(ctx) })
 	a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)
+	if a.events != nil {
+		wg.Go(func() { _ = a.events.Run(ctx) })
+		a.Log.Info("events dispatcher started", "webhooks", len(cfg.Events.WebhookURLs()), "nats", cfg.Events.NATSURL != "")
+	}
 	return func() {
 		cancel()
 		wg.Wait()

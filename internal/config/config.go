@@ -32,6 +32,7 @@ type Config struct {
 	Admin     Admin     `mapstructure:"admin"`
 	Auth      Auth      `mapstructure:"auth"`
 	Payment   Payment   `mapstructure:"payment"`
+	Events    Events    `mapstructure:"events"`
 	Stock     Stock     `mapstructure:"stock"`
 	Order     Order     `mapstructure:"order"`
 	Worker    Worker    `mapstructure:"worker"`

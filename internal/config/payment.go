@@ -25,15 +25,7 @@ type Payment struct {
 }
 
 // Secrets returns the webhook keys, one per comma-separated entry.
-func (p Payment) Secrets() []string {
-	var out []string
-	for _, s := range strings.Split(p.WebhookSecret, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (p Payment) Secrets() []string { return splitList(p.WebhookSecret) }
 
 // PaymentConfirmation is the mode orders are paid by: payment.mode, or
 // trusted when it is unset and the backends are embedded. With a real
@@ -68,12 +60,29 @@ func (p Payment) validate() error {
 	if len(secrets) == 0 {
 		return &Error{Key: "payment.webhook_secret", Allowed: "payment.mode webhook needs at least one whsec_<base64> key"}
 	}
+	return webhookKeys("payment.webhook_secret", secrets)
+}
+
+// webhookKeys checks Standard Webhooks keys configured under key; their
+// values never appear in an error.
+func webhookKeys(key string, secrets []string) error {
 	for _, s := range secrets {
-		key, ok := strings.CutPrefix(s, "whsec_")
-		raw, err := base64.StdEncoding.DecodeString(key)
+		k, ok := strings.CutPrefix(s, "whsec_")
+		raw, err := base64.StdEncoding.DecodeString(k)
 		if !ok || err != nil || len(raw) < 24 || len(raw) > 64 {
-			return &Error{Key: "payment.webhook_secret", Allowed: "whsec_ followed by the base64 of a 24- to 64-byte key, comma-separated for more than one"}
+			return &Error{Key: key, Allowed: "whsec_ followed by the base64 of a 24- to 64-byte key, comma-separated for more than one"}
 		}
 	}
 	return nil
+}
+
+// splitList returns the comma-separated entries of s, trimmed.
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

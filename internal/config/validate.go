@@ -44,6 +44,7 @@ func (c *Config) Validate() error {
 		c.Auth.validate(),
 		oneOf("payment.mode", c.Payment.Mode, "", PaymentWebhook, PaymentTrusted),
 		c.Payment.validate(),
+		c.Events.validate(),
 		oneOf("stock.strategy", c.Stock.Strategy, StrategyLock, StrategyAtomic),
 		atLeast("stock.lock_ttl", c.Stock.LockTTL, 10*time.Millisecond),
 		positive("stock.lock_wait", c.Stock.LockWait),

@@ -1,0 +1,82 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/internal/webhook"
+)
+
+// Webhook is a sink POSTing each event to a URL, signed per Standard
+// Webhooks: webhook-id is the event id (the same on every retry), and the
+// body is the event (Message). A 2xx answer acknowledges it; anything else
+// is a refusal.
+type Webhook struct {
+	url     string
+	signers []*webhook.Signer
+	client  *http.Client
+}
+
+// NewWebhook returns the sink of url, signing with every key in secrets
+// (whsec_…): the receiver accepts the event if it knows any of them, which
+// lets keys rotate. client nil is http.DefaultClient's transport with no
+// redirects followed.
+func NewWebhook(url string, secrets []string, client *http.Client) (*Webhook, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("outbox: webhook %s: no signing key", url)
+	}
+	w := &Webhook{url: url, client: client}
+	for _, s := range secrets {
+		sg, err := webhook.NewSigner(s)
+		if err != nil {
+			return nil, err
+		}
+		w.signers = append(w.signers, sg)
+	}
+	if w.client == nil {
+		w.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return w, nil
+}
+
+// Name is the sink's URL.
+func (w *Webhook) Name() string { return w.url }
+
+// Send POSTs e and waits for a 2xx.
+func (w *Webhook) Send(ctx context.Context, e *Event) error {
+	body := []byte(e.Payload)
+	now := time.Now()
+	var h http.Header
+	var sigs []string
+	for _, s := range w.signers {
+		hs, err := s.Headers(e.EventID, now, body)
+		if err != nil {
+			return err
+		}
+		h = hs
+		sigs = append(sigs, hs.Get(webhook.HeaderSignature))
+	}
+	h.Set(webhook.HeaderSignature, strings.Join(sigs, " "))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "seckill-events")
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("answered %d", resp.StatusCode)
+	}
+	return nil
+}
