@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"

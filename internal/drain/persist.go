@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
 )
