@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/outbox"
 )
 
 // errViolation: verify found a SKU whose invariants do not hold.
@@ -30,7 +32,12 @@ sold <= stock (stock_total, the old name of stock, is still printed too). A SKU 
 when any SKU violates an invariant. Without --sku it checks every SKU.
 Last, on stderr, it counts the payment notifications recorded by outcome:
 applied, refund_due (money the shop owes back: GET /admin/payments?status=
-refund_due lists them) and mismatch; these are not violations.
+refund_due lists them) and mismatch; these are not violations. With
+events on (events.webhook_url or events.nats_url), it checks the outbox
+against the orders: every order change since the oldest event kept has
+its event (order.created, .paid, .cancelled, .expired, .failed,
+payment.refund_due) and every event its change; a gap is a violation,
+printed as JSON on stderr. It counts events pending, delivered and dead.
 
 It reads the servers' Redis and MySQL (SECKILL_REDIS_ADDRS,
 SECKILL_MYSQL_DSN or --config); in embedded mode it refuses, exit 2, and
@@ -76,6 +83,9 @@ names GET /admin/skus/{id}/audit, which reports the same on the server.`,
 				}
 				fmt.Fprintf(e.stderr, "verify: payments: %d applied, %d refund_due, %d mismatch\n",
 					counts[order.PaymentApplied], counts[order.PaymentRefundDue], counts[order.PaymentMismatch])
+				if !verifyEvents(cmd.Context(), e, a) {
+					return fmt.Errorf("%w: order events do not match the orders", errViolation)
+				}
 				if bad > 0 {
 					return fmt.Errorf("%w in %d of %d sku(s)", errViolation, bad, len(ids))
 				}
@@ -86,4 +96,24 @@ names GET /admin/skus/{id}/audit, which reports the same on the server.`,
 	}
 	cmd.Flags().UintSliceVar(&skus, "sku", nil, "SKU id to check (repeatable; default every SKU)")
 	return cmd
+}
+
+// verifyEvents reports the outbox's audit on stderr; false when an order
+// change lacks its event or an event its change. Events off: nothing to
+// check.
+func verifyEvents(ctx context.Context, e *env, a *app.App) bool {
+	if !a.Cfg.Events.On() {
+		return true
+	}
+	r, err := outbox.Audit(ctx, a.DB, time.Now(), a.Cfg.Events.Retention)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "verify: events: %v\n", err)
+		return false
+	}
+	fmt.Fprintf(e.stderr, "verify: events: %d pending, %d delivered, %d dead\n", r.Counts.Pending, r.Counts.Delivered, r.Counts.Dead)
+	if !r.OK() {
+		b, _ := json.Marshal(r)
+		fmt.Fprintf(e.stderr, "verify: events do not match the orders: %s\n", b)
+	}
+	return r.OK()
 }
