@@ -290,7 +290,14 @@ func (a *analysis) checkAcked() {
 	for _, id := range ids {
 		o := a.acked[id]
 		row := a.final.orders[id]
-		f, exposed := a.exposed(id, o.call)
+		// A 202 that replays a request id answers an order made earlier,
+		// by an attempt whose answer left its outcome unknown: a loss
+		// since the order was made is what may have refused it.
+		since := o.call
+		if row != nil && row.created.Before(since) {
+			since = row.created
+		}
+		f, exposed := a.exposed(id, since)
 		switch {
 		case row == nil && exposed:
 			a.lost = append(a.lost, fmt.Sprintf("%s (%s; %s)", id, o, f))

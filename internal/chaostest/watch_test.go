@@ -39,11 +39,15 @@ const (
 
 func watchReturns(l *lane) *returnWatch {
 	w := &returnWatch{l: l, seen: map[string]time.Time{}, size: map[string]int64{}, done: make(chan struct{})}
-	w.wg.Go(w.loop)
+	for _, sku := range l.skus {
+		w.wg.Go(func() { w.loop(sku) })
+	}
 	return w
 }
 
-func (w *returnWatch) loop() {
+// loop polls one SKU: a read held up by a slow or frozen node (up to its
+// timeout) delays no other SKU's.
+func (w *returnWatch) loop(sku *skuInfo) {
 	tick := time.NewTicker(watchSizes)
 	defer tick.Stop()
 	for n := 0; ; n++ {
@@ -52,9 +56,7 @@ func (w *returnWatch) loop() {
 			return
 		case <-tick.C:
 		}
-		for _, sku := range w.l.skus {
-			w.poll(sku, n%watchMembers == 0)
-		}
+		w.poll(sku, n%watchMembers == 0)
 	}
 }
 
