@@ -15,7 +15,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short chaos services lint fmt generate up down k6 loadtest-smoke bench bench-buckets clean
+.PHONY: help run build test test-short chaos services lint fmt generate up down k6 loadtest-smoke bench bench-events bench-buckets clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,10 @@ loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/fl
 
 bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCHMARKS.md
 	./loadtest/bench.sh
+
+bench-events: ## the drain's SQL transaction with order events off and on, interleaved, 8 rounds (about 2 minutes)
+	eval "$$(./scripts/test-services.sh --env)" && \
+		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done
 
 bench-buckets: ## one hot SKU in 1, 3 and 6 stock buckets on the test Redis Cluster: script calls and CPU per master (about 3 minutes)
 	./loadtest/bench.sh -buckets 1,3,6
