@@ -17,7 +17,8 @@
 # provokes completes within a few seconds. After one, the roles may be swapped
 # (6391 the primary, 7003 a master): that is healthy, and left as it is.
 # Installs redis-server, mariadb-server and openssl with apt-get when they are
-# missing; the Sentinels run as `redis-server <conf> --sentinel`.
+# missing; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
+# nats-server, which it does not start: the tests that need it start their own.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
 
@@ -64,6 +65,12 @@ apt_install() {
 need_redis() {
 	if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 		apt_install redis-server redis-tools
+	fi
+}
+
+need_nats() {
+	if ! command -v nats-server >/dev/null && [[ ! -x /usr/sbin/nats-server ]]; then
+		apt_install nats-server
 	fi
 }
 
@@ -447,6 +454,7 @@ start_mysql() {
 
 mkdir -p "$STATE_DIR"
 need_redis
+need_nats
 start_redis "$REDIS_PORT"
 for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done
 start_cluster

@@ -119,10 +119,13 @@ func Redeliver(ctx context.Context, db *gorm.DB, eventID string, now time.Time) 
 		if res.Error != nil {
 			return res.Error
 		}
-		if res.RowsAffected == 0 {
+		// RowsAffected counts rows changed, not found (MySQL): an event
+		// already as asked is 0. Its absence tells an unknown id.
+		err := tx.Take(&e, "event_id = ?", eventID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNotFound
 		}
-		return tx.Take(&e, "event_id = ?", eventID).Error
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
