@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/drain"
 	"github.com/seckill/seckill/internal/httpapi"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/webhook"
@@ -108,6 +109,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Admin:          a.Sales,
 		Support:        orders,
 		Payments:       orders,
+		Events:         outbox.Admin{DB: a.DB},
 		PaymentMode:    payMode,
 		Webhooks:       hooks,
 		AdminToken:     a.AdminToken,

@@ -8,6 +8,7 @@ import (
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
@@ -43,7 +44,7 @@ var rules = []rule{
 		Detail: "the webhook-id, webhook-timestamp and webhook-signature headers must sign the body with a payment.webhook_secret key, within 5 minutes of now"}},
 	{is(order.ErrInvalid, catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
-	{is(order.ErrNotFound, sale.ErrTaskNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
+	{is(order.ErrNotFound, sale.ErrTaskNotFound, outbox.ErrNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
 	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrNotStarted), Error{Status: http.StatusForbidden, Code: "sale_not_started"}},

@@ -40,6 +40,10 @@ type Deps struct {
 	// Payments serves the payment notifications (with Webhooks), GET
 	// /admin/payments and, in webhook mode, a shopper's pay; nil: none.
 	Payments Payments
+	// Events serves GET /admin/events and POST
+	// /admin/events/{id}/redeliver, under /admin with the admin routes;
+	// nil: none.
+	Events Events
 	// PaymentMode is config.PaymentWebhook or config.PaymentTrusted: who
 	// marks an order paid, the payment side's notification or the
 	// shopper's pay.

@@ -55,5 +55,9 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		if d.Payments != nil {
 			admin.GET("/payments", handleListPayments(d.Payments, d.Log))
 		}
+		if d.Events != nil {
+			admin.GET("/events", handleListEvents(d.Events, d.Log))
+			admin.POST("/events/:id/redeliver", handleRedeliver(d.Events, d.Log))
+		}
 	}
 }
