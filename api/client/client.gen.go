@@ -164,6 +164,57 @@ func (e ErrorError) Valid() bool {
 	}
 }
 
+// Defines values for EventStatus.
+const (
+	EventStatusDead      EventStatus = "dead"
+	EventStatusDelivered EventStatus = "delivered"
+	EventStatusPending   EventStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the EventStatus enum.
+func (e EventStatus) Valid() bool {
+	switch e {
+	case EventStatusDead:
+		return true
+	case EventStatusDelivered:
+		return true
+	case EventStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventType.
+const (
+	EventTypeOrderCancelled   EventType = "order.cancelled"
+	EventTypeOrderCreated     EventType = "order.created"
+	EventTypeOrderExpired     EventType = "order.expired"
+	EventTypeOrderFailed      EventType = "order.failed"
+	EventTypeOrderPaid        EventType = "order.paid"
+	EventTypePaymentRefundDue EventType = "payment.refund_due"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeOrderCancelled:
+		return true
+	case EventTypeOrderCreated:
+		return true
+	case EventTypeOrderExpired:
+		return true
+	case EventTypeOrderFailed:
+		return true
+	case EventTypeOrderPaid:
+		return true
+	case EventTypePaymentRefundDue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthMode.
 const (
 	Embedded HealthMode = "embedded"
@@ -442,19 +493,19 @@ func (e TaskActionStatus) Valid() bool {
 
 // Defines values for TaskViewState.
 const (
-	Dead     TaskViewState = "dead"
-	Inflight TaskViewState = "inflight"
-	Pending  TaskViewState = "pending"
+	TaskViewStateDead     TaskViewState = "dead"
+	TaskViewStateInflight TaskViewState = "inflight"
+	TaskViewStatePending  TaskViewState = "pending"
 )
 
 // Valid indicates whether the value is a known member of the TaskViewState enum.
 func (e TaskViewState) Valid() bool {
 	switch e {
-	case Dead:
+	case TaskViewStateDead:
 		return true
-	case Inflight:
+	case TaskViewStateInflight:
 		return true
-	case Pending:
+	case TaskViewStatePending:
 		return true
 	default:
 		return false
@@ -467,6 +518,52 @@ type AdminCancelRequest struct {
 	// white space, it must be 1-500 characters, without control
 	// characters other than tab and line breaks.
 	Reason string `json:"reason"`
+}
+
+// AdminEvent An order event as the outbox holds it, and how its delivery goes.
+type AdminEvent struct {
+	// Attempts Deliveries refused so far.
+	Attempts int `json:"attempts"`
+
+	// CreatedAt When it was written, with the change.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DeliveredAt When every receiver acknowledged it; absent until then.
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+
+	// Event An order event, the body of its delivery: the same bytes on every
+	// delivery of it, to every receiver (webhook or NATS).
+	Event OrderEvent `json:"event"`
+
+	// EventId An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	EventId EventId `json:"event_id"`
+
+	// LastError Why its last delivery failed; absent if none did.
+	LastError *string `json:"last_error,omitempty"`
+
+	// NextAt Pending only: the earliest next delivery (an event also waits
+	// for the pending events of its order written before it).
+	NextAt  *time.Time `json:"next_at,omitempty"`
+	OrderId string     `json:"order_id"`
+
+	// Status `pending`: to deliver, or retried after a refusal; `delivered`:
+	// acknowledged by every receiver; `dead`: refused or unreachable past
+	// `events.max_age`, kept until redelivered by hand.
+	Status EventStatus `json:"status"`
+
+	// Type What happened; `webhooks` describes each.
+	Type EventType `json:"type"`
+}
+
+// AdminEventList defines model for AdminEventList.
+type AdminEventList struct {
+	Items []AdminEvent `json:"items"`
+
+	// NextCursor Present only when more items may follow; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // AdminOrder What support staff see of an order: what its shopper sees (`Order`),
@@ -654,6 +751,20 @@ type Error struct {
 // ErrorError Stable error code.
 type ErrorError string
 
+// EventId An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+// for an order event (an order has each at most once),
+// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+// `payment.refund_due`.
+type EventId = string
+
+// EventStatus `pending`: to deliver, or retried after a refusal; `delivered`:
+// acknowledged by every receiver; `dead`: refused or unreachable past
+// `events.max_age`, kept until redelivered by hand.
+type EventStatus string
+
+// EventType What happened; `webhooks` describes each.
+type EventType string
+
 // Health defines model for Health.
 type Health struct {
 	// Embedded Whether mode is `embedded`.
@@ -718,6 +829,42 @@ type Order struct {
 // OrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
 // `failed` if the database stock guard refused the order.
 type OrderStatus string
+
+// OrderEvent An order event, the body of its delivery: the same bytes on every
+// delivery of it, to every receiver (webhook or NATS).
+type OrderEvent struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type What happened; `webhooks` describes each.
+	Type EventType `json:"type"`
+}
+
+// OrderEventData `order`: the order right after the change, as `GET
+// /admin/orders/{order_id}` shows it. `payment`: for
+// `payment.refund_due` only, the payment the shop owes back, as `GET
+// /admin/payments` lists it.
+type OrderEventData struct {
+	// Order What support staff see of an order: what its shopper sees (`Order`),
+	// when it was paid and closed, why staff cancelled it, and whether the
+	// shop owes the shopper a refund.
+	Order AdminOrder `json:"order"`
+
+	// Payment A payment notification received, and what it did.
+	Payment *Payment `json:"payment,omitempty"`
+}
 
 // OrderList defines model for OrderList.
 type OrderList struct {
@@ -1182,6 +1329,21 @@ type TaskViewState string
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// EventLimit defines model for EventLimit.
+type EventLimit = int
+
+// EventWebhookId An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+// for an order event (an order has each at most once),
+// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+// `payment.refund_due`.
+type EventWebhookId = EventId
+
+// EventWebhookSignature defines model for EventWebhookSignature.
+type EventWebhookSignature = string
+
+// EventWebhookTimestamp defines model for EventWebhookTimestamp.
+type EventWebhookTimestamp = int64
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1248,6 +1410,20 @@ type Unauthorized = Error
 
 // UnsupportedPatchType Every error body.
 type UnsupportedPatchType = Error
+
+// AdminListEventsParams defines parameters for AdminListEvents.
+type AdminListEventsParams struct {
+	// Status The events with this status; `pending` when absent.
+	Status *EventStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size.
+	Limit *EventLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: the `next_cursor` of the previous page; omit it for the first
+	// page. A value the API did not give (an empty one included) is 400
+	// `invalid_request`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
 
 // AdminListOrdersParams defines parameters for AdminListOrders.
 type AdminListOrdersParams struct {
@@ -1367,6 +1543,242 @@ type ReceivePaymentParams struct {
 	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
 
+// OrderCancelledJSONBody defines parameters for OrderCancelled.
+type OrderCancelledJSONBody struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// OrderCancelledParams defines parameters for OrderCancelled.
+type OrderCancelledParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
+// OrderCreatedJSONBody defines parameters for OrderCreated.
+type OrderCreatedJSONBody struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// OrderCreatedParams defines parameters for OrderCreated.
+type OrderCreatedParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
+// OrderExpiredJSONBody defines parameters for OrderExpired.
+type OrderExpiredJSONBody struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// OrderExpiredParams defines parameters for OrderExpired.
+type OrderExpiredParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
+// OrderFailedJSONBody defines parameters for OrderFailed.
+type OrderFailedJSONBody struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// OrderFailedParams defines parameters for OrderFailed.
+type OrderFailedParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
+// OrderPaidJSONBody defines parameters for OrderPaid.
+type OrderPaidJSONBody struct {
+	// Data `order`: the order right after the change, as `GET
+	// /admin/orders/{order_id}` shows it. `payment`: for
+	// `payment.refund_due` only, the payment the shop owes back, as `GET
+	// /admin/payments` lists it.
+	Data OrderEventData `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// OrderPaidParams defines parameters for OrderPaid.
+type OrderPaidParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
+// PaymentRefundDueJSONBody defines parameters for PaymentRefundDue.
+type PaymentRefundDueJSONBody struct {
+	Data interface{} `json:"data"`
+
+	// Id An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
+	// for an order event (an order has each at most once),
+	// `evt_refund_<24 hex digits>` (a hash of the payment id) for
+	// `payment.refund_due`.
+	Id EventId `json:"id"`
+
+	// Timestamp When the change happened (UTC, to the millisecond).
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// PaymentRefundDueParams defines parameters for PaymentRefundDue.
+type PaymentRefundDueParams struct {
+	// WebhookId The event's id (`id` in the body), the same on every delivery of
+	// it: retries, redeliveries by hand and every receiver. A receiver
+	// that has processed this id before acknowledges again (2xx) and does
+	// nothing else.
+	WebhookId EventWebhookId `json:"webhook-id"`
+
+	// WebhookTimestamp When this delivery was signed, in Unix seconds: each retry is signed
+	// afresh. A receiver should refuse one too far from its clock (Standard
+	// Webhooks suggests 5 minutes) to defeat replays.
+	WebhookTimestamp EventWebhookTimestamp `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 of the HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`,
+	// the body byte for byte as sent, keyed with the base64-decoded part
+	// after `whsec_` of an `events.webhook_secret` key: one signature per
+	// configured key, space-separated (a key rotation); the receiver
+	// accepts the event when one matches a key it holds.
+	WebhookSignature EventWebhookSignature `json:"webhook-signature"`
+}
+
 // PaymentSucceededParams defines parameters for PaymentSucceeded.
 type PaymentSucceededParams struct {
 	// WebhookId The notification's id, the same on every retry of it (Standard
@@ -1403,6 +1815,24 @@ type PlaceOrderJSONRequestBody = PlaceOrderRequest
 
 // ReceivePaymentJSONRequestBody defines body for ReceivePayment for application/json ContentType.
 type ReceivePaymentJSONRequestBody = PaymentNotification
+
+// OrderCancelledJSONRequestBody defines body for OrderCancelled for application/json ContentType.
+type OrderCancelledJSONRequestBody OrderCancelledJSONBody
+
+// OrderCreatedJSONRequestBody defines body for OrderCreated for application/json ContentType.
+type OrderCreatedJSONRequestBody OrderCreatedJSONBody
+
+// OrderExpiredJSONRequestBody defines body for OrderExpired for application/json ContentType.
+type OrderExpiredJSONRequestBody OrderExpiredJSONBody
+
+// OrderFailedJSONRequestBody defines body for OrderFailed for application/json ContentType.
+type OrderFailedJSONRequestBody OrderFailedJSONBody
+
+// OrderPaidJSONRequestBody defines body for OrderPaid for application/json ContentType.
+type OrderPaidJSONRequestBody OrderPaidJSONBody
+
+// PaymentRefundDueJSONRequestBody defines body for PaymentRefundDue for application/json ContentType.
+type PaymentRefundDueJSONRequestBody PaymentRefundDueJSONBody
 
 // PaymentSucceededJSONRequestBody defines body for PaymentSucceeded for application/json ContentType.
 type PaymentSucceededJSONRequestBody = PaymentNotification
@@ -1542,6 +1972,42 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// AdminListEvents List the order events of the outbox by status
+	//
+	// The order events seckill sends the shop (see `webhooks`), as the
+	// outbox holds them, oldest first, one page at a time: `pending` (to
+	// deliver, or being retried after a refusal: `attempts`, `last_error`
+	// and `next_at` say how it goes), `delivered` (kept
+	// `events.retention`), or `dead` (refused or unreachable past
+	// `events.max_age`, kept until redelivered by hand). Pass the
+	// `next_cursor` of a page as `cursor`, with the same `status`, to get
+	// the next one; a page without `next_cursor` is the last.
+	//
+	// With events off (no `events.webhook_url` nor `events.nats_url`)
+	// nothing is written to the outbox and every page is empty. A bad
+	// `status`, `limit` or `cursor` (an empty one included) is 400
+	// `invalid_request`.
+	//
+	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
+	AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminRedeliverEvent Send an order event again
+	//
+	// Makes the event pending again, due now, with a fresh retry window
+	// of `events.max_age`, and answers it: a `dead` one once the receiver
+	// is fixed, a `delivered` one a receiver lost, or a `pending` one to
+	// try now instead of after its back-off. It keeps its id (the
+	// `webhook-id` of its deliveries) and its place among its order's
+	// events, which are delivered in the order they were written. The
+	// delivery itself is made by the dispatcher, as for any pending event.
+	//
+	// A malformed id is 400 `invalid_request`; an id the outbox does not
+	// have is 404 `not_found` (a delivered event is deleted after
+	// `events.retention`). No request body.
+	//
+	// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListOrders Find orders (support)
 	//
@@ -2170,6 +2636,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// AdminListEvents List the order events of the outbox by status
+//
+// The order events seckill sends the shop (see `webhooks`), as the
+// outbox holds them, oldest first, one page at a time: `pending` (to
+// deliver, or being retried after a refusal: `attempts`, `last_error`
+// and `next_at` say how it goes), `delivered` (kept
+// `events.retention`), or `dead` (refused or unreachable past
+// `events.max_age`, kept until redelivered by hand). Pass the
+// `next_cursor` of a page as `cursor`, with the same `status`, to get
+// the next one; a page without `next_cursor` is the last.
+//
+// With events off (no `events.webhook_url` nor `events.nats_url`)
+// nothing is written to the outbox and every page is empty. A bad
+// `status`, `limit` or `cursor` (an empty one included) is 400
+// `invalid_request`.
+//
+// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
+func (c *Client) AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminRedeliverEvent Send an order event again
+//
+// Makes the event pending again, due now, with a fresh retry window
+// of `events.max_age`, and answers it: a `dead` one once the receiver
+// is fixed, a `delivered` one a receiver lost, or a `pending` one to
+// try now instead of after its back-off. It keeps its id (the
+// `webhook-id` of its deliveries) and its place among its order's
+// events, which are delivered in the order they were written. The
+// delivery itself is made by the dispatcher, as for any pending event.
+//
+// A malformed id is 400 `invalid_request`; an id the outbox does not
+// have is 404 `not_found` (a delivered event is deleted after
+// `events.retention`). No request body.
+//
+// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *Client) AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminRedeliverEventRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // AdminListOrders Find orders (support)
@@ -3138,6 +3660,118 @@ func (c *Client) ReceivePayment(ctx context.Context, params *ReceivePaymentParam
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewAdminListEventsRequest constructs an http.Request for the AdminListEvents method
+func NewAdminListEventsRequest(server string, params *AdminListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdminRedeliverEventRequest constructs an http.Request for the AdminRedeliverEvent method
+func NewAdminRedeliverEventRequest(server string, id EventId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/events/%s/redeliver", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewAdminListOrdersRequest constructs an http.Request for the AdminListOrders method
@@ -4485,6 +5119,46 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// AdminListEventsWithResponse List the order events of the outbox by status
+	//
+	// The order events seckill sends the shop (see `webhooks`), as the
+	// outbox holds them, oldest first, one page at a time: `pending` (to
+	// deliver, or being retried after a refusal: `attempts`, `last_error`
+	// and `next_at` say how it goes), `delivered` (kept
+	// `events.retention`), or `dead` (refused or unreachable past
+	// `events.max_age`, kept until redelivered by hand). Pass the
+	// `next_cursor` of a page as `cursor`, with the same `status`, to get
+	// the next one; a page without `next_cursor` is the last.
+	//
+	// With events off (no `events.webhook_url` nor `events.nats_url`)
+	// nothing is written to the outbox and every page is empty. A bad
+	// `status`, `limit` or `cursor` (an empty one included) is 400
+	// `invalid_request`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
+	AdminListEventsWithResponse(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*AdminListEventsResponse, error)
+
+	// AdminRedeliverEventWithResponse Send an order event again
+	//
+	// Makes the event pending again, due now, with a fresh retry window
+	// of `events.max_age`, and answers it: a `dead` one once the receiver
+	// is fixed, a `delivered` one a receiver lost, or a `pending` one to
+	// try now instead of after its back-off. It keeps its id (the
+	// `webhook-id` of its deliveries) and its place among its order's
+	// events, which are delivered in the order they were written. The
+	// delivery itself is made by the dispatcher, as for any pending event.
+	//
+	// A malformed id is 400 `invalid_request`; an id the outbox does not
+	// have is 404 `not_found` (a delivered event is deleted after
+	// `events.retention`). No request body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+	AdminRedeliverEventWithResponse(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error)
+
 	// AdminListOrdersWithResponse Find orders (support)
 	//
 	// The orders matching every filter given (none: all of them), whatever
@@ -5154,6 +5828,165 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePaymentWithResponse(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error)
+}
+
+// AdminListEventsResponse503Headers the declared response headers of an HTTP 503 response for AdminListEvents
+type AdminListEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminEventList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListEventsResponse) GetJSON200() *AdminEventList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AdminListEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminListEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminListEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminListEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminRedeliverEventResponse503Headers the declared response headers of an HTTP 503 response for AdminRedeliverEvent
+type AdminRedeliverEventResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminRedeliverEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminEvent
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminRedeliverEventResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON200() *AdminEvent {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminRedeliverEventResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminRedeliverEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminRedeliverEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminRedeliverEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminRedeliverEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // AdminListOrdersResponse503Headers the declared response headers of an HTTP 503 response for AdminListOrders
@@ -7250,6 +8083,58 @@ func (r ReceivePaymentResponse) ContentType() string {
 	return ""
 }
 
+// AdminListEventsWithResponse List the order events of the outbox by status
+//
+// The order events seckill sends the shop (see `webhooks`), as the
+// outbox holds them, oldest first, one page at a time: `pending` (to
+// deliver, or being retried after a refusal: `attempts`, `last_error`
+// and `next_at` say how it goes), `delivered` (kept
+// `events.retention`), or `dead` (refused or unreachable past
+// `events.max_age`, kept until redelivered by hand). Pass the
+// `next_cursor` of a page as `cursor`, with the same `status`, to get
+// the next one; a page without `next_cursor` is the last.
+//
+// With events off (no `events.webhook_url` nor `events.nats_url`)
+// nothing is written to the outbox and every page is empty. A bad
+// `status`, `limit` or `cursor` (an empty one included) is 400
+// `invalid_request`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
+func (c *ClientWithResponses) AdminListEventsWithResponse(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*AdminListEventsResponse, error) {
+	rsp, err := c.AdminListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListEventsResponse(rsp)
+}
+
+// AdminRedeliverEventWithResponse Send an order event again
+//
+// Makes the event pending again, due now, with a fresh retry window
+// of `events.max_age`, and answers it: a `dead` one once the receiver
+// is fixed, a `delivered` one a receiver lost, or a `pending` one to
+// try now instead of after its back-off. It keeps its id (the
+// `webhook-id` of its deliveries) and its place among its order's
+// events, which are delivered in the order they were written. The
+// delivery itself is made by the dispatcher, as for any pending event.
+//
+// A malformed id is 400 `invalid_request`; an id the outbox does not
+// have is 404 `not_found` (a delivered event is deleted after
+// `events.retention`). No request body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
+func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error) {
+	rsp, err := c.AdminRedeliverEvent(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminRedeliverEventResponse(rsp)
+}
+
 // AdminListOrdersWithResponse Find orders (support)
 //
 // The orders matching every filter given (none: all of them), whatever
@@ -8122,6 +9007,147 @@ func (c *ClientWithResponses) ReceivePaymentWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseReceivePaymentResponse(rsp)
+}
+
+// ParseAdminListEventsResponse parses an HTTP response from a AdminListEventsWithResponse call
+func ParseAdminListEventsResponse(rsp *http.Response) (*AdminListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminEventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminListEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminRedeliverEventResponse parses an HTTP response from a AdminRedeliverEventWithResponse call
+func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminRedeliverEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminEvent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminRedeliverEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseAdminListOrdersResponse parses an HTTP response from a AdminListOrdersWithResponse call
@@ -10029,10 +11055,184 @@ func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Re
 
 // WebhookInitiatorInterface is the interface specification for the webhook initiator.
 type WebhookInitiatorInterface interface {
+	// OrderCancelledWithBody fires the orderCancelled webhook with any body
+	OrderCancelledWithBody(ctx context.Context, targetURL string, params *OrderCancelledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	OrderCancelled(ctx context.Context, targetURL string, params *OrderCancelledParams, body OrderCancelledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OrderCreatedWithBody fires the orderCreated webhook with any body
+	OrderCreatedWithBody(ctx context.Context, targetURL string, params *OrderCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	OrderCreated(ctx context.Context, targetURL string, params *OrderCreatedParams, body OrderCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OrderExpiredWithBody fires the orderExpired webhook with any body
+	OrderExpiredWithBody(ctx context.Context, targetURL string, params *OrderExpiredParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	OrderExpired(ctx context.Context, targetURL string, params *OrderExpiredParams, body OrderExpiredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OrderFailedWithBody fires the orderFailed webhook with any body
+	OrderFailedWithBody(ctx context.Context, targetURL string, params *OrderFailedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	OrderFailed(ctx context.Context, targetURL string, params *OrderFailedParams, body OrderFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OrderPaidWithBody fires the orderPaid webhook with any body
+	OrderPaidWithBody(ctx context.Context, targetURL string, params *OrderPaidParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	OrderPaid(ctx context.Context, targetURL string, params *OrderPaidParams, body OrderPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PaymentRefundDueWithBody fires the paymentRefundDue webhook with any body
+	PaymentRefundDueWithBody(ctx context.Context, targetURL string, params *PaymentRefundDueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PaymentRefundDue(ctx context.Context, targetURL string, params *PaymentRefundDueParams, body PaymentRefundDueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PaymentSucceededWithBody fires the paymentSucceeded webhook with any body
 	PaymentSucceededWithBody(ctx context.Context, targetURL string, params *PaymentSucceededParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	PaymentSucceeded(ctx context.Context, targetURL string, params *PaymentSucceededParams, body PaymentSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) OrderCancelledWithBody(ctx context.Context, targetURL string, params *OrderCancelledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderCancelledWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderCancelled(ctx context.Context, targetURL string, params *OrderCancelledParams, body OrderCancelledJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderCancelledWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderCreatedWithBody(ctx context.Context, targetURL string, params *OrderCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderCreatedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderCreated(ctx context.Context, targetURL string, params *OrderCreatedParams, body OrderCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderCreatedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderExpiredWithBody(ctx context.Context, targetURL string, params *OrderExpiredParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderExpiredWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderExpired(ctx context.Context, targetURL string, params *OrderExpiredParams, body OrderExpiredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderExpiredWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderFailedWithBody(ctx context.Context, targetURL string, params *OrderFailedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderFailedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderFailed(ctx context.Context, targetURL string, params *OrderFailedParams, body OrderFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderFailedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderPaidWithBody(ctx context.Context, targetURL string, params *OrderPaidParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderPaidWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) OrderPaid(ctx context.Context, targetURL string, params *OrderPaidParams, body OrderPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrderPaidWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PaymentRefundDueWithBody(ctx context.Context, targetURL string, params *PaymentRefundDueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPaymentRefundDueWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) PaymentRefundDue(ctx context.Context, targetURL string, params *PaymentRefundDueParams, body PaymentRefundDueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPaymentRefundDueWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
 }
 
 func (p *WebhookInitiator) PaymentSucceededWithBody(ctx context.Context, targetURL string, params *PaymentSucceededParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10057,6 +11257,372 @@ func (p *WebhookInitiator) PaymentSucceeded(ctx context.Context, targetURL strin
 		return nil, err
 	}
 	return p.Client.Do(req)
+}
+
+// NewOrderCancelledWebhookRequest builds a application/json POST request for the orderCancelled webhook
+func NewOrderCancelledWebhookRequest(targetURL string, params *OrderCancelledParams, body OrderCancelledJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewOrderCancelledWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewOrderCancelledWebhookRequestWithBody builds a POST request for the orderCancelled webhook with any body
+func NewOrderCancelledWebhookRequestWithBody(targetURL string, params *OrderCancelledParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewOrderCreatedWebhookRequest builds a application/json POST request for the orderCreated webhook
+func NewOrderCreatedWebhookRequest(targetURL string, params *OrderCreatedParams, body OrderCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewOrderCreatedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewOrderCreatedWebhookRequestWithBody builds a POST request for the orderCreated webhook with any body
+func NewOrderCreatedWebhookRequestWithBody(targetURL string, params *OrderCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewOrderExpiredWebhookRequest builds a application/json POST request for the orderExpired webhook
+func NewOrderExpiredWebhookRequest(targetURL string, params *OrderExpiredParams, body OrderExpiredJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewOrderExpiredWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewOrderExpiredWebhookRequestWithBody builds a POST request for the orderExpired webhook with any body
+func NewOrderExpiredWebhookRequestWithBody(targetURL string, params *OrderExpiredParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewOrderFailedWebhookRequest builds a application/json POST request for the orderFailed webhook
+func NewOrderFailedWebhookRequest(targetURL string, params *OrderFailedParams, body OrderFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewOrderFailedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewOrderFailedWebhookRequestWithBody builds a POST request for the orderFailed webhook with any body
+func NewOrderFailedWebhookRequestWithBody(targetURL string, params *OrderFailedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewOrderPaidWebhookRequest builds a application/json POST request for the orderPaid webhook
+func NewOrderPaidWebhookRequest(targetURL string, params *OrderPaidParams, body OrderPaidJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewOrderPaidWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewOrderPaidWebhookRequestWithBody builds a POST request for the orderPaid webhook with any body
+func NewOrderPaidWebhookRequestWithBody(targetURL string, params *OrderPaidParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewPaymentRefundDueWebhookRequest builds a application/json POST request for the paymentRefundDue webhook
+func NewPaymentRefundDueWebhookRequest(targetURL string, params *PaymentRefundDueParams, body PaymentRefundDueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPaymentRefundDueWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewPaymentRefundDueWebhookRequestWithBody builds a POST request for the paymentRefundDue webhook with any body
+func NewPaymentRefundDueWebhookRequestWithBody(targetURL string, params *PaymentRefundDueParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }
 
 // NewPaymentSucceededWebhookRequest builds a application/json POST request for the paymentSucceeded webhook
