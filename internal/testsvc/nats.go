@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +18,10 @@ import (
 // a free port and with its own store directory, for tests that publish to
 // JetStream or kill and restart the server. The store outlives a restart.
 type NATSServer struct {
-	t    testing.TB
+	process
 	bin  string
 	dir  string
 	name string // server name: tells this process from another on the port
-	port int
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	started bool
 }
 
 // StartNATS starts a private nats-server with JetStream (file storage under
@@ -43,10 +35,12 @@ func StartNATS(t testing.TB) *NATSServer {
 		// Debian installs it in /usr/sbin, which not every PATH has.
 		bin = "/usr/sbin/nats-server"
 		if _, serr := os.Stat(bin); serr != nil {
-			t.Fatalf("nats-server binary not found (%v); run scripts/test-services.sh, which installs it", err)
+			Missing(t, "nats-server binary not found: %v; %s", err, startServicesMsg)
 		}
 	}
-	s := &NATSServer{t: t, bin: bin, dir: t.TempDir(), name: "testsvc_" + RandomID(6), port: FreePort(t)}
+	s := &NATSServer{bin: bin, dir: t.TempDir(), name: "testsvc_" + RandomID(6)}
+	s.process = process{t: t, port: FreePort(t), command: s.command, ready: func(int) error { return s.ready() },
+		log: filepath.Join(s.dir, "nats.log")}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -55,61 +49,11 @@ func StartNATS(t testing.TB) *NATSServer {
 // URL is the server's client URL, nats://127.0.0.1:<port>.
 func (s *NATSServer) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.port) }
 
-// Start (re)starts the server on its port and store directory and waits
-// until JetStream answers. On the first start a port another process took
-// meanwhile is replaced by a new free one; a restart keeps the URL.
-func (s *NATSServer) Start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.startOnce()
-		if err == nil {
-			return
-		}
-		if s.started || attempt == 5 {
-			s.t.Fatalf("%s: %v", s, err)
-		}
-		s.port = FreePort(s.t)
-	}
-}
-
-// startOnce starts the process and waits until the server on the port is
-// this process and its JetStream answers.
-func (s *NATSServer) startOnce() error {
-	cmd := exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-n", s.name,
-		"-js", "-sd", filepath.Join(s.dir, "store"), "-l", filepath.Join(s.dir, "nats.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := s.ready()
-		if err == nil {
-			s.cmd, s.exited, s.started = cmd, exited, true
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited at start (port in use?); see %s", filepath.Join(s.dir, "nats.log"))
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("did not answer: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// command is nats-server's command line on port, with JetStream storing
+// in the server's directory.
+func (s *NATSServer) command(port int) *exec.Cmd {
+	return exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-n", s.name,
+		"-js", "-sd", filepath.Join(s.dir, "store"), "-l", s.log)
 }
 
 // ready connects once and checks that the server is this one (by name)
@@ -131,18 +75,6 @@ func (s *NATSServer) ready() error {
 	defer cancel()
 	_, err = js.AccountInfo(ctx)
 	return err
-}
-
-// Kill stops the server at once with SIGKILL (a crash).
-func (s *NATSServer) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(os.Kill)
-	<-s.exited
-	s.cmd = nil
 }
 
 // String describes the server for logs.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,17 +21,11 @@ import (
 // its own directory, for tests that stop, kill or restart a node without
 // touching the shared servers.
 type RedisServer struct {
-	t    testing.TB
+	process
 	bin  string
 	conf string // config file given first, for a Sentinel; "" for none
 	args []string
 	dir  string
-	port int
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	started bool
 }
 
 // StartRedisServer starts a private redis-server (no persistence), with the
@@ -49,7 +42,8 @@ func startServer(t testing.TB, conf string, args []string) *RedisServer {
 	if err != nil {
 		Missing(t, "redis-server binary not found: %v; %s", err, startServicesMsg)
 	}
-	s := &RedisServer{t: t, bin: bin, conf: conf, args: args, dir: t.TempDir(), port: FreePort(t)}
+	s := &RedisServer{bin: bin, conf: conf, args: args, dir: t.TempDir()}
+	s.process = process{t: t, port: FreePort(t), command: s.command, ready: s.ready, log: filepath.Join(s.dir, "redis.log")}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -78,84 +72,30 @@ func StartSentinel(t testing.TB, name, primary string) *RedisServer {
 // Addr is the server's host:port.
 func (s *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// Start (re)starts the server on its port and waits until it answers. On
-// the first start a port another process took meanwhile is replaced by a
-// new free one; a restart keeps the address.
-func (s *RedisServer) Start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.startOnce()
-		if err == nil {
-			return
-		}
-		if s.started || attempt == 5 {
-			s.t.Fatalf("redis-server on %s: %v", s.Addr(), err)
-		}
-		s.port = FreePort(s.t)
-	}
-}
-
-// startOnce starts the process and waits until the server on the port is
-// this process (another test binary may have taken the port).
-func (s *RedisServer) startOnce() error {
+// command is redis-server's command line on port: no persistence, the
+// configuration file first when there is one.
+func (s *RedisServer) command(port int) *exec.Cmd {
 	var args []string
 	if s.conf != "" {
 		args = append(args, s.conf)
 	}
-	args = append(append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args = append(append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis.log")), s.args...)
-	cmd := exec.Command(s.bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer func() { _ = c.Close() }()
-	want := "process_id:" + strconv.Itoa(cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		info, err := c.Info(ctx, "server").Result()
-		cancel()
-		if err == nil && strings.Contains(info, want) {
-			s.cmd, s.exited, s.started = cmd, exited, true
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited at start (port in use?)")
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("did not answer: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		"--logfile", s.log), s.args...)
+	return exec.Command(s.bin, args...)
 }
 
-// Kill stops the server at once with SIGKILL (a crash: nothing is kept).
-func (s *RedisServer) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
+// ready checks that the server on the port is the process pid.
+func (s *RedisServer) ready(pid int) error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err == nil && !strings.Contains(info, "process_id:"+strconv.Itoa(pid)) {
+		err = fmt.Errorf("another server on the port")
 	}
-	_ = s.cmd.Process.Signal(os.Kill)
-	<-s.exited
-	s.cmd = nil
+	return err
 }
 
 // StartRedisClusterNode starts a private redis-server in cluster mode that
@@ -189,18 +129,6 @@ func (s *RedisServer) Freeze() { s.signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen server with SIGCONT; it then runs the commands that
 // arrived meanwhile.
 func (s *RedisServer) Thaw() { s.signal(syscall.SIGCONT) }
-
-func (s *RedisServer) signal(sig syscall.Signal) {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		s.t.Fatalf("%s: not running", s)
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("%s: %v: %v", s, sig, err)
-	}
-}
 
 // Client returns a client for the server, closed when the test ends.
 func (s *RedisServer) Client() *redis.Client {
