@@ -2,7 +2,6 @@ package catalog_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,28 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
-	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/migrations"
 )
 
-func openDB(t *testing.T) *gorm.DB {
-	t.Helper()
-	sqlDB, err := sql.Open("mysql", testsvc.MySQL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { sqlDB.Close() })
-	_, err = migrations.Up(t.Context(), sqlDB, migrations.MySQL)
-	require.NoError(t, err)
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	return db
-}
+func openDB(t *testing.T) *gorm.DB { return testsvc.MigratedMySQL(t) }
 
 func ptr[T any](v T) *T { return &v }
 
