@@ -181,12 +181,12 @@ func (s *Service) ApplyPayment(ctx context.Context, n PaymentNotice) (*PaymentRe
 				return fmt.Errorf("order %s changed under its row lock", o.OrderID)
 			}
 			o.Status = StatusPaid
-			if err := s.closer.rows.eventOf(tx, outbox.OrderPaid, o.OrderID, now); err != nil {
+			if err := s.closer.rows.eventOf(tx, outbox.OrderPaid, o.OrderID, nil, now); err != nil {
 				return err
 			}
 		}
 		if p.Status == PaymentRefundDue {
-			if err := s.closer.rows.refundEvent(tx, &p, now); err != nil {
+			if err := s.closer.rows.eventOf(tx, outbox.PaymentRefundDue, p.OrderID, &p, now); err != nil {
 				return err
 			}
 		}

@@ -357,7 +357,7 @@ func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) 
 			return res.Error
 		}
 		paid = true
-		return s.closer.rows.eventOf(tx, outbox.OrderPaid, orderID, now)
+		return s.closer.rows.eventOf(tx, outbox.OrderPaid, orderID, nil, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("order: pay %s: %w", orderID, err)

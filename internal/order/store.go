@@ -30,21 +30,31 @@ func NewStore(db *gorm.DB, events *outbox.Writer) *Store {
 // units left for the batch. Nothing was written.
 var ErrGuard = errors.New("order: stock guard refused the batch")
 
-// event appends the event of type typ about the order in r, as it is after
-// the change, at now, in tx.
+// newEvent is the event of type typ about the order in r, as it is after
+// the change, at now; a refund's carries its payment p (nil otherwise).
+func newEvent(typ string, r *supportRow, p *Payment, now time.Time) (outbox.Event, error) {
+	data, key := outbox.OrderData{Order: r.adminView()}, ""
+	if p != nil {
+		data.Payment, key = p, p.PaymentID
+	}
+	return outbox.New(typ, r.OrderID, key, now, data)
+}
+
+// event appends the event of type typ about the order in r in tx.
 func (s *Store) event(tx *gorm.DB, typ string, r *supportRow, now time.Time) error {
 	if !s.events.On() {
 		return nil
 	}
-	e, err := outbox.New(typ, r.OrderID, "", now, outbox.OrderData{Order: r.adminView()})
+	e, err := newEvent(typ, r, nil, now)
 	if err != nil {
 		return err
 	}
 	return s.events.Append(tx, e)
 }
 
-// eventOf appends the event of type typ about orderID as tx reads it now.
-func (s *Store) eventOf(tx *gorm.DB, typ, orderID string, now time.Time) error {
+// eventOf appends the event of type typ about orderID as tx reads it now;
+// p is the payment of a payment.refund_due, nil otherwise.
+func (s *Store) eventOf(tx *gorm.DB, typ, orderID string, p *Payment, now time.Time) error {
 	if !s.events.On() {
 		return nil
 	}
@@ -52,20 +62,7 @@ func (s *Store) eventOf(tx *gorm.DB, typ, orderID string, now time.Time) error {
 	if err := tx.Take(&r, "order_id = ?", orderID).Error; err != nil {
 		return err
 	}
-	return s.event(tx, typ, &r, now)
-}
-
-// refundEvent appends the payment.refund_due event of payment p, with its
-// order as tx reads it now.
-func (s *Store) refundEvent(tx *gorm.DB, p *Payment, now time.Time) error {
-	if !s.events.On() {
-		return nil
-	}
-	var r supportRow
-	if err := tx.Take(&r, "order_id = ?", p.OrderID).Error; err != nil {
-		return err
-	}
-	e, err := outbox.New(outbox.PaymentRefundDue, p.OrderID, p.PaymentID, now, outbox.OrderData{Order: r.adminView(), Payment: p})
+	e, err := newEvent(typ, &r, p, now)
 	if err != nil {
 		return err
 	}
@@ -120,8 +117,7 @@ func (s *Store) insertCounted(tx *gorm.DB, rows []Order, now time.Time) error {
 	if s.events.On() {
 		events := make([]outbox.Event, len(rows))
 		for i := range rows {
-			r := supportRow{Order: rows[i]}
-			e, err := outbox.New(outbox.OrderCreated, r.OrderID, "", now, outbox.OrderData{Order: r.adminView()})
+			e, err := newEvent(outbox.OrderCreated, &supportRow{Order: rows[i]}, nil, now)
 			if err != nil {
 				return err
 			}
