@@ -73,7 +73,7 @@ loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/fl
 bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCHMARKS.md
 	./loadtest/bench.sh
 
-bench-events: ## the drain's SQL transaction with order events off and on, interleaved, 8 rounds (about 2 minutes)
+bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, interleaved, 8 rounds (about 3 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
 		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done
 

@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,9 +92,16 @@ func (r *receiver) wait(want map[string][]string) {
 // order: created, then paid, cancelled or expired; a payment for an order
 // that cannot take it, payment.refund_due. The outbox audit finds every
 // change with its event.
+// The embedded mode (SQLite) runs the same.
 func TestEveryOrderChangeSendsItsEvent(t *testing.T) {
+	for _, embedded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("embedded=%v", embedded), func(t *testing.T) { everyOrderChangeSendsItsEvent(t, embedded) })
+	}
+}
+
+func everyOrderChangeSendsItsEvent(t *testing.T, embedded bool) {
 	rcv := startReceiver(t)
-	s := startPayments(t, saleOpts{env: map[string]string{
+	s := startPayments(t, saleOpts{embedded: embedded, env: map[string]string{
 		"SECKILL_EVENTS_WEBHOOK_URL":    rcv.srv.URL,
 		"SECKILL_EVENTS_WEBHOOK_SECRET": eventSecret,
 		"SECKILL_EVENTS_BACKOFF_MIN":    "50ms",

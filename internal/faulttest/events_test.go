@@ -442,7 +442,7 @@ func (r *eventsReceiver) waitSettled(d *deployment, sku uint64, limit time.Durat
 	for {
 		why = ""
 		var pending int64
-		if err := d.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE status = ?", outbox.StatusPending).Scan(&pending); err != nil {
+		if err := d.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM outbox WHERE status = ?) + (SELECT COALESCE(SUM(n), 0) FROM outbox_batches)", outbox.StatusPending).Scan(&pending); err != nil {
 			why = err.Error()
 		} else if pending > 0 {
 			why = fmt.Sprintf("%d events pending in the outbox", pending)

@@ -110,22 +110,28 @@ func (s *Store) Insert(ctx context.Context, rows []Order, now time.Time) ([]Orde
 // their SKUs' sold; ErrGuard when a SKU has too few units left. The rows
 // keep no id of an insert that may yet roll back.
 func (s *Store) insertCounted(tx *gorm.DB, rows []Order, now time.Time) error {
-	batch := slices.Clone(rows)
-	if err := tx.CreateInBatches(&batch, 1000).Error; err != nil {
-		return err
-	}
+	// The events are made while SQL inserts the rows.
+	var packed chan func() (outbox.Packed, error)
 	if s.events.On() {
-		events := make([]outbox.Event, len(rows))
-		for i := range rows {
-			e, err := newEvent(outbox.OrderCreated, &supportRow{Order: rows[i]}, nil, now)
-			if err != nil {
-				return err
-			}
-			events[i] = e
+		packed = make(chan func() (outbox.Packed, error), 1)
+		go func() {
+			p, err := s.created(rows, now)
+			packed <- func() (outbox.Packed, error) { return p, err }
+		}()
+	}
+	batch := slices.Clone(rows)
+	err := tx.CreateInBatches(&batch, 1000).Error
+	if packed != nil {
+		p, perr := (<-packed)()
+		if err == nil {
+			err = perr
 		}
-		if err := s.events.Append(tx, events...); err != nil {
-			return err
+		if err == nil {
+			err = s.events.AppendPacked(tx, p)
 		}
+	}
+	if err != nil {
+		return err
 	}
 	units := map[uint64]int64{}
 	for _, o := range rows {
@@ -140,6 +146,19 @@ func (s *Store) insertCounted(tx *gorm.DB, rows []Order, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// created packs the order.created events of rows, at now.
+func (s *Store) created(rows []Order, now time.Time) (outbox.Packed, error) {
+	events := make([]outbox.Event, len(rows))
+	for i := range rows {
+		e, err := newEvent(outbox.OrderCreated, &supportRow{Order: rows[i]}, nil, now)
+		if err != nil {
+			return outbox.Packed{}, err
+		}
+		events[i] = e
+	}
+	return s.events.Pack(events...), nil
 }
 
 // InsertOneByOne writes each row in its own guarded transaction, with its

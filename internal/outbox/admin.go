@@ -19,7 +19,8 @@ type Counts struct {
 	OldestPending time.Duration `json:"-"`
 }
 
-// Count counts the events by status, at now.
+// Count counts the events by status, at now; pending counts those still in
+// batches too.
 func Count(ctx context.Context, db *gorm.DB, now time.Time) (Counts, error) {
 	var rows []struct {
 		Status string
@@ -39,16 +40,34 @@ func Count(ctx context.Context, db *gorm.DB, now time.Time) (Counts, error) {
 			c.Dead = r.N
 		}
 	}
-	if c.Pending > 0 {
-		var oldest Event
-		err := db.WithContext(ctx).Select("created_at").Where("status = ?", StatusPending).Order("id").Take(&oldest).Error
-		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-			return Counts{}, fmt.Errorf("outbox: oldest pending: %w", err)
-		}
+	var queued int64
+	if err := db.WithContext(ctx).Model(&batch{}).Select("COALESCE(SUM(n), 0)").Scan(&queued).Error; err != nil {
+		return Counts{}, fmt.Errorf("outbox: count batches: %w", err)
+	}
+	// The oldest pending event: the first pending row's or the first
+	// batch's, whichever is older.
+	oldest := func(q *gorm.DB) error {
+		var at struct{ CreatedAt time.Time }
+		err := q.Select("created_at").Order("id").Take(&at).Error
 		if err == nil {
-			c.OldestPending = max(0, now.Sub(oldest.CreatedAt))
+			c.OldestPending = max(c.OldestPending, now.Sub(at.CreatedAt))
+		}
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil
+		}
+		return err
+	}
+	if queued > 0 {
+		if err := oldest(db.WithContext(ctx).Model(&batch{})); err != nil {
+			return Counts{}, fmt.Errorf("outbox: oldest batch: %w", err)
 		}
 	}
+	if c.Pending > 0 {
+		if err := oldest(db.WithContext(ctx).Model(&Event{}).Where("status = ?", StatusPending)); err != nil {
+			return Counts{}, fmt.Errorf("outbox: oldest pending: %w", err)
+		}
+	}
+	c.Pending += queued
 	return c, nil
 }
 

@@ -2,8 +2,11 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -49,58 +52,151 @@ var changes = []struct{ typ, happened, at string }{
 // Audit checks the orders table and the payments table against the outbox
 // at now: each change made since the report's Since has its event, and each
 // event its change. Events are written in the change's transaction, so any
-// gap is a defect.
+// gap is a defect. It reads one snapshot, so that an event still in a batch
+// (not yet moved into its outbox row) is seen with its change.
 func Audit(ctx context.Context, db *gorm.DB, now time.Time, retention time.Duration) (AuditReport, error) {
-	db = db.WithContext(ctx)
 	var r AuditReport
-	var err error
-	if r.Counts, err = Count(ctx, db, now); err != nil {
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		r, err = audit(tx, now, retention)
+		return err
+	}, snapshot(db))
+	return r, err
+}
+
+// snapshot makes a transaction read one consistent state on MySQL
+// (REPEATABLE READ reads its first read's snapshot); SQLite's transactions
+// do anyway.
+func snapshot(db *gorm.DB) *sql.TxOptions {
+	if db.Dialector.Name() != "mysql" {
+		return nil
+	}
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
+func audit(db *gorm.DB, now time.Time, retention time.Duration) (AuditReport, error) {
+	var r AuditReport
+	queued, since, err := queuedEvents(db)
+	if err != nil {
+		return r, err
+	}
+	if r.Counts, err = Count(db.Statement.Context, db, now); err != nil {
 		return r, err
 	}
 	var oldest Event
 	err = db.Select("created_at").Order("id").Take(&oldest).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return r, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 		return r, fmt.Errorf("outbox: audit: %w", err)
 	}
-	r.Since = oldest.CreatedAt.UTC()
+	if err == nil && (since.IsZero() || oldest.CreatedAt.Before(since)) {
+		since = oldest.CreatedAt
+	}
+	if since.IsZero() {
+		return r, nil
+	}
+	r.Since = since.UTC()
 	if h := now.UTC().Add(-retention); h.After(r.Since) {
 		r.Since = h
 	}
-	gap := func(list *[]Gap, typ, from string, args ...any) error {
+	// gap adds to list the order ids that query (selecting order_id) finds,
+	// less those in skip.
+	gap := func(list *[]Gap, typ string, skip map[string]bool, query string, args ...any) error {
 		g := Gap{Type: typ}
-		if err := db.Raw("SELECT COUNT(*) "+from, args...).Scan(&g.Count).Error; err != nil {
+		if err := db.Raw("SELECT COUNT(*) FROM ("+query+") q", args...).Scan(&g.Count).Error; err != nil {
 			return fmt.Errorf("outbox: audit %s: %w", typ, err)
 		}
 		if g.Count == 0 {
 			return nil
 		}
-		if err := db.Raw("SELECT order_id "+from+" ORDER BY order_id LIMIT 5", args...).Scan(&g.Sample).Error; err != nil {
-			return fmt.Errorf("outbox: audit %s: %w", typ, err)
+		if len(skip) == 0 {
+			if err := db.Raw(query+" ORDER BY order_id LIMIT 5", args...).Scan(&g.Sample).Error; err != nil {
+				return fmt.Errorf("outbox: audit %s: %w", typ, err)
+			}
+		} else {
+			// Found ones may be in a batch: read them all (as many as
+			// the batches hold, plus the real gaps) to leave those out.
+			var ids []string
+			if err := db.Raw(query+" ORDER BY order_id", args...).Scan(&ids).Error; err != nil {
+				return fmt.Errorf("outbox: audit %s: %w", typ, err)
+			}
+			g.Count = 0
+			for _, id := range ids {
+				if !skip[id] {
+					g.Count++
+					if len(g.Sample) < 5 {
+						g.Sample = append(g.Sample, id)
+					}
+				}
+			}
+			if g.Count == 0 {
+				return nil
+			}
 		}
 		*list = append(*list, g)
 		return nil
 	}
 	for _, c := range changes {
-		err := gap(&r.Missing, c.typ, "FROM orders o WHERE "+c.happened+" AND "+c.at+" >= ? "+
+		err := gap(&r.Missing, c.typ, queued[c.typ], "SELECT o.order_id FROM orders o WHERE "+c.happened+" AND "+c.at+" >= ? "+
 			"AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = o.order_id AND e.type = ?)", r.Since, c.typ)
 		if err != nil {
 			return r, err
 		}
-		err = gap(&r.Orphans, c.typ, "FROM outbox e WHERE e.type = ? "+
+		err = gap(&r.Orphans, c.typ, nil, "SELECT e.order_id FROM outbox e WHERE e.type = ? "+
 			"AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_id = e.order_id AND "+c.happened+")", c.typ)
 		if err != nil {
 			return r, err
 		}
+		if err := queuedOrphans(db, &r, c.typ, "SELECT o.order_id FROM orders o WHERE o.order_id IN ? AND "+c.happened, queued[c.typ]); err != nil {
+			return r, err
+		}
 	}
-	err = gap(&r.Missing, PaymentRefundDue, "FROM payments p WHERE p.status = 'refund_due' AND p.received_at >= ? "+
+	err = gap(&r.Missing, PaymentRefundDue, queued[PaymentRefundDue], "SELECT p.order_id FROM payments p WHERE p.status = 'refund_due' AND p.received_at >= ? "+
 		"AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_id = p.order_id AND e.type = ?)", r.Since, PaymentRefundDue)
 	if err != nil {
 		return r, err
 	}
-	err = gap(&r.Orphans, PaymentRefundDue, "FROM outbox e WHERE e.type = ? "+
+	err = gap(&r.Orphans, PaymentRefundDue, nil, "SELECT e.order_id FROM outbox e WHERE e.type = ? "+
 		"AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = e.order_id AND p.status = 'refund_due')", PaymentRefundDue)
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	return r, queuedOrphans(db, &r, PaymentRefundDue, "SELECT p.order_id FROM payments p WHERE p.order_id IN ? AND p.status = 'refund_due'", queued[PaymentRefundDue])
+}
+
+// queuedOrphans adds to r's orphans the orders of events of type typ still
+// in batches (orders) whose change query (selecting the order ids among
+// those given) does not find.
+func queuedOrphans(db *gorm.DB, r *AuditReport, typ, query string, orders map[string]bool) error {
+	ids := slices.Sorted(maps.Keys(orders))
+	found := map[string]bool{}
+	for chunk := range slices.Chunk(ids, 1000) {
+		var have []string
+		if err := db.Raw(query, chunk).Scan(&have).Error; err != nil {
+			return fmt.Errorf("outbox: audit %s: %w", typ, err)
+		}
+		for _, id := range have {
+			found[id] = true
+		}
+	}
+	g := Gap{Type: typ}
+	for _, id := range ids {
+		if !found[id] {
+			g.Count++
+			if len(g.Sample) < 5 {
+				g.Sample = append(g.Sample, id)
+			}
+		}
+	}
+	if g.Count == 0 {
+		return nil
+	}
+	for i := range r.Orphans {
+		if r.Orphans[i].Type == typ {
+			r.Orphans[i].Count += g.Count
+			r.Orphans[i].Sample = append(r.Orphans[i].Sample, g.Sample...)[:min(5, len(r.Orphans[i].Sample)+len(g.Sample))]
+			return nil
+		}
+	}
+	r.Orphans = append(r.Orphans, g)
+	return nil
 }

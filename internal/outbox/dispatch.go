@@ -115,13 +115,18 @@ func (d *Dispatcher) every(ctx context.Context, period time.Duration, f func(con
 	}
 }
 
-// Step leases the events due now, up to Concurrency, the first pending one
-// of each order only, delivers them to every sink in parallel, and records
-// each outcome. It returns how many it leased.
+// Step moves the oldest batches of appended events into outbox rows, then
+// leases the events due now, up to Concurrency, the first pending one of
+// each order only, delivers them to every sink in parallel, and records
+// each outcome. It returns how many events it moved or leased.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
+	moved, err := expand(ctx, d.db)
+	if err != nil {
+		return 0, err
+	}
 	events, owner, err := d.claim(ctx)
 	if err != nil || len(events) == 0 {
-		return 0, err
+		return moved, err
 	}
 	errs := make([]error, len(events))
 	var wg sync.WaitGroup
@@ -137,7 +142,7 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 			continue
 		}
 		if err := d.record(ctx, func(tx *gorm.DB) error { return d.failed(tx, &e, owner, errs[i]) }); err != nil {
-			return len(events), err
+			return moved + len(events), err
 		}
 	}
 	if len(done) > 0 {
@@ -147,10 +152,10 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 				Updates(map[string]any{"status": StatusDelivered, "delivered_at": now, "lease_owner": nil, "lease_until": nil}).Error
 		})
 		if err != nil {
-			return len(events), err
+			return moved + len(events), err
 		}
 	}
-	return len(events), nil
+	return moved + len(events), nil
 }
 
 // claim leases up to Concurrency due events under a new owner token and

@@ -473,6 +473,7 @@ func TestRetainDeletesOnlyOldDelivered(t *testing.T) {
 		event(t, OrderCreated, "dead", t0.Add(-30*24*time.Hour)),
 	}
 	require.NoError(t, NewWriter(true).Append(db, append(events, keep...)...))
+	drain(t, db)
 	long := t0.Add(-retention - time.Hour)
 	require.NoError(t, db.Model(&Event{}).Where("order_id LIKE 'old%'").
 		Updates(map[string]any{"status": StatusDelivered, "delivered_at": long}).Error)

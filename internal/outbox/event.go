@@ -94,12 +94,36 @@ func New(typ, orderID, key string, at time.Time, data OrderData) (Event, error) 
 		return Event{}, fmt.Errorf("outbox: encode %s: %w", typ, err)
 	}
 	at = at.UTC().Truncate(time.Millisecond)
-	payload, err := json.Marshal(Message{ID: id, Type: typ, Timestamp: at, Data: raw})
-	if err != nil {
-		return Event{}, fmt.Errorf("outbox: encode %s: %w", typ, err)
-	}
-	return Event{EventID: id, Type: typ, OrderID: orderID, Payload: string(payload), Status: StatusPending,
+	return Event{EventID: id, Type: typ, OrderID: orderID, Payload: string(message(id, typ, at, raw)), Status: StatusPending,
 		CreatedAt: at, WindowFrom: at, NextAt: at}, nil
+}
+
+// message is the JSON of Message{id, typ, at, data}, as json.Marshal writes
+// it, without checking and copying data again (the drain writes hundreds of
+// events a batch).
+func message(id, typ string, at time.Time, data []byte) []byte {
+	b := make([]byte, 0, len(data)+128)
+	b = append(b, `{"id":`...)
+	b = appendJSON(b, id)
+	b = append(b, `,"type":`...)
+	b = appendJSON(b, typ)
+	b = append(b, `,"timestamp":`...)
+	b = appendJSON(b, at)
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	return append(b, '}')
+}
+
+// appendJSON appends the JSON of v, a string or a time, as json.Marshal
+// writes it.
+func appendJSON(b []byte, v any) []byte {
+	if t, ok := v.(time.Time); ok && t.Location() == time.UTC {
+		b = append(b, '"')
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"')
+	}
+	j, _ := json.Marshal(v)
+	return append(b, j...)
 }
 
 // Writer writes events in the caller's transactions. A nil *Writer writes
@@ -117,15 +141,35 @@ func NewWriter(on bool) *Writer {
 // On reports whether w writes events.
 func (w *Writer) On() bool { return w != nil }
 
-// Append inserts events in tx, the transaction of the change that causes
-// them. An event id written before fails the insert (and the transaction):
-// a change is never made twice with its event.
+// Append writes events in tx, the transaction of the change that causes
+// them, as one row however many they are (a dispatcher makes one outbox
+// row of each later, in order). They go with tx's commit or rollback.
 func (w *Writer) Append(tx *gorm.DB, events ...Event) error {
+	return w.AppendPacked(tx, w.Pack(events...))
+}
+
+// Packed is events packed into one row by Pack, to append later: a caller
+// may pack while its transaction waits on SQL.
+type Packed struct {
+	b *batch
+}
+
+// Pack packs events for AppendPacked; safe for concurrent use.
+func (w *Writer) Pack(events ...Event) Packed {
 	if w == nil || len(events) == 0 {
+		return Packed{}
+	}
+	b := newBatch(events)
+	return Packed{b: &b}
+}
+
+// AppendPacked writes p in tx, as Append does.
+func (w *Writer) AppendPacked(tx *gorm.DB, p Packed) error {
+	if w == nil || p.b == nil {
 		return nil
 	}
-	if err := tx.CreateInBatches(&events, 1000).Error; err != nil {
-		return fmt.Errorf("outbox: write %d event(s): %w", len(events), err)
+	if err := tx.Create(p.b).Error; err != nil {
+		return fmt.Errorf("outbox: write %d event(s): %w", p.b.N, err)
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ func TestNewGivesStableIDsAndPayload(t *testing.T) {
 	assert.Equal(t, OrderPaid, m.Type)
 	assert.True(t, m.Timestamp.Equal(at))
 	assert.JSONEq(t, `{"order":{"order_id":"o1","type":"order.paid"}}`, string(m.Data))
+	want, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), e.Payload, "as json.Marshal writes a Message")
 
 	r1, err := New(PaymentRefundDue, "o1", "pay_1", at, OrderData{})
 	require.NoError(t, err)
@@ -43,8 +46,9 @@ func TestNewGivesStableIDsAndPayload(t *testing.T) {
 }
 
 // Append writes in the caller's transaction: the events go with its commit
-// and its rollback, and an event id written before fails the transaction.
-// A nil Writer writes nothing.
+// and its rollback, all of them as one batch row, which a dispatcher makes
+// into outbox rows; an event id written before is not written again. A
+// nil Writer writes nothing.
 func TestAppendFollowsTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
@@ -58,14 +62,21 @@ func TestAppendFollowsTheTransaction(t *testing.T) {
 	})
 	require.ErrorIs(t, err, rollback)
 
-	store(t, db, event(t, OrderCreated, "A", t0))
-	err = db.Transaction(func(tx *gorm.DB) error {
-		if err := w.Append(tx, event(t, OrderPaid, "A", t0)); err != nil {
-			return err
-		}
-		return w.Append(tx, event(t, OrderCreated, "A", t0))
-	})
-	require.Error(t, err, "the same event twice")
+	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+		return w.Append(tx, event(t, OrderCreated, "A", t0), event(t, OrderCreated, "B", t0))
+	}))
+	var batches int64
+	require.NoError(t, db.Model(&batch{}).Count(&batches).Error)
+	assert.EqualValues(t, 1, batches, "one row per transaction")
+	c, err := Count(t.Context(), db, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, c.Pending, "events in a batch are pending")
+	assert.Equal(t, time.Minute, c.OldestPending)
+
+	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+		return w.Append(tx, event(t, OrderPaid, "A", t0), event(t, OrderCreated, "A", t0))
+	}))
+	drain(t, db)
 
 	var off *Writer
 	assert.False(t, off.On())
@@ -74,5 +85,7 @@ func TestAppendFollowsTheTransaction(t *testing.T) {
 
 	var ids []string
 	require.NoError(t, db.Model(&Event{}).Order("id").Pluck("event_id", &ids).Error)
-	assert.Equal(t, []string{"evt_created_A"}, ids)
+	assert.Equal(t, []string{"evt_created_A", "evt_created_B", "evt_paid_A"}, ids)
+	require.NoError(t, db.Model(&batch{}).Count(&batches).Error)
+	assert.Zero(t, batches)
 }

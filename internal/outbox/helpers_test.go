@@ -42,6 +42,7 @@ func event(t testing.TB, typ, order string, at time.Time) Event {
 func store(t testing.TB, db *gorm.DB, events ...Event) []Event {
 	t.Helper()
 	require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return NewWriter(true).Append(tx, events...) }))
+	drain(t, db)
 	ids := make([]string, len(events))
 	for i, e := range events {
 		ids[i] = e.EventID
@@ -50,6 +51,22 @@ func store(t testing.TB, db *gorm.DB, events ...Event) []Event {
 	require.NoError(t, db.Where("event_id IN ?", ids).Order("id").Find(&rows).Error)
 	require.Len(t, rows, len(events))
 	return rows
+}
+
+// drain moves every batch of appended events into outbox rows.
+func drain(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	for {
+		n, err := expand(context.Background(), db)
+		require.NoError(t, err)
+		if n == 0 {
+			var left int64
+			require.NoError(t, db.Model(&batch{}).Count(&left).Error)
+			if left == 0 {
+				return
+			}
+		}
+	}
 }
 
 // load reads the event with id eventID.
