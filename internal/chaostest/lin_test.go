@@ -463,6 +463,10 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			}
 		}
 	}
+	// Expiries in the order MySQL closed them, each chained to the one
+	// before (see chained).
+	slices.SortStableFunc(expiries, func(x, y expiry) int { return x.row.closed.Compare(y.row.closed) })
+	prev := 0
 	for _, e := range expiries {
 		call := a.l.heldUntil(e.row.closed.Add(-tick))
 		ret := cut
@@ -472,6 +476,9 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		}
 		in := minput{kind: mExpire, order: b.index[e.row.id],
 			desc: fmt.Sprintf("expire %s user=%s qty=%d closed=%s", e.row.id, e.row.user, e.row.qty, clock(e.row.closed))}
+		if e.out.kind == outOK {
+			in.after, prev = prev, in.order+1
+		}
 		add(adminClient()+1, in, e.out, call, ret)
 	}
 
@@ -509,7 +516,10 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		return res
 	}
 	began := time.Now()
-	d := decide(m, m.porcupine(), hist, 0, began.Add(linTimeout))
+	d := decide(m, m.porcupine(), hist, 0, began.Add(linTimeout/2))
+	if d.result != porcupine.Ok {
+		d = decide(m, m.porcupine(), unchained(hist), 0, began.Add(linTimeout))
+	}
 	res.result, res.took, res.rounds, res.splits = d.result, time.Since(began), d.rounds, d.splits
 	if res.result != porcupine.Ok {
 		res.file = filepath.Join(os.TempDir(), fmt.Sprintf("seckill-chaos-%d-%s-sku%d-phase%d.html", runSeed, a.l.spec.name, sku.id, n))
@@ -523,6 +533,27 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		a.l.logf("sku %d phase %d %s from total=%d left=%d:\n%s", sku.id, n, what, init.total, init.left, explain(d.checked, d.info))
 	}
 	return res
+}
+
+// unchained is hist with its expiries free to be returned in any order.
+//
+// Expiries are first chained, each returned only after the one MySQL closed
+// before it: their windows run from the close to the moment the returned
+// set showed them, so dozens expired in one sweep overlap, and porcupine,
+// which does not know that they commute, tries every subset of them in
+// turn. In the order they were closed (as the closers mostly return them)
+// it has one to try at a time. The chain only forbids orders the real model
+// allows, so a history linearizable with it is linearizable; one that is
+// not, or not decided in half the time, is checked again unchained.
+func unchained(hist []porcupine.Operation) []porcupine.Operation {
+	out := slices.Clone(hist)
+	for i, h := range out {
+		if in := h.Input.(minput); in.after > 0 {
+			in.after = 0
+			out[i].Input = in
+		}
+	}
+	return out
 }
 
 // decision is what decide found about a history.

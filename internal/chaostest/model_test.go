@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
 )
 
 // The linearizability model of one SKU: a counter of units left, the SKU's
@@ -89,7 +90,11 @@ type minput struct {
 	orders []int
 	rid    []int // orders carrying the buy's request id (nil without one)
 	total  int64 // the stock_total a stock change asks for
-	desc   string
+	// after, for an expiry, is 1 + the order whose expiry must be returned
+	// before it (0: none): a check that first tries expiries in the order
+	// MySQL closed them (see checkSegment).
+	after int
+	desc  string
 }
 
 type moutput struct {
@@ -192,6 +197,9 @@ func (m *mmodel) step(st, inv, outv any) []any {
 	case mCancel, mExpire:
 		x := in.order
 		live := has(s.bought, x) && !has(s.returned, x)
+		if in.after > 0 && !has(s.returned, in.after-1) {
+			return nil
+		}
 		switch out.kind {
 		case outOK:
 			switch {
@@ -456,4 +464,28 @@ func TestSplitQuiet(t *testing.T) {
 	if _, _, ok := splitQuiet([]porcupine.Operation{op(0, 5), op(1, 2), op(3, 6)}); ok {
 		t.Error("split a history with no quiescent point")
 	}
+}
+
+// TestChainedExpiries: a chained expiry is returned only after the one
+// before it; unchained, the same history may return them in either order.
+func TestChainedExpiries(t *testing.T) {
+	m := &mmodel{limit: 1, qty: []int64{1, 1, 1}, userOrders: [][]int{{0}, {1, 2}},
+		init: mstate{total: 2, left: 2, bought: make([]uint64, 1), returned: make([]uint64, 1)}}
+	ok := moutput{kind: outOK}
+	op := func(in minput, out moutput, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: int(call), Input: in, Output: out, Call: call, Return: ret}
+	}
+	// Order 1 comes back first: user 1 buys again while a read still sees
+	// order 0 holding its unit. Chained, order 1's expiry waits for order 0's.
+	hist := []porcupine.Operation{
+		op(minput{kind: mBuy, user: 0, order: 0, qty: 1}, ok, 0, 1),
+		op(minput{kind: mBuy, user: 1, order: 1, qty: 1}, ok, 0, 1),
+		op(minput{kind: mExpire, order: 0}, ok, 2, 10),
+		op(minput{kind: mExpire, order: 1, after: 1}, ok, 2, 10),
+		op(minput{kind: mBuy, user: 1, order: 2, qty: 1}, ok, 3, 4),
+		op(minput{kind: mPeek}, moutput{left: 0}, 5, 6),
+		op(minput{kind: mPeek}, moutput{left: 1}, 11, 12),
+	}
+	assert.False(t, porcupine.CheckOperations(m.porcupine(), hist), "chained: order 0 first")
+	assert.True(t, porcupine.CheckOperations(m.porcupine(), unchained(hist)), "unchained: either order")
 }
