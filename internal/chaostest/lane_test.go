@@ -64,6 +64,7 @@ type lane struct {
 	s      settings
 	rng    *rand.Rand // the lane's schedule: phases and the seeds of the actors
 	env    map[string]string
+	events *eventSink // the receiver of the order events
 	prefix string
 	db     *sql.DB
 	rdb    redis.UniversalClient // inspection of the lane's Redis
@@ -185,6 +186,7 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 		// replica's acknowledgement there, and each miss is a 503.
 		l.env["SECKILL_REDIS_WAIT_TIMEOUT"] = "150ms"
 	}
+	l.events = startEvents(l)
 	if spec.jwt {
 		l.env["SECKILL_AUTH_MODE"] = "jwt"
 		l.env["SECKILL_AUTH_JWT_SECRET"] = jwtSecret
@@ -299,6 +301,7 @@ func (l *lane) run() {
 		l.barrier(n, lost, failedOver)
 	}
 	l.ret.stop()
+	l.events.check(l)
 	for _, p := range l.procs {
 		r := l.rss[p.Name]
 		r[1] = p.RSSKiB()
