@@ -119,15 +119,7 @@ func audit(db *gorm.DB, now time.Time, retention time.Duration) (AuditReport, er
 			if err := db.Raw(query+" ORDER BY order_id", args...).Scan(&ids).Error; err != nil {
 				return fmt.Errorf("outbox: audit %s: %w", typ, err)
 			}
-			g.Count = 0
-			for _, id := range ids {
-				if !skip[id] {
-					g.Count++
-					if len(g.Sample) < 5 {
-						g.Sample = append(g.Sample, id)
-					}
-				}
-			}
+			g = gapOf(typ, ids, func(id string) bool { return !skip[id] })
 			if g.Count == 0 {
 				return nil
 			}
@@ -178,15 +170,7 @@ func queuedOrphans(db *gorm.DB, r *AuditReport, typ, query string, orders map[st
 			found[id] = true
 		}
 	}
-	g := Gap{Type: typ}
-	for _, id := range ids {
-		if !found[id] {
-			g.Count++
-			if len(g.Sample) < 5 {
-				g.Sample = append(g.Sample, id)
-			}
-		}
-	}
+	g := gapOf(typ, ids, func(id string) bool { return !found[id] })
 	if g.Count == 0 {
 		return nil
 	}
@@ -199,4 +183,19 @@ func queuedOrphans(db *gorm.DB, r *AuditReport, typ, query string, orders map[st
 	}
 	r.Orphans = append(r.Orphans, g)
 	return nil
+}
+
+// gapOf is the gap of type typ made of the ids (in order) that count says
+// to count.
+func gapOf(typ string, ids []string, count func(id string) bool) Gap {
+	g := Gap{Type: typ}
+	for _, id := range ids {
+		if count(id) {
+			g.Count++
+			if len(g.Sample) < 5 {
+				g.Sample = append(g.Sample, id)
+			}
+		}
+	}
+	return g
 }
