@@ -24,7 +24,8 @@ import (
 // Redis that is loading, read-only (a replica, or a failover under way),
 // answering with another node for a slot (MOVED, ASK: a Cluster failover),
 // without a reachable master or cluster, over its client limit or out of
-// memory under noeviction.
+// memory under noeviction; or a MySQL over its connection limit (1040) or
+// short of resources for one (1203, 1135).
 func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
@@ -33,6 +34,10 @@ func Unavailable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, redis.ErrClosed):
+		return true
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203 || me.Number == 1135) {
 		return true
 	}
 	if _, moved := redis.IsMovedError(err); moved {
