@@ -51,6 +51,7 @@ type analysis struct {
 	// What an operator's delete of a dead letter excuses.
 	gone    []string // 202 orders not in MySQL: deleted with their dead letter
 	ridGone []string // request ids whose replay after the delete got another answer
+	ridLive []string // request ids whose order the replacement of a live primary lost, replayed
 }
 
 // analyze checks the lane's whole history, logs its summary and returns
@@ -195,7 +196,7 @@ func (a *analysis) checkAnswers() {
 		case o.status == http.StatusNotFound && o.code != "not_found":
 			a.l.viol.addSKU(o.sku, "answer", "%s: %s", o, o.raw)
 		}
-		if o.status == http.StatusNotFound && o.order != "" && !a.goneBy(o.order, o.ret) {
+		if o.status == http.StatusNotFound && o.order != "" && !a.goneBy(o.order, o.ret) && !a.lostWhileLive(o.order) {
 			if _, ok := a.exposed(o.order, a.callOf(o.order)); !ok {
 				a.l.viol.addSKU(o.sku, "lost", "%s: an accepted order is not found, and no data loss or delete of its dead letter explains it", o)
 			}
@@ -358,6 +359,14 @@ func (a *analysis) whileLive(call time.Time) bool {
 		}
 	}
 	return false
+}
+
+// lostWhileLive reports whether order is not in MySQL and was accepted
+// while a live primary was being replaced (checkAcked lists it in
+// lostLive): its 404s and its request id's next order follow from that.
+func (a *analysis) lostWhileLive(order string) bool {
+	o, ok := a.acked[order]
+	return ok && a.final.orders[order] == nil && a.whileLive(o.call)
 }
 
 // afterLive reports whether an order sent at call and refused by the stock
@@ -577,6 +586,10 @@ func (a *analysis) checkRequestIDs() {
 				}
 				if a.goneBy(first.outOrder, o.call) {
 					a.ridGone = append(a.ridGone, fmt.Sprintf("%s after %s", o, first.outOrder))
+					continue
+				}
+				if a.lostWhileLive(first.outOrder) {
+					a.ridLive = append(a.ridLive, fmt.Sprintf("%s after %s", o, first.outOrder))
 					continue
 				}
 				kind := "request_id"
