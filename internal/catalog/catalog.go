@@ -65,6 +65,8 @@ type SKU struct {
 	EndsAt               time.Time `gorm:"column:ends_at"`
 	CreatedAt            time.Time `gorm:"column:created_at"`
 	UpdatedAt            time.Time `gorm:"column:updated_at"`
+	// Room is the SKU's waiting room, if it has one (Room.On).
+	Room Room `gorm:"embedded"`
 }
 
 // TableName is skus.
@@ -130,6 +132,10 @@ type Spec struct {
 	// who cancels cannot buy again past the limit; false, a cancel or an
 	// expiry gives their count back. Not given, a new SKU counts them.
 	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty" yaml:"limit_counts_cancelled"`
+	// WaitingRoom gives the SKU a waiting room: only at its creation (a
+	// change may give the same room again, as a seed file given twice
+	// does, but no other).
+	WaitingRoom *RoomSpec `json:"waiting_room,omitempty" yaml:"waiting_room"`
 }
 
 // Required names the fields a new SKU must be given, in the order Missing
@@ -171,6 +177,17 @@ func (s *Spec) Validate() error {
 	case s.StartsAt != nil && s.EndsAt != nil && !s.EndsAt.After(*s.StartsAt):
 		return invalidf("ends_at must be after starts_at")
 	}
+	if r := s.WaitingRoom; r != nil {
+		if err := r.validate(); err != nil {
+			return err
+		}
+		if s.Buckets > 1 {
+			return invalidf("a sku with a waiting_room has 1 bucket: the room admits buyers at a rate one bucket takes")
+		}
+		if s.StartsAt != nil && r.OpensAt.After(*s.StartsAt) {
+			return invalidf("waiting_room.opens_at must be at or before starts_at")
+		}
+	}
 	if s.Name != nil {
 		name := strings.TrimSpace(*s.Name)
 		if name == "" || utf8.RuneCountInString(name) > MaxNameLen || !utf8.ValidString(name) {
@@ -196,12 +213,20 @@ func (s *Spec) New(now time.Time) (SKU, error) {
 			strings.Join(missing, ", "))
 	}
 	now = now.UTC()
-	return SKU{
+	sku := SKU{
 		ID: s.ID, Name: *s.Name, PriceCents: *s.PriceCents, StockTotal: *s.Stock, PerUserLimit: *s.PerUserLimit,
 		Buckets: max(s.Buckets, 1), Hidden: s.Hidden != nil && *s.Hidden,
 		LimitCountsCancelled: s.LimitCountsCancelled == nil || *s.LimitCountsCancelled,
 		StartsAt:             s.StartsAt.UTC(), EndsAt: s.EndsAt.UTC(), CreatedAt: now, UpdatedAt: now,
-	}, nil
+	}
+	if s.WaitingRoom != nil {
+		room, err := s.WaitingRoom.room()
+		if err != nil {
+			return SKU{}, err
+		}
+		sku.Room = room
+	}
+	return sku, nil
 }
 
 // Apply returns cur changed by s: the fields s gives, the others as they
@@ -218,6 +243,9 @@ func (s *Spec) Apply(cur SKU) (SKU, error) {
 	}
 	if err := cur.CheckBuckets(s.Buckets); err != nil {
 		return SKU{}, err
+	}
+	if s.WaitingRoom != nil && !s.WaitingRoom.same(cur.Room) {
+		return SKU{}, invalidf("waiting_room is given when a sku is created, and cannot change")
 	}
 	next := cur
 	if s.Name != nil {
@@ -247,6 +275,9 @@ func (s *Spec) Apply(cur SKU) (SKU, error) {
 	if !next.EndsAt.After(next.StartsAt) {
 		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s",
 			next.StartsAt.Format(time.RFC3339), next.EndsAt.Format(time.RFC3339))
+	}
+	if next.Room.On() && next.Room.OpensAt.After(next.StartsAt) {
+		return SKU{}, invalidf("starts_at must be at or after the waiting room's opens_at (%s)", next.Room.OpensAt.Format(time.RFC3339))
 	}
 	if next.StockTotal < cur.Sold {
 		return SKU{}, fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, next.StockTotal)
