@@ -13,6 +13,9 @@ var (
 	// ErrSaleEnded: the sale's end, as Redis holds it, has passed (it may
 	// have been ended early while an instance's cached window is older).
 	ErrSaleEnded = errors.New("the sale has ended")
+	// ErrPassSpent: the waiting room pass the buy carried was spent by an
+	// earlier buy, or has expired.
+	ErrPassSpent = errors.New("the waiting room pass is spent or expired")
 	// ErrBusy: the SKU's lock was not obtained within its wait, or the SKU's
 	// state is being rebuilt. The request may be retried shortly.
 	ErrBusy = errors.New("busy, retry shortly")

@@ -88,6 +88,15 @@ func newKeys(prefix string, p Part) keys {
 	}
 }
 
+// RoomPrefix is the prefix of the names of sku's waiting room state, under
+// the SKU's tag (a SKU with a waiting room has one bucket): the buy script
+// spends a pass in RoomPrefix + "passes" with the stock.
+func RoomPrefix(prefix string, sku uint64) string { return prefix + Tag(sku) + ":room:" }
+
+// StockKey is the name of sku's stock hash (bucket 0's), whose "left" a
+// waiting room reads.
+func StockKey(prefix string, sku uint64) string { return newKeys(prefix, Part{SKU: sku}).stock }
+
 // stockBackChannel carries the id of a SKU whose units came back, so every
 // instance clears its sold-out flag for it.
 func stockBackChannel(prefix string) string { return prefix + "stock-back" }

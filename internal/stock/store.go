@@ -178,6 +178,9 @@ type Request struct {
 	RequestID  string // optional: the same user and request id get the same order
 	PriceCents int64
 	Created    time.Time
+	// Pass is the waiting room ticket whose pass the buy spends with the
+	// units (the SKU's room): "" when the SKU has no room.
+	Pass string
 }
 
 // Result is the answer to one Request: the order id (a new one, or the one
@@ -226,7 +229,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", sku, len(reqs))
 	}
 	batch := orderid.NewBatch(sku, p.Bucket, now, len(reqs))
-	args := make([]any, 0, 10+6*len(reqs))
+	args := make([]any, 0, 10+7*len(reqs))
 	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst,
 		batch.ID(), len(reqs))
 	// The orders of the batch share one buffer; each keeps its own slice.
@@ -243,12 +246,17 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 			keys = append(keys, k.rate(r.User))
 			rateIndex = len(keys)
 		}
+		passIndex := 0
+		if r.Pass != "" {
+			keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"passes")
+			passIndex = len(keys)
+		}
 		start := len(buf)
 		buf = OrderTask{
 			OrderID: oid, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
 			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
 		}.appendJSON(buf)
-		args = append(args, r.User, r.Qty, oid, ridIndex, rateIndex, buf[start:len(buf):len(buf)])
+		args = append(args, r.User, r.Qty, oid, ridIndex, rateIndex, buf[start:len(buf):len(buf)], passIndex, r.Pass)
 	}
 	cmd, err := s.o.Replicas.Run(ctx, buyScript, keys, args...)
 	if err != nil {
@@ -297,6 +305,8 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 			results[i].Err = &RateLimitedError{RetryAfter: time.Duration(toInt(id)) * time.Microsecond}
 		case 6:
 			results[i].Err = ErrSaleEnded
+		case 7:
+			results[i].Err = ErrPassSpent
 		default:
 			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}

@@ -25,10 +25,13 @@
 -- ARGV[8]    per-shopper rate limit: burst allowance, microseconds
 -- ARGV[9]    id of the batch's order task (every order id of the batch
 --            names it: internal/orderid)
--- ARGV[10]   number of requests n, followed by 6 values per request:
+-- ARGV[10]   number of requests n, followed by 8 values per request:
 --            user id, qty, order id, index in KEYS of its request-id key
 --            (0 when it has none), index in KEYS of its rate key (0 when
---            there is no limit), the order's JSON object
+--            there is no limit), the order's JSON object, index in KEYS of
+--            the SKU's waiting room passes (ZSET ticket -> expiry, Unix ms;
+--            0 when the SKU has no room) and the ticket whose pass the
+--            request spends
 -- The task's payload is the JSON array of the accepted orders' objects.
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
@@ -39,7 +42,9 @@
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
 --           the order it got the first time), 3 sold out, 4 limit exceeded,
 --           5 rate limited (id = microseconds until the shopper may retry),
---           6 the sale has ended (ARGV[3] is at or past ends)
+--           6 the sale has ended (ARGV[3] is at or past ends), 7 the
+--           request's pass is spent or expired (a waiting room's pass is
+--           spent by the buy it lets in, with the units)
 -- In that order, ended first after replays: a replay is answered first and
 -- is never charged to the rate limit; ended and sold-out answers are not
 -- charged either. A request for more than is left is answered 4 rather
@@ -82,8 +87,12 @@ local out = {1, 0}
 local taken = 0
 local accepted = {}
 for i = 0, n - 1 do
-  local b = 11 + i * 6
+  local b = 11 + i * 8
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
+  local passes, ticket = nil, ARGV[b + 7]
+  if ARGV[b + 6] ~= '0' then
+    passes = KEYS[tonumber(ARGV[b + 6])]
+  end
   local ridkey = nil
   if ARGV[b + 3] ~= '0' then
     ridkey = KEYS[tonumber(ARGV[b + 3])]
@@ -116,6 +125,9 @@ for i = 0, n - 1 do
   elseif ended then
     out[#out + 1] = 6
     out[#out + 1] = ''
+  elseif passes and (tonumber(redis.call('ZSCORE', passes, ticket)) or 0) <= tonumber(now) then
+    out[#out + 1] = 7
+    out[#out + 1] = ''
   elseif qty > left then
     -- A shopper whose units would pass the limit anyway is told so: a SKU
     -- split into buckets moves units to a bucket short of them, and must
@@ -141,6 +153,9 @@ for i = 0, n - 1 do
       out[#out + 1] = ''
     else
       accepted[#accepted + 1] = ARGV[b + 5]
+      if passes then
+        redis.call('ZREM', passes, ticket)
+      end
       left = left - qty
       taken = taken + qty
       if ridkey then
