@@ -1,0 +1,282 @@
+// Package room is a SKU's waiting room: shoppers join it and are admitted
+// in turn at a rate the backend takes, with a pass that their buy spends
+// with the units. Those who join before the sale starts are drawn at random
+// with a seed the SKU committed to in advance (its SHA-256 is published
+// from the room's opening, the seed at the start), so that anyone can check
+// the draw afterwards; later joiners queue behind them in join order.
+//
+// The state lives in Redis under the SKU's hash tag (lua/room.lua says
+// how); any instance serves any shopper, and a killed instance loses
+// nothing. Passes are checked in process (Signer), and spent by the buy
+// script atomically with the stock.
+package room
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/stock"
+)
+
+//go:embed lua/room.lua
+var roomLua string
+
+var roomScript = redis.NewScript(roomLua)
+
+// Errors.
+var (
+	// ErrNoRoom: the SKU has no waiting room.
+	ErrNoRoom = errors.New("this sale has no waiting room")
+	// ErrNotOpen: the room opens later.
+	ErrNotOpen = errors.New("the waiting room is not open yet")
+	// ErrNoTicket: the shopper has not joined (a look without joining).
+	ErrNoTicket = errors.New("no ticket: join the waiting room first")
+	// ErrNotPublished: the draw is published once the sale has ended.
+	ErrNotPublished = errors.New("the draw is published when the sale ends")
+	// ErrStateLost: the SKU's stock state is missing in Redis.
+	ErrStateLost = errors.New("the sale's state in Redis is missing")
+	// ErrBusy: another instance has been drawing the pre-queue for longer
+	// than a look waits; nothing was written. Try again shortly.
+	ErrBusy = errors.New("the waiting room is being drawn")
+)
+
+// Statuses of a ticket, as the API answers them.
+const (
+	Waiting  = "waiting"
+	Admitted = "admitted"
+	SoldOut  = "sold_out"
+	Closed   = "closed"
+)
+
+// Status is a shopper's place in a room.
+type Status struct {
+	Status string `json:"status"`
+	// Position is the ticket's place in the line, 1 first; 0 until the
+	// pre-queue is drawn at the start of the sale.
+	Position int64 `json:"position"`
+	// Ahead is how many tickets are still to be admitted before it.
+	Ahead        int64  `json:"ahead"`
+	RetryAfterMS int64  `json:"retry_after_ms"`
+	Ticket       string `json:"ticket"`
+	// Pass is the pass to buy with while admitted; PassExpiresAt its end.
+	Pass          string     `json:"pass,omitempty"`
+	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+	// Reason says why a ticket is closed: pass_used, pass_expired or
+	// sale_ended.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SKUs finds a SKU by id (catalog.Cache): catalog.ErrNotFound for none.
+type SKUs interface {
+	Get(ctx context.Context, id uint64) (*catalog.SKU, error)
+}
+
+// Scripts runs a script so that its writes are acknowledged as the store
+// is configured to (replica.Waiter).
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error)
+}
+
+// Options configure a Room.
+type Options struct {
+	Prefix string
+	// AdmitPerSecond is the rate of a room whose admit_per_second is 0.
+	AdmitPerSecond int
+	// Keep is how long a room's state is kept after the sale ends, for
+	// its published draw.
+	Keep    time.Duration
+	Now     func() time.Time
+	Metrics *Metrics
+}
+
+// Room serves the waiting rooms of every SKU.
+type Room struct {
+	skus    SKUs
+	rdb     redis.UniversalClient
+	scripts Scripts
+	signer  *Signer
+	o       Options
+	drawing singleflight.Group
+}
+
+// New returns the rooms of skus, kept in rdb, writing through scripts,
+// with passes signed by signer.
+func New(skus SKUs, rdb redis.UniversalClient, scripts Scripts, signer *Signer, o Options) *Room {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.AdmitPerSecond <= 0 {
+		o.AdmitPerSecond = 100
+	}
+	if o.Keep <= 0 {
+		o.Keep = 7 * 24 * time.Hour
+	}
+	return &Room{skus: skus, rdb: rdb, scripts: scripts, signer: signer, o: o}
+}
+
+// keys are the names of a SKU's room state.
+type keys struct {
+	meta, who, pre, line, passes, expired, drawLock string
+}
+
+func (r *Room) keys(sku uint64) keys {
+	p := stock.RoomPrefix(r.o.Prefix, sku)
+	return keys{meta: p + "meta", who: p + "who", pre: p + "pre", line: p + "line", passes: p + "passes",
+		expired: p + "expired", drawLock: p + "drawing"}
+}
+
+// Join gives user a ticket in the room of the SKU with id sku (the one
+// they have, if any) and answers their place.
+func (r *Room) Join(ctx context.Context, sku uint64, user string) (Status, error) {
+	return r.visit(ctx, sku, user, "join")
+}
+
+// Peek answers user's place in the room of the SKU with id sku without
+// joining: ErrNoTicket if they have not joined.
+func (r *Room) Peek(ctx context.Context, sku uint64, user string) (Status, error) {
+	return r.visit(ctx, sku, user, "peek")
+}
+
+func (r *Room) visit(ctx context.Context, id uint64, user, op string) (Status, error) {
+	sku, err := r.skus.Get(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	if !sku.Room.On() {
+		return Status{}, ErrNoRoom
+	}
+	now := r.o.Now()
+	if now.Before(*sku.Room.OpensAt) {
+		return Status{}, fmt.Errorf("%w: it opens at %s", ErrNotOpen, sku.Room.OpensAt.UTC().Format(time.RFC3339))
+	}
+	for attempt := 0; ; attempt++ {
+		st, err := r.run(ctx, sku, user, op, now)
+		if !errors.Is(err, errDrawDue) || attempt > 0 {
+			return st, err
+		}
+		if err := r.draw(ctx, sku); err != nil {
+			return Status{}, err
+		}
+		now = r.o.Now()
+	}
+}
+
+var errDrawDue = errors.New("room: the draw is due")
+
+func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (Status, error) {
+	k := r.keys(sku.ID)
+	rate := r.rate(sku)
+	expire := sku.EndsAt.Add(r.o.Keep)
+	cmd, err := r.scripts.Run(ctx, roomScript,
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.StockKey(r.o.Prefix, sku.ID)},
+		op, user, newTicket(), now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
+		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
+	if err != nil {
+		return Status{}, fmt.Errorf("room: sku %d: %w", sku.ID, err)
+	}
+	raw, err := cmd.Slice()
+	if err != nil || len(raw) == 0 {
+		return Status{}, fmt.Errorf("room: sku %d: reply %v: %w", sku.ID, raw, err)
+	}
+	switch toInt(raw[0]) {
+	case 1:
+	case -1:
+		return Status{}, ErrNoTicket
+	case -2:
+		return Status{}, errDrawDue
+	case -3:
+		return Status{}, fmt.Errorf("%w: sku %d", ErrStateLost, sku.ID)
+	default:
+		return Status{}, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
+	}
+	if len(raw) != 11 {
+		return Status{}, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
+	}
+	st := Status{Status: raw[1].(string), Position: toInt(raw[2]), Ahead: toInt(raw[3]), Ticket: raw[4].(string)}
+	expiry := toInt(raw[5])
+	r.o.Metrics.visit(sku.ID, toInt(raw[10]) == 1, toInt(raw[7]), toInt(raw[8]), toInt(raw[9]), rate)
+	switch st.Status {
+	case "admitted":
+		exp := time.UnixMilli(expiry).UTC()
+		st.Pass = r.signer.Sign(sku.ID, st.Ticket, user, exp)
+		st.PassExpiresAt = &exp
+		st.RetryAfterMS = max(exp.Sub(now).Milliseconds(), 0)
+	case "spent", "expired":
+		st.Reason = map[string]string{"spent": "pass_used", "expired": "pass_expired"}[st.Status]
+		st.Status = Closed
+		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
+	case SoldOut:
+		// Units may come back (a cancel, an expired payment).
+		st.RetryAfterMS = 5000
+	default:
+		st.RetryAfterMS = r.retryAfter(sku, st, now, rate)
+	}
+	if !now.Before(sku.EndsAt) {
+		st = Status{Status: Closed, Ticket: st.Ticket, Position: st.Position, Reason: "sale_ended"}
+	}
+	return st, nil
+}
+
+// retryAfter is how long a waiting ticket should wait before its next
+// look: until the pre-queue is drawn at the start; then about the time its
+// turn takes at the admission rate, so that the whole line polls at a rate
+// near the admission rate whatever its length; at least a second, at most
+// 30 seconds.
+func (r *Room) retryAfter(sku *catalog.SKU, st Status, now time.Time, rate float64) int64 {
+	var d time.Duration
+	if st.Position == 0 || now.Before(sku.StartsAt) {
+		d = sku.StartsAt.Sub(now)
+	} else {
+		d = time.Duration(float64(st.Ahead) / rate * float64(time.Second))
+	}
+	return min(max(d, time.Second), 30*time.Second).Milliseconds()
+}
+
+// rate is sku's admissions per second.
+func (r *Room) rate(sku *catalog.SKU) float64 {
+	if sku.Room.AdmitPerSecond > 0 {
+		return float64(sku.Room.AdmitPerSecond)
+	}
+	return float64(r.o.AdmitPerSecond)
+}
+
+// CheckPass returns the ticket of pass if it is a valid pass of user for
+// sku now, in process: ErrPassRequired without one, ErrPassInvalid for one
+// that is not. Whether it is spent is for the buy script to say.
+func (r *Room) CheckPass(sku *catalog.SKU, user, pass string) (string, error) {
+	if pass == "" {
+		return "", ErrPassRequired
+	}
+	return r.signer.Check(pass, sku.ID, user, r.o.Now())
+}
+
+// newTicket is a ticket: "t" and 26 random base32 characters, so that
+// tickets say nothing of their shoppers or of the order they joined in.
+func newTicket() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "t" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return math.MinInt64
+}

@@ -1,0 +1,287 @@
+package room
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/replica"
+	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+
+const testKey = "room-test-key-0123456789abcdef-0123456789"
+
+// fixture is a room and the stock of one SKU on the test Redis, on an
+// injected clock: the room opens at t0, the sale starts at t0+1m and ends
+// at t0+1h.
+type fixture struct {
+	t     *testing.T
+	clock *testutil.Clock
+	room  *Room
+	stock *stock.Store
+	sku   *catalog.SKU
+}
+
+func newFixture(t *testing.T, units int64, limit int, r catalog.Room) *fixture {
+	t.Helper()
+	rdb, prefix := testsvc.Redis(t)
+	clock := testutil.NewClock(t0)
+	signer, err := NewSigner([]string{testKey})
+	require.NoError(t, err)
+	store := stock.NewStore(rdb, stock.StoreOptions{Prefix: prefix, Now: clock.Now})
+	sku := &catalog.SKU{ID: 7, StockTotal: units, PerUserLimit: limit, Buckets: 1,
+		StartsAt: t0.Add(time.Minute), EndsAt: t0.Add(time.Hour), Room: r}
+	sku.Room.OpensAt = &t0
+	if sku.Room.Mode == "" {
+		sku.Room.Mode = catalog.RoomRandom
+	}
+	if sku.Room.Seed == "" {
+		sku.Room.Seed = strings.Repeat("ab", 32)
+	}
+	if sku.Room.PassTTLMS == 0 {
+		sku.Room.PassTTLMS = 60_000
+	}
+	if sku.Room.Overbook == 0 {
+		sku.Room.Overbook = 1
+	}
+	_, err = store.Configure(t.Context(), sku.ID, stock.Config{Total: units, Limit: limit, Expires: t0.Add(48 * time.Hour)}, true)
+	require.NoError(t, err)
+	f := &fixture{t: t, clock: clock, stock: store, sku: sku}
+	f.room = New(f, rdb, replica.New(rdb, 0, 0), signer, Options{Prefix: prefix, AdmitPerSecond: 10, Now: clock.Now})
+	return f
+}
+
+// Get is the fixture's SKU, as the catalog would have it.
+func (f *fixture) Get(_ context.Context, id uint64) (*catalog.SKU, error) {
+	if id != f.sku.ID {
+		return nil, catalog.ErrNotFound
+	}
+	return f.sku, nil
+}
+
+func (f *fixture) join(user string) Status {
+	f.t.Helper()
+	st, err := f.room.Join(f.t.Context(), f.sku.ID, user)
+	require.NoError(f.t, err)
+	return st
+}
+
+func (f *fixture) peek(user string) Status {
+	f.t.Helper()
+	st, err := f.room.Peek(f.t.Context(), f.sku.ID, user)
+	require.NoError(f.t, err)
+	return st
+}
+
+// buy buys one unit for user with their pass; the request id is rid.
+func (f *fixture) buy(user, pass, rid string) stock.Result {
+	f.t.Helper()
+	ticket, err := f.room.CheckPass(f.sku, user, pass)
+	require.NoError(f.t, err)
+	_, res, err := f.stock.Buy(f.t.Context(), stock.Part{SKU: f.sku.ID},
+		[]stock.Request{{User: user, Qty: 1, RequestID: rid, Created: f.clock.Now(), Pass: ticket}}, stock.Guard{})
+	require.NoError(f.t, err)
+	return res[0]
+}
+
+// One ticket per shopper, whatever they send or retry; a look without a
+// ticket, a room not open yet and a SKU without a room are refused.
+func TestJoinIsIdempotent(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{})
+	_, err := f.room.Peek(t.Context(), f.sku.ID, "alice")
+	require.ErrorIs(t, err, ErrNoTicket)
+	a := f.join("alice")
+	assert.Equal(t, Waiting, a.Status)
+	assert.Regexp(t, `^t[a-z2-7]{26}$`, a.Ticket)
+	assert.Zero(t, a.Position, "no place before the draw")
+	assert.EqualValues(t, 30_000, a.RetryAfterMS, "until the start, at most 30s")
+	for range 3 {
+		assert.Equal(t, a.Ticket, f.join("alice").Ticket)
+	}
+	assert.Equal(t, a.Ticket, f.peek("alice").Ticket)
+	assert.NotEqual(t, a.Ticket, f.join("bob").Ticket)
+
+	_, err = f.room.Join(t.Context(), 8, "carol")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	room := f.sku.Room
+	f.sku.Room.OpensAt = new(t0.Add(time.Second))
+	_, err = f.room.Join(t.Context(), f.sku.ID, "carol")
+	require.ErrorIs(t, err, ErrNotOpen)
+	f.sku.Room = catalog.Room{}
+	_, err = f.room.Join(t.Context(), f.sku.ID, "carol")
+	require.ErrorIs(t, err, ErrNoRoom)
+	f.sku.Room = room
+}
+
+// The draw puts the pre-queue in the order its published seed and tickets
+// recompute, and later joiners behind it in join order.
+func TestDrawRecomputesFromThePublishedDraw(t *testing.T) {
+	f := newFixture(t, 100, 1, catalog.Room{})
+	tickets := map[string]string{}
+	for i := range 40 {
+		u := fmt.Sprintf("u%02d", i)
+		tickets[u] = f.join(u).Ticket
+	}
+	f.clock.Advance(time.Minute)
+	late := f.join("late")
+	assert.EqualValues(t, 41, late.Position, "behind the pre-queue")
+	place := map[string]int64{}
+	for u := range tickets {
+		place[tickets[u]] = f.peek(u).Position
+	}
+
+	_, err := f.room.Published(t.Context(), f.sku.ID)
+	require.ErrorIs(t, err, ErrNotPublished)
+	f.clock.Advance(f.sku.EndsAt.Sub(f.clock.Now()))
+	d, err := f.room.Published(t.Context(), f.sku.ID)
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte(d.Seed))
+	assert.Equal(t, hex.EncodeToString(sum[:]), d.SeedSHA256)
+	assert.Equal(t, f.sku.Room.SeedSHA256(), d.SeedSHA256)
+	assert.Len(t, d.PreQueue, 40)
+	assert.Equal(t, []string{late.Ticket}, d.Later)
+	for i, ticket := range Drawn(d.Seed, d.PreQueue) {
+		assert.EqualValues(t, i+1, place[ticket], "ticket %s", ticket)
+	}
+	assert.Equal(t, Closed, f.peek("u00").Status, "the sale is over")
+}
+
+// Many instances reaching the start at once draw once, and agree.
+func TestConcurrentLooksAtTheStartDrawOnce(t *testing.T) {
+	f := newFixture(t, 100, 1, catalog.Room{})
+	for i := range 30 {
+		f.join(fmt.Sprintf("u%02d", i))
+	}
+	f.clock.Advance(time.Minute)
+	var wg sync.WaitGroup
+	got := make([]int64, 30)
+	for i := range 30 {
+		wg.Go(func() {
+			st, err := f.room.Peek(t.Context(), f.sku.ID, fmt.Sprintf("u%02d", i))
+			assert.NoError(t, err)
+			got[i] = st.Position
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, p := range got {
+		assert.True(t, p >= 1 && p <= 30 && !seen[p], "place %d", p)
+		seen[p] = true
+	}
+}
+
+// Tickets are admitted in order at the admission rate; valid unused passes
+// never pass units left x overbook; a pass expiring unused frees its slot;
+// at 0 left the waiting get sold_out; units that come back reopen it.
+func TestAdmissionFollowsRateAndStock(t *testing.T) {
+	f := newFixture(t, 4, 1, catalog.Room{Mode: catalog.RoomFIFO, AdmitPerSecond: 2, Overbook: 1.5, PassTTLMS: 10_000})
+	for i := range 12 {
+		st := f.join(fmt.Sprintf("u%02d", i))
+		assert.EqualValues(t, i+1, st.Position, "fifo: join order")
+	}
+	f.clock.Advance(time.Minute)
+	assert.Equal(t, Waiting, f.peek("u00").Status, "nothing earned at the start")
+	f.clock.Advance(time.Second)
+	a := f.peek("u00")
+	require.Equal(t, Admitted, a.Status, "%+v", a)
+	assert.NotEmpty(t, a.Pass)
+	assert.Equal(t, Admitted, f.peek("u01").Status)
+	w := f.peek("u02")
+	assert.Equal(t, Waiting, w.Status, "2 a second")
+	assert.EqualValues(t, 0, w.Ahead)
+	assert.EqualValues(t, 1000, w.RetryAfterMS)
+
+	for range 9 { // a second's admissions at most at a time; none expires yet
+		f.clock.Advance(time.Second)
+		f.peek("u11")
+	}
+	assert.Equal(t, Admitted, f.peek("u05").Status, "6 = 4 left x 1.5")
+	assert.Equal(t, Waiting, f.peek("u06").Status)
+
+	// Two buy: 2 left, cap 3, 4 passes still valid.
+	for _, u := range []string{"u00", "u01"} {
+		res := f.buy(u, f.peek(u).Pass, "")
+		require.NoError(t, res.Err)
+	}
+	assert.Equal(t, Closed, f.peek("u00").Status)
+	assert.Equal(t, "pass_used", f.peek("u00").Reason)
+	f.clock.Advance(time.Second)
+	assert.Equal(t, Waiting, f.peek("u06").Status)
+
+	// The other passes expire unused: their slots go to the next.
+	f.clock.Advance(2 * time.Second)
+	for range 3 {
+		f.clock.Advance(time.Second)
+		f.peek("u11")
+	}
+	st := f.peek("u02")
+	assert.Equal(t, Closed, st.Status)
+	assert.Equal(t, "pass_expired", st.Reason)
+	assert.Equal(t, Admitted, f.peek("u06").Status)
+	assert.Equal(t, Admitted, f.peek("u07").Status)
+	assert.Equal(t, Admitted, f.peek("u08").Status, "cap 3 = 2 left x 1.5")
+	assert.Equal(t, Waiting, f.peek("u09").Status)
+
+	for _, u := range []string{"u06", "u07"} {
+		require.NoError(t, f.buy(u, f.peek(u).Pass, "").Err)
+	}
+	f.clock.Advance(time.Second)
+	assert.Equal(t, SoldOut, f.peek("u09").Status, "no unit left")
+	assert.EqualValues(t, 5000, f.peek("u09").RetryAfterMS)
+
+	// A cancelled order's unit comes back: admission reopens.
+	_, err := f.stock.Return(t.Context(), stock.Part{SKU: f.sku.ID}, "u06-order", "u06", 1, stock.ReturnClosed)
+	require.NoError(t, err)
+	f.clock.Advance(11 * time.Second) // u08's pass has expired meanwhile
+	assert.Equal(t, Admitted, f.peek("u09").Status)
+}
+
+// A pass is spent with the units, once: a second buy with it is refused,
+// a retry of the first (same request id) gets its order.
+func TestPassIsSpentOnce(t *testing.T) {
+	f := newFixture(t, 10, 2, catalog.Room{Mode: catalog.RoomFIFO})
+	f.join("alice")
+	f.clock.Advance(time.Minute + time.Second)
+	pass := f.peek("alice").Pass
+	require.NotEmpty(t, pass)
+	first := f.buy("alice", pass, "r1")
+	require.NoError(t, first.Err)
+	again := f.buy("alice", pass, "r1")
+	assert.True(t, again.Replayed)
+	assert.Equal(t, first.OrderID, again.OrderID)
+	assert.ErrorIs(t, f.buy("alice", pass, "r2").Err, stock.ErrPassSpent)
+	assert.ErrorIs(t, f.buy("alice", pass, "").Err, stock.ErrPassSpent)
+}
+
+// The audit finds a buyer the room never admitted.
+func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
+	none, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	require.NoError(t, err)
+	assert.False(t, none.Kept, "no room state yet")
+	f.join("alice")
+	f.join("bob")
+	f.clock.Advance(time.Minute + time.Second)
+	require.Equal(t, Admitted, f.peek("alice").Status)
+	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice", "bob", "mallory", "alice"})
+	require.NoError(t, err)
+	assert.True(t, rep.Kept)
+	assert.EqualValues(t, 2, rep.Joined)
+	assert.EqualValues(t, 2, rep.Admitted, "10 a second")
+	assert.EqualValues(t, 2, rep.ValidPasses)
+	assert.EqualValues(t, 1, rep.NotAdmitted)
+	assert.Equal(t, []string{"mallory"}, rep.Sample)
+}
