@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/ratelimit"
 	"github.com/seckill/seckill/internal/replica"
+	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/migrations"
@@ -50,6 +51,7 @@ type App struct {
 	Locks        *lock.Client
 	Sales        *sale.Service
 	Orders       *order.Store // the orders table and its events
+	Rooms        *room.Room   // the waiting rooms of the SKUs with one
 	QueueMetrics *queue.Metrics
 
 	cache        *catalog.Cache
@@ -100,7 +102,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 		}
 	}
 
-	a.build()
+	if err := a.build(); err != nil {
+		return nil, err
+	}
 	if err := a.buildEvents(); err != nil {
 		return nil, err
 	}
@@ -114,7 +118,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 }
 
 // build creates the services on the open connections.
-func (a *App) build() {
+func (a *App) build() error {
 	cfg := a.Cfg
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -145,14 +149,19 @@ func (a *App) build() {
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
 	a.cache = catalog.NewCache(a.Catalog, 2*time.Second)
+	if err := a.buildRooms(replicas); err != nil {
+		return err
+	}
 	a.Sales = sale.NewService(a.DB, a.Catalog, a.cache, a.Stock, a.Locks, sale.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
 		Log:            a.Log,
+		Rooms:          a.Rooms,
 	})
 	a.orderMetrics = order.NewMetrics(a.Registry)
 	a.drainMetrics = drain.NewMetrics(a.Registry)
 	a.Orders = order.NewStore(a.DB, outbox.NewWriter(cfg.Events.On()))
 	a.closer = order.NewCloser(a.Orders, a.Stock, a.orderMetrics, nil)
+	return nil
 }
 
 // Migrate applies pending migrations.

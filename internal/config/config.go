@@ -33,6 +33,7 @@ type Config struct {
 	Auth      Auth      `mapstructure:"auth"`
 	Payment   Payment   `mapstructure:"payment"`
 	Events    Events    `mapstructure:"events"`
+	Room      Room      `mapstructure:"room"`
 	Stock     Stock     `mapstructure:"stock"`
 	Order     Order     `mapstructure:"order"`
 	Worker    Worker    `mapstructure:"worker"`

@@ -45,6 +45,7 @@ func (c *Config) Validate() error {
 		oneOf("payment.mode", c.Payment.Mode, "", PaymentWebhook, PaymentTrusted),
 		c.Payment.validate(),
 		c.Events.validate(),
+		c.Room.validate(),
 		oneOf("stock.strategy", c.Stock.Strategy, StrategyLock, StrategyAtomic),
 		atLeast("stock.lock_ttl", c.Stock.LockTTL, 10*time.Millisecond),
 		positive("stock.lock_wait", c.Stock.LockWait),

@@ -49,6 +49,8 @@ type skuRequest struct {
 	// LimitCountsCancelled: whether the per-user limit counts the units of
 	// the shopper's cancelled and expired orders.
 	LimitCountsCancelled *bool `json:"limit_counts_cancelled"`
+	// WaitingRoom gives a new SKU a waiting room.
+	WaitingRoom *catalog.RoomSpec `json:"waiting_room"`
 }
 
 // spec is the catalog.Spec r gives.
@@ -58,7 +60,8 @@ func (r *skuRequest) spec() (catalog.Spec, error) {
 		return catalog.Spec{}, err
 	}
 	spec := catalog.Spec{Name: r.Name, PriceCents: r.PriceCents, Stock: stock, PerUserLimit: r.PerUserLimit,
-		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Hidden: r.Hidden, LimitCountsCancelled: r.LimitCountsCancelled}
+		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Hidden: r.Hidden, LimitCountsCancelled: r.LimitCountsCancelled,
+		WaitingRoom: r.WaitingRoom}
 	if r.ID != nil {
 		spec.ID = *r.ID
 	}

@@ -1,14 +1,15 @@
 package httpapi
 
 // parsePlaceFast reads the common shape of a buy body — one object with the
-// keys sku_id, qty and request_id at most once each, plain integers and a
-// request id of printable ASCII without escapes — without reflection. It
+// keys sku_id, qty, request_id and pass at most once each, plain integers
+// and a request id and pass of printable ASCII without escapes — without
+// reflection. It
 // reports false for anything else, and the caller then decodes with
 // decodeStrict, which accepts the same bodies with the same result and
 // explains what is wrong with the others.
 func parsePlaceFast(b []byte, req *placeRequest) bool {
 	var r placeRequest
-	var seen [3]bool
+	var seen [4]bool
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -58,6 +59,12 @@ func parsePlaceFast(b []byte, req *placeRequest) bool {
 				}
 				seen[2] = true
 				r.RequestID, i, ok = parsePlainString(b, i)
+			case "pass":
+				if seen[3] {
+					return false
+				}
+				seen[3] = true
+				r.Pass, i, ok = parsePlainString(b, i)
 			}
 			if !ok {
 				return false

@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
@@ -48,6 +49,14 @@ var rules = []rule{
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
 	{is(stock.ErrLimitExceeded), Error{Status: http.StatusConflict, Code: "limit_exceeded"}},
 	{is(order.ErrNotStarted), Error{Status: http.StatusForbidden, Code: "sale_not_started"}},
+	{is(room.ErrPassRequired), Error{Status: http.StatusForbidden, Code: "pass_required"}},
+	{is(room.ErrPassInvalid, stock.ErrPassSpent), Error{Status: http.StatusForbidden, Code: "pass_invalid"}},
+	{is(room.ErrNoRoom), Error{Status: http.StatusNotFound, Code: "no_waiting_room"}},
+	{is(room.ErrNoTicket), Error{Status: http.StatusNotFound, Code: "no_ticket"}},
+	{is(room.ErrNotOpen), Error{Status: http.StatusForbidden, Code: "room_not_open"}},
+	{is(room.ErrNotPublished), Error{Status: http.StatusConflict, Code: "draw_not_published"}},
+	{is(room.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "the waiting room is being drawn, retry shortly", RetryAfter: retrySoon}},
+	{is(room.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon}},
 	{is(order.ErrEnded, stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
 	// A payment notification for an order the drain has not written yet:
 	// the payment side sends it again and it is applied then.

@@ -33,6 +33,7 @@ type Deps struct {
 
 	Shop  Shop  // nil: no shopper routes on orders
 	Sales Sales // nil: no shopper routes on SKUs
+	Rooms Rooms // nil: no waiting room routes
 	Admin Admin // nil: no admin routes
 	// Support serves the support endpoints on orders, under /admin with
 	// the admin routes; nil: none.

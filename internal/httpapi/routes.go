@@ -31,6 +31,12 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		}
 		api.POST("/orders/:order_id/cancel", as(handleCancel(d.Shop, d.Log)))
 	}
+	if d.Rooms != nil {
+		as := shopper(d.Tokens, d.Log)
+		api.POST("/skus/:id/queue", as(handleRoom(d.Rooms.Join, d.Log)))
+		api.GET("/skus/:id/queue", as(handleRoom(d.Rooms.Peek, d.Log)))
+		api.GET("/skus/:id/draw", handleDraw(d.Rooms, d.Log))
+	}
 	if d.Payments != nil && d.Webhooks != nil {
 		r.POST("/webhooks/payments", handlePaymentWebhook(d.Payments, d.Webhooks, d.Log))
 	}

@@ -39,6 +39,8 @@ type placeRequest struct {
 	SKU       uint64 `json:"sku_id" kind:"an integer from 1 to 9223372036854775807"`
 	Qty       int    `json:"qty" kind:"an integer from 1 to 1000"`
 	RequestID string `json:"request_id"`
+	// Pass is the waiting room pass a buy of a SKU with a room carries.
+	Pass string `json:"pass"`
 }
 
 // checkSKU refuses a sku_id no SKU can have (catalog.ValidID) as it is
@@ -81,7 +83,7 @@ func place(c *gin.Context, shop Shop, user string) (order.Placed, error) {
 	if err != nil {
 		return order.Placed{}, err
 	}
-	return shop.Place(c.Request.Context(), user, order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID, Client: c.ClientIP()})
+	return shop.Place(c.Request.Context(), user, order.PlaceInput{SKU: req.SKU, Qty: req.Qty, RequestID: req.RequestID, Pass: req.Pass, Client: c.ClientIP()})
 }
 
 func handleGetOrder(shop Shop, log *slog.Logger) shopperHandler {

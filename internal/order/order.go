@@ -34,7 +34,10 @@ var (
 	ErrInvalid    = errors.New("invalid request")
 	ErrNotFound   = errors.New("order not found")
 	ErrNotStarted = errors.New("sale not started")
-	ErrEnded      = errors.New("sale ended")
+	// ErrNoPasses: a SKU has a waiting room but the service was given no
+	// way to check its passes (a wiring defect).
+	ErrNoPasses = errors.New("order: no waiting room pass checker")
+	ErrEnded    = errors.New("sale ended")
 	// ErrLimitExceeded is stock's: the buy script refuses a shopper over
 	// the limit, and the service the qty over it before any I/O.
 	ErrLimitExceeded  = stock.ErrLimitExceeded

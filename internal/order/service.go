@@ -35,9 +35,11 @@ type Options struct {
 	// Currency is the ISO 4217 code of every price (payment.currency); a
 	// payment in another is a mismatch.
 	Currency string
-	Now      func() time.Time
-	Log      *slog.Logger
-	Metrics  *Metrics
+	// Passes checks the waiting room pass of a buy of a SKU with a room.
+	Passes  Passes
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *Metrics
 }
 
 // Limiter is a request budget per key shared by every instance. A limiter
@@ -45,6 +47,13 @@ type Options struct {
 // requests could not be counted.
 type Limiter interface {
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+}
+
+// Passes checks a waiting room pass in process (internal/room): the
+// ticket it admits, or why not (no pass, or not a valid one for user and
+// sku now).
+type Passes interface {
+	CheckPass(sku *catalog.SKU, user, pass string) (ticket string, err error)
 }
 
 // Seller takes stock and enqueues the order in Redis (internal/stock's
@@ -82,9 +91,14 @@ type PlaceInput struct {
 	SKU       uint64
 	Qty       int
 	RequestID string
+	// Pass is the waiting room pass of a SKU with a room ("" otherwise).
+	Pass string
 	// Client is the address the request came from, for Options.PerAddress.
 	Client string
 }
+
+// MaxPassLen bounds a pass a client sends (a real one is about 110 bytes).
+const MaxPassLen = 256
 
 // Validate checks a buy request by user before any I/O: a valid user id
 // (ValidUserID), a SKU id from 1 to catalog.MaxID, a qty from 1 to MaxQty and, when given, a
@@ -100,6 +114,8 @@ func (in PlaceInput) Validate(user string) error {
 		return fmt.Errorf("%w: qty must be from 1 to %d", ErrInvalid, MaxQty)
 	case in.RequestID != "" && !validToken(in.RequestID, MaxRequestIDLen):
 		return fmt.Errorf("%w: request_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxRequestIDLen)
+	case len(in.Pass) > MaxPassLen:
+		return fmt.Errorf("%w: pass must be at most %d bytes", ErrInvalid, MaxPassLen)
 	}
 	return nil
 }
@@ -166,6 +182,15 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 		// Known here already: no order id to make, no Redis call.
 		return s.refuse(ctx, sku, user, in, stock.ErrSoldOut)
 	}
+	var ticket string
+	if sku.Room.On() {
+		if s.o.Passes == nil {
+			return s.refuse(ctx, sku, user, in, ErrNoPasses)
+		}
+		if ticket, err = s.o.Passes.CheckPass(sku, user, in.Pass); err != nil {
+			return s.refuse(ctx, sku, user, in, err)
+		}
+	}
 	if err := s.admit(ctx, in); err != nil {
 		return Placed{}, err
 	}
@@ -177,12 +202,12 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
 		User: user, Qty: in.Qty, RequestID: rid,
-		PriceCents: sku.PriceCents * int64(in.Qty), Created: now,
+		PriceCents: sku.PriceCents * int64(in.Qty), Created: now, Pass: ticket,
 	})
 	switch {
 	case errors.Is(err, stock.ErrLimitExceeded):
 		return s.refuse(ctx, sku, user, in, overLimit(sku))
-	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrStateLost):
+	case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrBusy), errors.Is(err, stock.ErrStateLost), errors.Is(err, stock.ErrPassSpent):
 		// The buy script answers a replay before anything else, but these
 		// may come before it runs (the sold-out flag, a rebuild's pause).
 		return s.refuse(ctx, sku, user, in, err)

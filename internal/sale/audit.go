@@ -7,8 +7,10 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/orderid"
+	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -42,6 +44,9 @@ type Report struct {
 	Violations []string `json:"violations"`
 	// Buckets reports each bucket of a SKU whose stock is split.
 	Buckets []BucketReport `json:"buckets,omitempty"`
+	// WaitingRoom reports the SKU's waiting room, if it has one: every
+	// buyer was admitted.
+	WaitingRoom *room.Report `json:"waiting_room,omitempty"`
 }
 
 // BucketReport is the check of one bucket of a split SKU: the units its
@@ -172,7 +177,16 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		}
 	}
 
+	if sku.Room.On() && s.o.Rooms != nil {
+		if r.WaitingRoom, err = s.auditRoom(ctx, sku, queued); err != nil {
+			return nil, err
+		}
+	}
+
 	fail := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
+	if w := r.WaitingRoom; w != nil && w.NotAdmitted > 0 {
+		fail("%d shoppers bought without being admitted by the waiting room, e.g. %v", w.NotAdmitted, w.Sample)
+	}
 	if r.Sold > r.Stock {
 		fail("oversold: sold %d > stock %d", r.Sold, r.Stock)
 	}
@@ -209,6 +223,20 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	}
 	r.Consistent = len(r.Violations) == 0
 	return r, nil
+}
+
+// auditRoom checks sku's waiting room against its buyers: the shoppers of
+// its orders in SQL and of queued.
+func (s *Service) auditRoom(ctx context.Context, sku *catalog.SKU, queued []stock.OrderTask) (*room.Report, error) {
+	var buyers []string
+	if err := s.db.WithContext(ctx).Model(&order.Order{}).Distinct("user_id").Where("sku_id = ?", sku.ID).
+		Pluck("user_id", &buyers).Error; err != nil {
+		return nil, fmt.Errorf("sale: audit: %w", err)
+	}
+	for _, t := range queued {
+		buyers = append(buyers, t.User)
+	}
+	return s.o.Rooms.Audit(ctx, sku, buyers)
 }
 
 // auditBuckets checks each bucket of a split SKU: the units taken in its

@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -37,6 +38,14 @@ type Options struct {
 	StateRetention time.Duration
 	Now            func() time.Time
 	Log            *slog.Logger
+	// Rooms audits the waiting room of a SKU that has one; nil: not
+	// checked.
+	Rooms Rooms
+}
+
+// Rooms checks a SKU's waiting room against its buyers (internal/room).
+type Rooms interface {
+	Audit(ctx context.Context, sku *catalog.SKU, buyers []string) (*room.Report, error)
 }
 
 // Service runs the operations on sales.
@@ -77,6 +86,38 @@ type SKUView struct {
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
 	State        string    `json:"state"`
+	// WaitingRoom is the SKU's waiting room, if it has one.
+	WaitingRoom *RoomView `json:"waiting_room,omitempty"`
+}
+
+// RoomView is a SKU's waiting room as shoppers see it: its settings, the
+// SHA-256 of the draw's seed from the room's opening, and the seed itself
+// from the sale's start (random mode).
+type RoomView struct {
+	OpensAt        time.Time   `json:"opens_at"`
+	Mode           string      `json:"mode"`
+	AdmitPerSecond int         `json:"admit_per_second"`
+	PassTTL        catalog.TTL `json:"pass_ttl"`
+	Overbook       float64     `json:"overbook"`
+	SeedSHA256     string      `json:"seed_sha256,omitempty"`
+	Seed           string      `json:"seed,omitempty"`
+}
+
+// roomView is sku's room as shoppers see it at now; nil without one.
+func roomView(sku *catalog.SKU, now time.Time) *RoomView {
+	r := sku.Room
+	if !r.On() {
+		return nil
+	}
+	v := &RoomView{OpensAt: r.OpensAt.UTC(), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
+		PassTTL: catalog.TTL(r.PassTTL()), Overbook: r.Overbook}
+	if r.Mode == catalog.RoomRandom && !now.Before(*r.OpensAt) {
+		v.SeedSHA256 = r.SeedSHA256()
+		if !now.Before(sku.StartsAt) {
+			v.Seed = r.Seed
+		}
+	}
+	return v
 }
 
 // SeededSKU is a SKU as an admin's create or update of it answers: the
@@ -112,7 +153,7 @@ func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
 	return &SKUView{
 		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, Stock: sku.StockTotal, StockTotal: sku.StockTotal,
 		StockLeft: left, PerUserLimit: sku.PerUserLimit, StartsAt: sku.StartsAt.UTC(), EndsAt: sku.EndsAt.UTC(),
-		State: sku.State(s.o.Now(), left),
+		State: sku.State(s.o.Now(), left), WaitingRoom: roomView(sku, s.o.Now()),
 	}
 }
 

@@ -1,0 +1,235 @@
+package app
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/room"
+)
+
+const roomKey = "app-test-room-pass-key-0123456789abcdef"
+
+// seedRoom creates a SKU of units with a waiting room that opens now; the
+// sale starts after wait and lasts an hour.
+func (s *deployment) seedRoom(units int64, wait time.Duration, room map[string]any) uint64 {
+	s.t.Helper()
+	now := time.Now().UTC()
+	room["opens_at"] = now.Add(-time.Second)
+	r := s.do(0, "POST", "/admin/skus", "", map[string]any{"name": "Sneaker", "price_cents": 12000, "stock": units,
+		"per_user_limit": 1, "starts_at": now.Add(wait), "ends_at": now.Add(time.Hour), "waiting_room": room})
+	require.Equal(s.t, http.StatusCreated, r.Status, r.Raw)
+	return uint64(r.Num("id"))
+}
+
+// A flash sale through the waiting room, on two instances: every shopper
+// joins before the start, is drawn, waits, is admitted at the room's rate
+// and buys with their pass. Exactly the stock is sold, one order per
+// shopper; no pass buys twice or for someone else; nobody holds two
+// tickets; and the published draw recomputes to the places the shoppers
+// were given.
+func TestWaitingRoomSale(t *testing.T) {
+	s := startSale(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	const units, shoppers = 10, 40
+	sku := s.seedRoom(units, 3*time.Second, map[string]any{"mode": "random", "admit_per_second": 4, "pass_ttl": "5s", "overbook": 1})
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+
+	v := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
+	require.Equal(t, http.StatusOK, v.Status, v.Raw)
+	wr, _ := v.Body["waiting_room"].(map[string]any)
+	require.NotNil(t, wr, v.Raw)
+	commit, _ := wr["seed_sha256"].(string)
+	assert.Len(t, commit, 64, "the seed's hash is published from the opening")
+	assert.Nil(t, wr["seed"], "the seed is not, before the start")
+	assert.Equal(t, "5s", wr["pass_ttl"])
+
+	r := s.do(0, "GET", queue, "nobody", nil)
+	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+	assert.Equal(t, "no_ticket", r.Str("error"))
+
+	tickets := make([]string, shoppers)
+	for i := range shoppers {
+		user := fmt.Sprintf("s%02d", i)
+		r := s.do(i, "POST", queue, user, nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		assert.Equal(t, room.Waiting, r.Str("status"))
+		assert.NotEmpty(t, r.Header.Get("Retry-After"))
+		tickets[i] = r.Str("ticket")
+		again := s.do(i+1, "POST", queue, user, nil)
+		assert.Equal(t, tickets[i], again.Str("ticket"), "one ticket per shopper, on any instance")
+	}
+
+	type outcome struct {
+		position int64
+		order    string
+		final    string
+	}
+	out := make([]outcome, shoppers)
+	var first sync.Once
+	var reuses sync.Map // answer to a second buy with a spent pass -> count
+	var wg sync.WaitGroup
+	for i := range shoppers {
+		wg.Go(func() {
+			user := fmt.Sprintf("s%02d", i)
+			deadline := time.Now().Add(60 * time.Second)
+			for time.Now().Before(deadline) {
+				r := s.do(i, "GET", queue, user, nil)
+				if r.Status == http.StatusServiceUnavailable {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				if !assert.Equal(t, http.StatusOK, r.Status, r.Raw) {
+					return
+				}
+				if p := r.Num("position"); p > 0 {
+					out[i].position = p
+				}
+				switch r.Str("status") {
+				case room.Admitted:
+					pass := r.Str("pass")
+					// While units remain: a buy needs a pass, and the
+					// shopper's own.
+					first.Do(func() {
+						for _, b := range []map[string]any{{"sku_id": sku, "qty": 1}, {"sku_id": sku, "qty": 1, "pass": pass},
+							{"sku_id": sku, "qty": 1, "pass": "p1.1.t.9999999999999.abcd.xyz"}} {
+							r := s.do(i, "POST", "/api/v1/orders", "x"+user, b)
+							assert.Equal(t, http.StatusForbidden, r.Status, r.Raw)
+							want := "pass_invalid"
+							if b["pass"] == nil {
+								want = "pass_required"
+							}
+							assert.Equal(t, want, r.Str("error"), r.Raw)
+						}
+					})
+					rid := "buy-" + user
+					b := s.do(i+1, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid, "pass": pass})
+					switch b.Status {
+					case http.StatusAccepted:
+						out[i].order = b.Str("order_id")
+						again := s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid, "pass": pass})
+						assert.Equal(t, out[i].order, again.Str("order_id"), "a retry gets its order: %s", again.Raw)
+						// A spent pass buys nothing: pass_invalid, or
+						// sold_out once the units are gone.
+						reuse := s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid + "-2", "pass": pass})
+						n, _ := reuses.LoadOrStore(fmt.Sprint(reuse.Status, " ", reuse.Str("error")), new(atomic.Int64))
+						n.(*atomic.Int64).Add(1)
+						out[i].final = "bought"
+						return
+					case http.StatusConflict:
+						out[i].final = b.Str("error") // sold_out: passes are overbooked by nothing here, so rare
+						return
+					default:
+						t.Errorf("%s buys with a pass: %s", user, b.Raw)
+						return
+					}
+				case room.SoldOut, room.Closed:
+					out[i].final = r.Str("status")
+					return
+				}
+				wait, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+				time.Sleep(min(time.Duration(wait)*time.Second, 150*time.Millisecond))
+			}
+			t.Errorf("%s: no outcome in time", user)
+		})
+	}
+	wg.Wait()
+
+	bought := 0
+	for i, o := range out {
+		if o.order != "" {
+			bought++
+		}
+		assert.NotZero(t, o.position, "shopper %d was given a place", i)
+	}
+	assert.Equal(t, units, bought, "exactly the stock sold: %+v", out)
+
+	reuses.Range(func(k, v any) bool {
+		assert.Contains(t, []string{"403 pass_invalid", "409 sold_out"}, k, "a spent pass")
+		return true
+	})
+	_, invalid := reuses.Load("403 pass_invalid")
+	assert.True(t, invalid, "a spent pass is refused while units remain")
+
+	rep := s.drained(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	var perUser []int64
+	require.NoError(t, s.apps[0].DB.Raw("SELECT COUNT(*) FROM orders WHERE sku_id = ? GROUP BY user_id", sku).Scan(&perUser).Error)
+	assert.Len(t, perUser, units)
+	for _, n := range perUser {
+		assert.EqualValues(t, 1, n)
+	}
+
+	// The draw, published once the sale ends, recomputes to the places.
+	d := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d/draw", sku), "", nil)
+	assert.Equal(t, http.StatusConflict, d.Status, d.Raw)
+	assert.Equal(t, "draw_not_published", d.Str("error"))
+	require.Equal(t, http.StatusOK, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", sku), "", nil).Status)
+	require.Eventually(t, func() bool {
+		d = s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d/draw", sku), "", nil)
+		return d.Status == http.StatusOK
+	}, 10*time.Second, 100*time.Millisecond, d.Raw)
+	seed := d.Str("seed")
+	sum := sha256.Sum256([]byte(seed))
+	assert.Equal(t, commit, hex.EncodeToString(sum[:]), "the seed is the one committed to")
+	var pre []string
+	for _, x := range d.Body["pre_queue"].([]any) {
+		pre = append(pre, x.(string))
+	}
+	assert.ElementsMatch(t, tickets, pre, "pseudonymous tickets, no shopper ids")
+	place := map[string]int64{}
+	for i, ticket := range tickets {
+		place[ticket] = out[i].position
+	}
+	for i, ticket := range room.Drawn(seed, pre) {
+		assert.EqualValues(t, i+1, place[ticket], "ticket %s", ticket)
+	}
+}
+
+// A waiting room is refused on bad settings, given at creation only.
+func TestWaitingRoomBadSettings(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	now := time.Now().UTC()
+	for name, wr := range map[string]any{
+		"no opens_at":             map[string]any{"mode": "random"},
+		"opens after start":       map[string]any{"opens_at": now.Add(2 * time.Hour)},
+		"unknown mode":            map[string]any{"opens_at": now, "mode": "lottery"},
+		"negative rate":           map[string]any{"opens_at": now, "admit_per_second": -1},
+		"pass_ttl too short":      map[string]any{"opens_at": now, "pass_ttl": "1s"},
+		"pass_ttl not a duration": map[string]any{"opens_at": now, "pass_ttl": 60},
+		"overbook below 1":        map[string]any{"opens_at": now, "overbook": 0.5},
+		"unknown field":           map[string]any{"opens_at": now, "seed": "mine"},
+		"not an object":           "yes",
+	} {
+		r := s.do(0, "POST", "/admin/skus", "", map[string]any{"name": "x", "price_cents": 1, "stock": 1, "per_user_limit": 1,
+			"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour), "waiting_room": wr})
+		assert.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", name, r.Raw)
+		assert.Equal(t, "invalid_request", r.Str("error"), name)
+	}
+	r := s.do(0, "POST", "/admin/skus", "", map[string]any{"name": "x", "price_cents": 1, "stock": 1, "per_user_limit": 1, "buckets": 3,
+		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour), "waiting_room": map[string]any{"opens_at": now}})
+	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+	assert.Equal(t, 0, int(s.skuCount()), "nothing written")
+
+	sku := s.seed(5, 1)
+	r = s.do(0, "PATCH", fmt.Sprintf("/admin/skus/%d", sku), "", map[string]any{"waiting_room": map[string]any{"opens_at": now}})
+	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+	r = s.do(0, "POST", fmt.Sprintf("/api/v1/skus/%d/queue", sku), "alice", nil)
+	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+	assert.Equal(t, "no_waiting_room", r.Str("error"))
+	r = s.do(0, "POST", "/api/v1/skus/0/queue", "alice", nil)
+	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+	r = s.do(0, "POST", "/api/v1/skus/99999999/queue", "alice", nil)
+	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+	assert.Equal(t, "unknown_sku", r.Str("error"))
+	r = s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "pass": string(make([]byte, 300))})
+	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+}

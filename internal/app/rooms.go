@@ -1,0 +1,34 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/seckill/seckill/internal/replica"
+	"github.com/seckill/seckill/internal/room"
+)
+
+// buildRooms makes the waiting rooms, with the configured pass keys or,
+// when none is set, a random key of this process (passes it signs are
+// refused by any other: fine for one instance, the embedded quick start).
+func (a *App) buildRooms(replicas *replica.Waiter) error {
+	keys := a.Cfg.Room.Keys()
+	if len(keys) == 0 {
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		keys = []string{hex.EncodeToString(b[:])}
+		if !a.Embedded() {
+			a.Log.Warn("room.pass_keys is not set: waiting room passes are signed with a key of this process, which other instances refuse; set the same keys on every instance")
+		}
+	}
+	signer, err := room.NewSigner(keys)
+	if err != nil {
+		return err
+	}
+	a.Rooms = room.New(a.cache, a.Redis, replicas, signer, room.Options{
+		Prefix:         a.Cfg.Redis.KeyPrefix,
+		AdmitPerSecond: a.Cfg.Room.AdmitPerSecond,
+		Metrics:        room.NewMetrics(a.Registry),
+	})
+	return nil
+}

@@ -1,0 +1,28 @@
+package config
+
+// Room configures the waiting rooms of the SKUs that have one
+// (internal/room).
+type Room struct {
+	// PassKeys sign the waiting room passes (HMAC-SHA256), comma-separated,
+	// each at least 32 characters: the first signs, every one verifies, so
+	// a key is rotated by putting the new one first and dropping the old a
+	// pass lifetime later. Every instance needs the same keys. Empty: each
+	// process makes a random key at start, which only a single instance
+	// can use.
+	PassKeys string `mapstructure:"pass_keys"`
+	// AdmitPerSecond is the admission rate of a room created with
+	// admit_per_second 0.
+	AdmitPerSecond int `mapstructure:"admit_per_second"`
+}
+
+// Keys returns the pass keys, the signing one first.
+func (r Room) Keys() []string { return splitList(r.PassKeys) }
+
+func (r Room) validate() error {
+	for _, k := range r.Keys() {
+		if len(k) < 32 {
+			return &Error{Key: "room.pass_keys", Allowed: "keys of at least 32 characters, comma-separated"}
+		}
+	}
+	return between("room.admit_per_second", int64(r.AdmitPerSecond), 1, 100_000)
+}
