@@ -289,7 +289,8 @@ func readSpecs(path string) ([]catalog.Spec, error) {
 }
 
 // csvColumns are the columns a CSV seed file may have.
-var csvColumns = []string{"id", "name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at", "buckets", "limit_counts_cancelled"}
+var csvColumns = []string{"id", "name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at", "buckets", "limit_counts_cancelled",
+	"room_opens_at", "room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook"}
 
 func readCSV(r io.Reader) ([]catalog.Spec, error) {
 	rows, err := csv.NewReader(r).ReadAll()
@@ -371,6 +372,36 @@ func readCSV(r io.Reader) ([]catalog.Spec, error) {
 				errs = append(errs, err)
 			}
 			*t.to = &at
+		}
+		// A waiting room: room_opens_at gives one, the other room_
+		// columns set it.
+		if v, ok := get("room_opens_at"); ok {
+			at, err := parseTime("room_opens_at", v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			r := &catalog.RoomSpec{OpensAt: &at}
+			r.Mode, _ = get("room_mode")
+			if v := num("room_admit_per_second", 32); v != nil {
+				r.AdmitPerSecond = int(*v)
+			}
+			if v, ok := get("room_pass_ttl"); ok {
+				if err := r.PassTTL.UnmarshalText([]byte(v)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if v, ok := get("room_overbook"); ok {
+				if r.Overbook, err = strconv.ParseFloat(v, 64); err != nil {
+					errs = append(errs, fmt.Errorf("room_overbook: %w", err))
+				}
+			}
+			s.WaitingRoom = r
+		} else {
+			for _, c := range []string{"room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook"} {
+				if _, ok := get(c); ok {
+					errs = append(errs, fmt.Errorf("%s: a waiting room needs room_opens_at", c))
+				}
+			}
 		}
 		if len(errs) > 0 {
 			return nil, fmt.Errorf("csv line %d: %w", n+2, errors.Join(errs...))
