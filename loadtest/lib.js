@@ -56,10 +56,10 @@ export const SKU_PREFIX = 'loadtest: ';
 
 // seedSKU creates a fresh load-test SKU (hidden, named SKU_PREFIX + name)
 // on sale from now for `minutes` and returns it.
-export function seedSKU(name, stock, perUserLimit, minutes) {
+export function seedSKU(name, stock, perUserLimit, minutes, extra) {
   if (ADMIN_TOKEN === '') fail('ADMIN_TOKEN is not set: the scenario seeds its SKU through the admin API');
   const now = new Date();
-  const body = JSON.stringify({
+  const body = JSON.stringify(Object.assign({
     name: SKU_PREFIX + name,
     hidden: true,
     price_cents: 99900,
@@ -67,7 +67,7 @@ export function seedSKU(name, stock, perUserLimit, minutes) {
     per_user_limit: perUserLimit,
     starts_at: new Date(now.getTime() - 1000).toISOString(),
     ends_at: new Date(now.getTime() + minutes * 60 * 1000).toISOString(),
-  });
+  }, extra || {}));
   const r = http.post(`${BASE_URL}/admin/skus`, body, adminParams('admin seed'));
   if (r.status !== 201) fail(`seeding the SKU: ${r.status} ${r.body}`);
   const sku = r.json();
@@ -145,8 +145,8 @@ export function openSale(skuID) {
   return r.status === 200 ? r.json() : null;
 }
 
-export function buyBody(skuID) {
-  return JSON.stringify({ sku_id: skuID, qty: 1 });
+export function buyBody(skuID, pass) {
+  return JSON.stringify(pass ? { sku_id: skuID, qty: 1, pass: pass } : { sku_id: skuID, qty: 1 });
 }
 
 // errorCode is the "error" field of a JSON error body, or ''.
