@@ -4,18 +4,21 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkStoreBuy runs the buy script for batches of 64 new buyers of one
 // SKU on the Redis of SECKILL_TEST_REDIS_ADDR, with the shipped per-shopper
 // rate limit (20/s, burst 40); one op is one batch. Every buy the server
 // runs carries a request id (the client's, or one it made: "request_id");
-// "none" is a batch without, as the script also takes.
+// "none" is a batch without, as the script also takes; "pass" is each buy
+// spending a waiting room pass (admitted between batches, not timed).
 func BenchmarkStoreBuy(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		rid  bool
-	}{{"request_id", true}, {"none", false}} {
+		name       string
+		rid, pass bool
+	}{{"request_id", true, false}, {"none", false, false}, {"pass", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			const sku = 7
 			ctx, s := testStore(b, StoreOptions{PerUser: Rate{PerSecond: 20, Burst: 40}}, map[uint64]Config{sku: {Total: 1_000_000_000, Limit: 1, Expires: time.Now().Add(time.Hour)}})
@@ -31,6 +34,20 @@ func BenchmarkStoreBuy(b *testing.B) {
 					if tc.rid {
 						reqs[i].RequestID = "srv-5f0c2a9e1b7d43c8a6e2" + id
 					}
+					if tc.pass {
+						reqs[i].Pass = "tbench" + id
+					}
+				}
+				if tc.pass {
+					b.StopTimer()
+					zs := make([]redis.Z, len(reqs))
+					for i, r := range reqs {
+						zs[i] = redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: r.Pass}
+					}
+					if err := s.rdb.ZAdd(ctx, RoomPrefix(s.o.Prefix, sku)+"passes", zs...).Err(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
 				}
 				_, res, err := s.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
 				if err != nil || res[0].Err != nil {
