@@ -90,17 +90,23 @@ const (
 	ErrorErrorBucketsFixed         ErrorError = "buckets_fixed"
 	ErrorErrorBusy                 ErrorError = "busy"
 	ErrorErrorCanceled             ErrorError = "canceled"
+	ErrorErrorDrawNotPublished     ErrorError = "draw_not_published"
 	ErrorErrorInternal             ErrorError = "internal"
 	ErrorErrorInvalidRequest       ErrorError = "invalid_request"
 	ErrorErrorInvalidSignature     ErrorError = "invalid_signature"
 	ErrorErrorLimitExceeded        ErrorError = "limit_exceeded"
 	ErrorErrorMethodNotAllowed     ErrorError = "method_not_allowed"
+	ErrorErrorNoTicket             ErrorError = "no_ticket"
+	ErrorErrorNoWaitingRoom        ErrorError = "no_waiting_room"
 	ErrorErrorNotFound             ErrorError = "not_found"
 	ErrorErrorOrderClosed          ErrorError = "order_closed"
 	ErrorErrorOrderPaid            ErrorError = "order_paid"
 	ErrorErrorOrderQueued          ErrorError = "order_queued"
+	ErrorErrorPassInvalid          ErrorError = "pass_invalid"
+	ErrorErrorPassRequired         ErrorError = "pass_required"
 	ErrorErrorPaymentMismatch      ErrorError = "payment_mismatch"
 	ErrorErrorRateLimited          ErrorError = "rate_limited"
+	ErrorErrorRoomNotOpen          ErrorError = "room_not_open"
 	ErrorErrorSaleEnded            ErrorError = "sale_ended"
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
 	ErrorErrorSoldOut              ErrorError = "sold_out"
@@ -123,6 +129,8 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorCanceled:
 		return true
+	case ErrorErrorDrawNotPublished:
+		return true
 	case ErrorErrorInternal:
 		return true
 	case ErrorErrorInvalidRequest:
@@ -133,6 +141,10 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorMethodNotAllowed:
 		return true
+	case ErrorErrorNoTicket:
+		return true
+	case ErrorErrorNoWaitingRoom:
+		return true
 	case ErrorErrorNotFound:
 		return true
 	case ErrorErrorOrderClosed:
@@ -141,9 +153,15 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorOrderQueued:
 		return true
+	case ErrorErrorPassInvalid:
+		return true
+	case ErrorErrorPassRequired:
+		return true
 	case ErrorErrorPaymentMismatch:
 		return true
 	case ErrorErrorRateLimited:
+		return true
+	case ErrorErrorRoomNotOpen:
 		return true
 	case ErrorErrorSaleEnded:
 		return true
@@ -434,6 +452,51 @@ func (e PlacedStatus) Valid() bool {
 	}
 }
 
+// Defines values for QueueStatusReason.
+const (
+	QueueStatusReasonPassExpired QueueStatusReason = "pass_expired"
+	QueueStatusReasonPassUsed    QueueStatusReason = "pass_used"
+	QueueStatusReasonSaleEnded   QueueStatusReason = "sale_ended"
+)
+
+// Valid indicates whether the value is a known member of the QueueStatusReason enum.
+func (e QueueStatusReason) Valid() bool {
+	switch e {
+	case QueueStatusReasonPassExpired:
+		return true
+	case QueueStatusReasonPassUsed:
+		return true
+	case QueueStatusReasonSaleEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueStatusStatus.
+const (
+	QueueStatusStatusAdmitted QueueStatusStatus = "admitted"
+	QueueStatusStatusClosed   QueueStatusStatus = "closed"
+	QueueStatusStatusSoldOut  QueueStatusStatus = "sold_out"
+	QueueStatusStatusWaiting  QueueStatusStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the QueueStatusStatus enum.
+func (e QueueStatusStatus) Valid() bool {
+	switch e {
+	case QueueStatusStatusAdmitted:
+		return true
+	case QueueStatusStatusClosed:
+		return true
+	case QueueStatusStatusSoldOut:
+		return true
+	case QueueStatusStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyStatus.
 const (
 	ReadyStatusReady ReadyStatus = "ready"
@@ -506,6 +569,24 @@ func (e TaskViewState) Valid() bool {
 	case TaskViewStateInflight:
 		return true
 	case TaskViewStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WaitingRoomMode.
+const (
+	Fifo   WaitingRoomMode = "fifo"
+	Random WaitingRoomMode = "random"
+)
+
+// Valid indicates whether the value is a known member of the WaitingRoomMode enum.
+func (e WaitingRoomMode) Valid() bool {
+	switch e {
+	case Fifo:
+		return true
+	case Random:
 		return true
 	default:
 		return false
@@ -665,6 +746,13 @@ type AdminSKU struct {
 	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
 	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
+
+	// WaitingRoom A SKU's waiting room as shoppers see it: its settings, from
+	// `opens_at` on the SHA-256 of the draw's seed, and from `starts_at`
+	// on the seed itself (`random` mode). Absent for a SKU without one. A
+	// SKU with a waiting room is bought with a pass from it (`POST
+	// /api/v1/skus/{id}/queue`).
+	WaitingRoom *WaitingRoom `json:"waiting_room,omitempty"`
 }
 
 // AdminSKUList defines model for AdminSKUList.
@@ -732,6 +820,36 @@ type DeadLetters struct {
 	Dead   []TaskView `json:"dead"`
 	Offset int        `json:"offset"`
 	SkuId  SKUId      `json:"sku_id"`
+}
+
+// Draw A waiting room's published draw: everything needed to recompute the
+// order of its line. `random` mode: `pre_queue` sorted by the hex
+// SHA-256 of `seed + ":" + ticket`, ascending, then `later`. `fifo`
+// mode: no seed; `later` is every ticket, in line order.
+type Draw struct {
+	// Later The tickets that joined from `starts_at` on (`fifo` mode, every ticket), in the order they joined.
+	Later []Ticket `json:"later"`
+
+	// Mode How a waiting room orders its line. `random`: the tickets of those
+	// who joined before `starts_at` (the pre-queue) are drawn in a random
+	// order at the start, with a seed the SKU committed to in advance; the
+	// tickets of later joiners follow in the order they joined. `fifo`:
+	// every ticket in the order it joined, from `opens_at`.
+	Mode WaitingRoomMode `json:"mode"`
+
+	// PreQueue `random` mode: the tickets that joined before `starts_at`, in the order they joined (empty in `fifo` mode).
+	PreQueue []Ticket `json:"pre_queue"`
+
+	// Rule The rule that orders the line, in words.
+	Rule string `json:"rule"`
+
+	// Seed `random` mode: the seed of the draw, 64 hex characters.
+	Seed *string `json:"seed,omitempty"`
+
+	// SeedSha256 `random` mode: the hex SHA-256 of `seed`, as the SKU showed it
+	// from `opens_at` on.
+	SeedSha256 *string `json:"seed_sha256,omitempty"`
+	SkuId      SKUId   `json:"sku_id"`
 }
 
 // Error Every error body.
@@ -996,6 +1114,13 @@ type PaymentStatus string
 
 // PlaceOrderRequest defines model for PlaceOrderRequest.
 type PlaceOrderRequest struct {
+	// Pass The waiting room pass the shopper was admitted with (`pass` of
+	// `QueueStatus`), for a SKU with a waiting room: required there
+	// (403 `pass_required` without it, 403 `pass_invalid` for one
+	// that is not valid), ignored for any other SKU. An empty one
+	// counts as none; over 256 bytes is 400.
+	Pass *string `json:"pass,omitempty"`
+
 	// Qty Units to buy; also at most the SKU's per_user_limit (409 `limit_exceeded` beyond).
 	Qty int `json:"qty"`
 
@@ -1037,6 +1162,65 @@ type QueueReport struct {
 	OldestDue *time.Time `json:"oldest_due"`
 	SkuId     SKUId      `json:"sku_id"`
 }
+
+// QueueStatus A shopper's place in a SKU's waiting room.
+type QueueStatus struct {
+	// Ahead Tickets still to be admitted before this one.
+	Ahead int64 `json:"ahead"`
+
+	// Pass When `admitted`: the pass to send as `pass` with the buy (`POST
+	// /api/v1/orders`). It is signed for this shopper, SKU and ticket,
+	// valid until `pass_expires_at`, and spent by the order it lets
+	// in.
+	Pass *string `json:"pass,omitempty"`
+
+	// PassExpiresAt When `admitted`: when the pass expires. One that expires unused
+	// closes the ticket (`pass_expired`) and frees its slot for the
+	// next.
+	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+
+	// Position The ticket's place in line, 1 first; 0 until the pre-queue is drawn at `starts_at`.
+	Position int64 `json:"position"`
+
+	// Reason When `closed`: `pass_used` (the pass bought an order),
+	// `pass_expired` (it expired unused), `sale_ended` (the sale has
+	// ended: every ticket is closed).
+	Reason *QueueStatusReason `json:"reason,omitempty"`
+
+	// RetryAfterMs When to look again, in milliseconds: until `starts_at` while the
+	// pre-queue waits for the draw, then about the time the tickets
+	// ahead take at the admission rate (each from 1 to 30 s); until
+	// the pass expires when `admitted`; 5000 when `sold_out`; until
+	// the sale ends when `closed`.
+	RetryAfterMs int64 `json:"retry_after_ms"`
+
+	// Status `waiting`: in line, or in the pre-queue (`position` 0) until the
+	// draw at `starts_at`. `admitted`: buy with `pass` before
+	// `pass_expires_at`. `sold_out`: waiting, and no unit is left;
+	// units that come back (a cancel, an expired payment) reopen
+	// admission, so look again after `Retry-After`. `closed`: the
+	// ticket is done, `reason` says why; joining again answers the
+	// same ticket.
+	Status QueueStatusStatus `json:"status"`
+
+	// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
+	// say nothing of its shopper or of when it joined.
+	Ticket Ticket `json:"ticket"`
+}
+
+// QueueStatusReason When `closed`: `pass_used` (the pass bought an order),
+// `pass_expired` (it expired unused), `sale_ended` (the sale has
+// ended: every ticket is closed).
+type QueueStatusReason string
+
+// QueueStatusStatus `waiting`: in line, or in the pre-queue (`position` 0) until the
+// draw at `starts_at`. `admitted`: buy with `pass` before
+// `pass_expires_at`. `sold_out`: waiting, and no unit is left;
+// units that come back (a cancel, an expired payment) reopen
+// admission, so look again after `Retry-After`. `closed`: the
+// ticket is done, `reason` says why; joining again answers the
+// same ticket.
+type QueueStatusStatus string
 
 // Ready defines model for Ready.
 type Ready struct {
@@ -1100,6 +1284,12 @@ type Report struct {
 
 	// Violations Why the SKU is not consistent; empty when it is.
 	Violations []string `json:"violations"`
+
+	// WaitingRoom The check of a SKU's waiting room (absent for a SKU without one):
+	// its counts, and the shoppers with an order of the SKU, in SQL or
+	// queued, whose ticket the room did not admit. A buy needs a pass,
+	// which only admission gives, so each of those is a violation.
+	WaitingRoom *WaitingRoomReport `json:"waiting_room,omitempty"`
 }
 
 // SKU What shoppers and admins see of a SKU.
@@ -1126,6 +1316,13 @@ type SKU struct {
 	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
 	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
+
+	// WaitingRoom A SKU's waiting room as shoppers see it: its settings, from
+	// `opens_at` on the SHA-256 of the draw's seed, and from `starts_at`
+	// on the seed itself (`random` mode). Absent for a SKU without one. A
+	// SKU with a waiting room is bought with a pass from it (`POST
+	// /api/v1/skus/{id}/queue`).
+	WaitingRoom *WaitingRoom `json:"waiting_room,omitempty"`
 }
 
 // SKUId defines model for SKUId.
@@ -1177,6 +1374,17 @@ type SKUPatch struct {
 	// StockTotal Deprecated name of `stock`, taken for one release; send `stock`. Both with different values is 400.
 	// Deprecated: the old name of `stock`, taken for one release
 	StockTotal *int64 `json:"stock_total,omitempty"`
+
+	// WaitingRoom A waiting room for a SKU being created (`waiting_room` of `POST
+	// /admin/skus`, or of an item of a `seckill seed` YAML file). It is
+	// given when the SKU is created and cannot change: for an existing
+	// SKU the same room again (a seed run again) is accepted and changes
+	// nothing, another is 400. A SKU with a waiting room has 1 stock
+	// bucket (`buckets` over 1 is 400). A bad setting is 400
+	// `invalid_request`, and nothing is written. Only `opens_at` is
+	// required; `mode` absent is `random`. The server makes the draw's
+	// seed.
+	WaitingRoom *WaitingRoomSpec `json:"waiting_room,omitempty"`
 }
 
 // SKUSpec A SKU to create, or, with the `id` of one that exists, the fields of it
@@ -1233,6 +1441,17 @@ type SKUSpec struct {
 	// StockTotal Deprecated name of `stock`, taken for one release; send `stock`. Both with different values is 400.
 	// Deprecated: the old name of `stock`, taken for one release
 	StockTotal *int64 `json:"stock_total,omitempty"`
+
+	// WaitingRoom A waiting room for a SKU being created (`waiting_room` of `POST
+	// /admin/skus`, or of an item of a `seckill seed` YAML file). It is
+	// given when the SKU is created and cannot change: for an existing
+	// SKU the same room again (a seed run again) is accepted and changes
+	// nothing, another is 400. A SKU with a waiting room has 1 stock
+	// bucket (`buckets` over 1 is 400). A bad setting is 400
+	// `invalid_request`, and nothing is written. Only `opens_at` is
+	// required; `mode` absent is `random`. The server makes the draw's
+	// seed.
+	WaitingRoom *WaitingRoomSpec `json:"waiting_room,omitempty"`
 }
 
 // SKUState `upcoming` before starts_at, `ended` from ends_at on, otherwise
@@ -1281,6 +1500,13 @@ type SeededSKU struct {
 	// StockTotal Deprecated; the same as `stock`, sent for one release more. Read `stock`.
 	// Deprecated: the old name of `stock`, sent alongside it for one release
 	StockTotal int64 `json:"stock_total"`
+
+	// WaitingRoom A SKU's waiting room as shoppers see it: its settings, from
+	// `opens_at` on the SHA-256 of the draw's seed, and from `starts_at`
+	// on the seed itself (`random` mode). Absent for a SKU without one. A
+	// SKU with a waiting room is bought with a pass from it (`POST
+	// /api/v1/skus/{id}/queue`).
+	WaitingRoom *WaitingRoom `json:"waiting_room,omitempty"`
 }
 
 // SetStockRequest `stock` is required; `stock_total` is still taken in its place for one release.
@@ -1325,6 +1551,124 @@ type TaskView struct {
 
 // TaskViewState defines model for TaskView.State.
 type TaskViewState string
+
+// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
+// say nothing of its shopper or of when it joined.
+type Ticket = string
+
+// WaitingRoom A SKU's waiting room as shoppers see it: its settings, from
+// `opens_at` on the SHA-256 of the draw's seed, and from `starts_at`
+// on the seed itself (`random` mode). Absent for a SKU without one. A
+// SKU with a waiting room is bought with a pass from it (`POST
+// /api/v1/skus/{id}/queue`).
+type WaitingRoom struct {
+	// AdmitPerSecond Tickets admitted per second; 0 is the configured rate
+	// (`room.admit_per_second`, 100 by default).
+	AdmitPerSecond int `json:"admit_per_second"`
+
+	// Mode How a waiting room orders its line. `random`: the tickets of those
+	// who joined before `starts_at` (the pre-queue) are drawn in a random
+	// order at the start, with a seed the SKU committed to in advance; the
+	// tickets of later joiners follow in the order they joined. `fifo`:
+	// every ticket in the order it joined, from `opens_at`.
+	Mode WaitingRoomMode `json:"mode"`
+
+	// OpensAt From when shoppers may join; at or before `starts_at`.
+	OpensAt time.Time `json:"opens_at"`
+
+	// Overbook The valid unused passes are at most the units left times this.
+	// Above 1, more shoppers hold a pass than there are units, so that
+	// units keep selling while some of them do not buy.
+	Overbook float64 `json:"overbook"`
+
+	// PassTtl How long a pass is valid, a duration as Go writes one: `1m0s`
+	// for the default 60 seconds, `5s`, `1h0m0s`.
+	PassTtl string `json:"pass_ttl"`
+
+	// Seed `random` mode, from `starts_at` on: the seed of the draw, 64 hex characters.
+	Seed *string `json:"seed,omitempty"`
+
+	// SeedSha256 `random` mode, from `opens_at` on: the hex SHA-256 of `seed` (of
+	// its 64 characters), shown before anyone joins, so that the seed
+	// the draw uses is seen to be the one fixed when the SKU was
+	// created.
+	SeedSha256 *string `json:"seed_sha256,omitempty"`
+}
+
+// WaitingRoomMode How a waiting room orders its line. `random`: the tickets of those
+// who joined before `starts_at` (the pre-queue) are drawn in a random
+// order at the start, with a seed the SKU committed to in advance; the
+// tickets of later joiners follow in the order they joined. `fifo`:
+// every ticket in the order it joined, from `opens_at`.
+type WaitingRoomMode string
+
+// WaitingRoomReport The check of a SKU's waiting room (absent for a SKU without one):
+// its counts, and the shoppers with an order of the SKU, in SQL or
+// queued, whose ticket the room did not admit. A buy needs a pass,
+// which only admission gives, so each of those is a violation.
+type WaitingRoomReport struct {
+	// Admitted Tickets admitted (given a pass).
+	Admitted int64 `json:"admitted"`
+
+	// ExpiredPasses Passes that expired unused, their slots given to the next tickets.
+	ExpiredPasses int64 `json:"expired_passes"`
+
+	// Joined Tickets issued.
+	Joined int64 `json:"joined"`
+
+	// Kept false when Redis holds no state of the room: nobody joined it,
+	// or it expired (7 days after `ends_at`). Nothing is checked then,
+	// and the counts are 0.
+	Kept bool `json:"kept"`
+
+	// NotAdmittedBuyers Shoppers with an order of the SKU who have no ticket, or one the room did not admit; 0 when `kept` is false (nothing is checked).
+	NotAdmittedBuyers int64 `json:"not_admitted_buyers"`
+
+	// NotAdmittedSample A few of them (at most 5); absent when there are none.
+	NotAdmittedSample *[]string `json:"not_admitted_sample,omitempty"`
+
+	// ValidPasses Passes given and not spent, less those already found expired.
+	ValidPasses int64 `json:"valid_passes"`
+
+	// Waiting Tickets not admitted yet, the pre-queue's included before the draw.
+	Waiting int64 `json:"waiting"`
+}
+
+// WaitingRoomSpec A waiting room for a SKU being created (`waiting_room` of `POST
+// /admin/skus`, or of an item of a `seckill seed` YAML file). It is
+// given when the SKU is created and cannot change: for an existing
+// SKU the same room again (a seed run again) is accepted and changes
+// nothing, another is 400. A SKU with a waiting room has 1 stock
+// bucket (`buckets` over 1 is 400). A bad setting is 400
+// `invalid_request`, and nothing is written. Only `opens_at` is
+// required; `mode` absent is `random`. The server makes the draw's
+// seed.
+type WaitingRoomSpec struct {
+	// AdmitPerSecond Tickets admitted per second. 0 or absent: the configured rate
+	// (`room.admit_per_second`, 100 by default). At most the buys per
+	// second the backend sustains, divided by the units a buyer takes
+	// (docs/OPERATIONS.md, "Waiting rooms").
+	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
+
+	// Mode How a waiting room orders its line. `random`: the tickets of those
+	// who joined before `starts_at` (the pre-queue) are drawn in a random
+	// order at the start, with a seed the SKU committed to in advance; the
+	// tickets of later joiners follow in the order they joined. `fifo`:
+	// every ticket in the order it joined, from `opens_at`.
+	Mode *WaitingRoomMode `json:"mode,omitempty"`
+
+	// OpensAt From when shoppers may join, RFC 3339, years 2000 to 9000; at or
+	// before `starts_at` (and a change of `starts_at` to before it is
+	// 400).
+	OpensAt time.Time `json:"opens_at"`
+
+	// Overbook The valid unused passes are at most the units left times this,
+	// 1 to 10. Absent, 1.2.
+	Overbook *float64 `json:"overbook,omitempty"`
+
+	// PassTtl How long a pass is valid, a Go duration from `5s` to `1h`. Absent, `60s`.
+	PassTtl *string `json:"pass_ttl,omitempty"`
+}
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -2137,6 +2481,12 @@ type ClientInterface interface {
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
 	// Another change of the same SKU running is 503 `busy`.
 	//
+	// `waiting_room` sells the new SKU through a waiting room
+	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+	// buy with the pass it gives them. It is given at creation only: the
+	// seeding form may give the SKU's own room again, which changes
+	// nothing; another is 400. Such a SKU has 1 stock bucket.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -2166,6 +2516,12 @@ type ClientInterface interface {
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
 	// Another change of the same SKU running is 503 `busy`.
 	//
+	// `waiting_room` sells the new SKU through a waiting room
+	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+	// buy with the pass it gives them. It is given at creation only: the
+	// seeding form may give the SKU's own room again, which changes
+	// nothing; another is 400. Such a SKU has 1 stock bucket.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -2187,6 +2543,10 @@ type ClientInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -2217,6 +2577,10 @@ type ClientInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -2247,6 +2611,10 @@ type ClientInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -2387,11 +2755,22 @@ type ClientInterface interface {
 	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 	// means nothing was taken.
 	//
+	// A SKU with a waiting room (its `waiting_room`) is bought with the
+	// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+	// without one the buy is 403 `pass_required`; with one that is not
+	// this shopper's for this SKU, has expired or was spent, 403
+	// `pass_invalid`. The pass is checked in the process, and the buy
+	// script spends it with the units: one pass, one accepted order. A buy
+	// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+	// unspent. A retry with the `request_id` of an accepted buy gets its
+	// order (202) although the pass is spent.
+	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-	// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-	// 429 `rate_limited` (per shopper and SKU, or per client address);
-	// 503 `busy` / `unavailable`.
+	// range, bad `request_id`, a `pass` over 256 bytes; 403
+	// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+	// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+	// large; 429 `rate_limited` (per shopper and SKU, or per client
+	// address); 503 `busy` / `unavailable`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2421,11 +2800,22 @@ type ClientInterface interface {
 	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 	// means nothing was taken.
 	//
+	// A SKU with a waiting room (its `waiting_room`) is bought with the
+	// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+	// without one the buy is 403 `pass_required`; with one that is not
+	// this shopper's for this SKU, has expired or was spent, 403
+	// `pass_invalid`. The pass is checked in the process, and the buy
+	// script spends it with the units: one pass, one accepted order. A buy
+	// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+	// unspent. A retry with the `request_id` of an accepted buy gets its
+	// order (202) although the pass is spent.
+	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-	// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-	// 429 `rate_limited` (per shopper and SKU, or per client address);
-	// 503 `busy` / `unavailable`.
+	// range, bad `request_id`, a `pass` over 256 bytes; 403
+	// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+	// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+	// large; 429 `rate_limited` (per shopper and SKU, or per client
+	// address); 503 `busy` / `unavailable`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2497,6 +2887,83 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/skus/{id} (the `GetSKU` operationId).
 	GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWaitingRoomDraw The published draw of a SKU's waiting room
+	//
+	// Once the sale has ended (at `ends_at`, or ended early by an
+	// operator), what anyone needs to recompute the order of the room's
+	// line: the seed, its SHA-256, the rule, the pre-queue's tickets and
+	// the later tickets, each in the order they joined. A shopper knows
+	// their own ticket from the room's answers.
+	//
+	// `random` mode: sort `pre_queue` by the hex SHA-256 of `seed + ":" +
+	// ticket`, ascending (`printf '%s:%s' "$SEED" "$TICKET" | sha256sum`),
+	// then append `later`; and check that the SHA-256 of the seed's 64
+	// characters (`printf '%s' "$SEED" | sha256sum`) is the
+	// `seed_sha256` the SKU showed from `opens_at` on, before anyone
+	// could know the seed. `fifo` mode: no seed; every ticket is in
+	// `later`, in line order.
+	//
+	// The room's Redis state is kept until 7 days after `ends_at`, and
+	// the draw with it. No shopper identity needed. 409
+	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
+	// `no_waiting_room`.
+	//
+	// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
+	GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWaitingRoomStatus Look at the shopper's place in a SKU's waiting room
+	//
+	// The shopper's place, as `POST` answers it, without joining: 404
+	// `no_ticket` for a shopper who has not joined. A look admits the
+	// tickets whose turn has come, as a join does; poll it after
+	// `Retry-After`.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room` /
+	// `no_ticket`; 503 `busy` (`Retry-After: 1`) or `unavailable`.
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue (the `GetWaitingRoomStatus` operationId).
+	GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinWaitingRoom Join a SKU's waiting room
+	//
+	// Gives the shopper a ticket in the SKU's waiting room and answers
+	// their place in it. Joining again answers the ticket the shopper
+	// has: one ticket per shopper and SKU, on any instance. No request
+	// body. The room is kept in Redis, so any instance answers any
+	// shopper.
+	//
+	// From the room's `opens_at` until `starts_at`, a ticket joins the
+	// pre-queue (`random` mode) and is `waiting` at `position` 0. At
+	// `starts_at` the pre-queue is drawn once, by whichever instance
+	// answers first: its tickets are put in line in the order of the hex
+	// SHA-256 of `seed + ":" + ticket`, ascending, and the tickets that
+	// join later queue behind them in the order they joined (`fifo` mode:
+	// every ticket in the order it joined, from `opens_at`). Tickets are
+	// then admitted in line order at the room's `admit_per_second`, as
+	// long as the valid unused passes stay at most the units left times
+	// `overbook`. An admitted ticket gets a `pass`, valid for `pass_ttl`,
+	// to buy with (`POST /api/v1/orders`, once). A pass that expires
+	// unused frees its slot for the next ticket, and its ticket is
+	// `closed`. While no unit is left, the waiting tickets are `sold_out`;
+	// units that come back (a cancel, an expired payment) reopen
+	// admission. Admission moves on as shoppers join and look: each call,
+	// on any instance, admits the tickets whose turn has come.
+	//
+	// `Retry-After` (seconds, at least 1) says when to look again
+	// (`retry_after_ms` in the body): until `starts_at` while the
+	// pre-queue waits for the draw; then about the time the tickets ahead
+	// take at the admission rate (1 to 30 s); until the pass expires once
+	// admitted; 5 s when sold out; until the sale ends once closed.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
+	// (another instance is drawing the pre-queue, or the SKU's Redis
+	// state is being restored; `Retry-After: 1`) or `unavailable`.
+	//
+	// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
+	JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness probe
 	//
@@ -2882,6 +3349,12 @@ func (c *Client) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams,
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
 // Another change of the same SKU running is 503 `busy`.
 //
+// `waiting_room` sells the new SKU through a waiting room
+// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+// buy with the pass it gives them. It is given at creation only: the
+// seeding form may give the SKU's own room again, which changes
+// nothing; another is 400. Such a SKU has 1 stock bucket.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -2921,6 +3394,12 @@ func (c *Client) UpsertSKUWithBody(ctx context.Context, contentType string, body
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
 // Another change of the same SKU running is 503 `busy`.
 //
+// `waiting_room` sells the new SKU through a waiting room
+// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+// buy with the pass it gives them. It is given at creation only: the
+// seeding form may give the SKU's own room again, which changes
+// nothing; another is 400. Such a SKU has 1 stock bucket.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -2952,6 +3431,10 @@ func (c *Client) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, r
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -2992,6 +3475,10 @@ func (c *Client) PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentTyp
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -3032,6 +3519,10 @@ func (c *Client) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONR
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -3282,11 +3773,22 @@ func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEd
 // is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 // means nothing was taken.
 //
+// A SKU with a waiting room (its `waiting_room`) is bought with the
+// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+// without one the buy is 403 `pass_required`; with one that is not
+// this shopper's for this SKU, has expired or was spent, 403
+// `pass_invalid`. The pass is checked in the process, and the buy
+// script spends it with the units: one pass, one accepted order. A buy
+// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+// unspent. A retry with the `request_id` of an accepted buy gets its
+// order (202) although the pass is spent.
+//
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-// 429 `rate_limited` (per shopper and SKU, or per client address);
-// 503 `busy` / `unavailable`.
+// range, bad `request_id`, a `pass` over 256 bytes; 403
+// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+// large; 429 `rate_limited` (per shopper and SKU, or per client
+// address); 503 `busy` / `unavailable`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3326,11 +3828,22 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, contentType string, bod
 // is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 // means nothing was taken.
 //
+// A SKU with a waiting room (its `waiting_room`) is bought with the
+// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+// without one the buy is 403 `pass_required`; with one that is not
+// this shopper's for this SKU, has expired or was spent, 403
+// `pass_invalid`. The pass is checked in the process, and the buy
+// script spends it with the units: one pass, one accepted order. A buy
+// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+// unspent. A retry with the `request_id` of an accepted buy gets its
+// order (202) although the pass is spent.
+//
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-// 429 `rate_limited` (per shopper and SKU, or per client address);
-// 503 `busy` / `unavailable`.
+// range, bad `request_id`, a `pass` over 256 bytes; 403
+// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+// large; 429 `rate_limited` (per shopper and SKU, or per client
+// address); 503 `busy` / `unavailable`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3453,6 +3966,113 @@ func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditor
 // Corresponds with GET /api/v1/skus/{id} (the `GetSKU` operationId).
 func (c *Client) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSKURequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWaitingRoomDraw The published draw of a SKU's waiting room
+//
+// Once the sale has ended (at `ends_at`, or ended early by an
+// operator), what anyone needs to recompute the order of the room's
+// line: the seed, its SHA-256, the rule, the pre-queue's tickets and
+// the later tickets, each in the order they joined. A shopper knows
+// their own ticket from the room's answers.
+//
+// `random` mode: sort `pre_queue` by the hex SHA-256 of `seed + ":" +
+// ticket`, ascending (`printf '%s:%s' "$SEED" "$TICKET" | sha256sum`),
+// then append `later`; and check that the SHA-256 of the seed's 64
+// characters (`printf '%s' "$SEED" | sha256sum`) is the
+// `seed_sha256` the SKU showed from `opens_at` on, before anyone
+// could know the seed. `fifo` mode: no seed; every ticket is in
+// `later`, in line order.
+//
+// The room's Redis state is kept until 7 days after `ends_at`, and
+// the draw with it. No shopper identity needed. 409
+// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
+// `no_waiting_room`.
+//
+// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
+func (c *Client) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWaitingRoomDrawRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWaitingRoomStatus Look at the shopper's place in a SKU's waiting room
+//
+// The shopper's place, as `POST` answers it, without joining: 404
+// `no_ticket` for a shopper who has not joined. A look admits the
+// tickets whose turn has come, as a join does; poll it after
+// `Retry-After`.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+// before `opens_at`; 404 `unknown_sku` / `no_waiting_room` /
+// `no_ticket`; 503 `busy` (`Retry-After: 1`) or `unavailable`.
+//
+// Corresponds with GET /api/v1/skus/{id}/queue (the `GetWaitingRoomStatus` operationId).
+func (c *Client) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWaitingRoomStatusRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinWaitingRoom Join a SKU's waiting room
+//
+// Gives the shopper a ticket in the SKU's waiting room and answers
+// their place in it. Joining again answers the ticket the shopper
+// has: one ticket per shopper and SKU, on any instance. No request
+// body. The room is kept in Redis, so any instance answers any
+// shopper.
+//
+// From the room's `opens_at` until `starts_at`, a ticket joins the
+// pre-queue (`random` mode) and is `waiting` at `position` 0. At
+// `starts_at` the pre-queue is drawn once, by whichever instance
+// answers first: its tickets are put in line in the order of the hex
+// SHA-256 of `seed + ":" + ticket`, ascending, and the tickets that
+// join later queue behind them in the order they joined (`fifo` mode:
+// every ticket in the order it joined, from `opens_at`). Tickets are
+// then admitted in line order at the room's `admit_per_second`, as
+// long as the valid unused passes stay at most the units left times
+// `overbook`. An admitted ticket gets a `pass`, valid for `pass_ttl`,
+// to buy with (`POST /api/v1/orders`, once). A pass that expires
+// unused frees its slot for the next ticket, and its ticket is
+// `closed`. While no unit is left, the waiting tickets are `sold_out`;
+// units that come back (a cancel, an expired payment) reopen
+// admission. Admission moves on as shoppers join and look: each call,
+// on any instance, admits the tickets whose turn has come.
+//
+// `Retry-After` (seconds, at least 1) says when to look again
+// (`retry_after_ms` in the body): until `starts_at` while the
+// pre-queue waits for the draw; then about the time the tickets ahead
+// take at the admission rate (1 to 30 s); until the pass expires once
+// admitted; 5 s when sold out; until the sale ends once closed.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
+// (another instance is drawing the pre-queue, or the SKU's Redis
+// state is being restored; `Retry-After: 1`) or `unavailable`.
+//
+// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
+func (c *Client) JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinWaitingRoomRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4896,6 +5516,108 @@ func NewGetSKURequest(server string, id SKUIdParam) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetWaitingRoomDrawRequest constructs an http.Request for the GetWaitingRoomDraw method
+func NewGetWaitingRoomDrawRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skus/%s/draw", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWaitingRoomStatusRequest constructs an http.Request for the GetWaitingRoomStatus method
+func NewGetWaitingRoomStatusRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skus/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewJoinWaitingRoomRequest constructs an http.Request for the JoinWaitingRoom method
+func NewJoinWaitingRoomRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skus/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthzRequest constructs an http.Request for the Healthz method
 func NewHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -5295,6 +6017,12 @@ type ClientWithResponsesInterface interface {
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
 	// Another change of the same SKU running is 503 `busy`.
 	//
+	// `waiting_room` sells the new SKU through a waiting room
+	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+	// buy with the pass it gives them. It is given at creation only: the
+	// seeding form may give the SKU's own room again, which changes
+	// nothing; another is 400. Such a SKU has 1 stock bucket.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -5324,6 +6052,12 @@ type ClientWithResponsesInterface interface {
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
 	// Another change of the same SKU running is 503 `busy`.
 	//
+	// `waiting_room` sells the new SKU through a waiting room
+	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+	// buy with the pass it gives them. It is given at creation only: the
+	// seeding form may give the SKU's own room again, which changes
+	// nothing; another is 400. Such a SKU has 1 stock bucket.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -5345,6 +6079,10 @@ type ClientWithResponsesInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -5375,6 +6113,10 @@ type ClientWithResponsesInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -5405,6 +6147,10 @@ type ClientWithResponsesInterface interface {
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
+	// - `waiting_room` is given when a SKU is created: the SKU's own room
+	//   is accepted and changes nothing, any other is 400 (a SKU without
+	//   one cannot get one). `starts_at` cannot move before the room's
+	//   `opens_at` (400).
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -5561,11 +6307,22 @@ type ClientWithResponsesInterface interface {
 	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 	// means nothing was taken.
 	//
+	// A SKU with a waiting room (its `waiting_room`) is bought with the
+	// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+	// without one the buy is 403 `pass_required`; with one that is not
+	// this shopper's for this SKU, has expired or was spent, 403
+	// `pass_invalid`. The pass is checked in the process, and the buy
+	// script spends it with the units: one pass, one accepted order. A buy
+	// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+	// unspent. A retry with the `request_id` of an accepted buy gets its
+	// order (202) although the pass is spent.
+	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-	// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-	// 429 `rate_limited` (per shopper and SKU, or per client address);
-	// 503 `busy` / `unavailable`.
+	// range, bad `request_id`, a `pass` over 256 bytes; 403
+	// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+	// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+	// large; 429 `rate_limited` (per shopper and SKU, or per client
+	// address); 503 `busy` / `unavailable`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5595,11 +6352,22 @@ type ClientWithResponsesInterface interface {
 	// is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 	// means nothing was taken.
 	//
+	// A SKU with a waiting room (its `waiting_room`) is bought with the
+	// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+	// without one the buy is 403 `pass_required`; with one that is not
+	// this shopper's for this SKU, has expired or was spent, 403
+	// `pass_invalid`. The pass is checked in the process, and the buy
+	// script spends it with the units: one pass, one accepted order. A buy
+	// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+	// unspent. A retry with the `request_id` of an accepted buy gets its
+	// order (202) although the pass is spent.
+	//
 	// Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-	// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-	// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-	// 429 `rate_limited` (per shopper and SKU, or per client address);
-	// 503 `busy` / `unavailable`.
+	// range, bad `request_id`, a `pass` over 256 bytes; 403
+	// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+	// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+	// large; 429 `rate_limited` (per shopper and SKU, or per client
+	// address); 503 `busy` / `unavailable`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5681,6 +6449,89 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/skus/{id} (the `GetSKU` operationId).
 	GetSKUWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetSKUResponse, error)
+
+	// GetWaitingRoomDrawWithResponse The published draw of a SKU's waiting room
+	//
+	// Once the sale has ended (at `ends_at`, or ended early by an
+	// operator), what anyone needs to recompute the order of the room's
+	// line: the seed, its SHA-256, the rule, the pre-queue's tickets and
+	// the later tickets, each in the order they joined. A shopper knows
+	// their own ticket from the room's answers.
+	//
+	// `random` mode: sort `pre_queue` by the hex SHA-256 of `seed + ":" +
+	// ticket`, ascending (`printf '%s:%s' "$SEED" "$TICKET" | sha256sum`),
+	// then append `later`; and check that the SHA-256 of the seed's 64
+	// characters (`printf '%s' "$SEED" | sha256sum`) is the
+	// `seed_sha256` the SKU showed from `opens_at` on, before anyone
+	// could know the seed. `fifo` mode: no seed; every ticket is in
+	// `later`, in line order.
+	//
+	// The room's Redis state is kept until 7 days after `ends_at`, and
+	// the draw with it. No shopper identity needed. 409
+	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
+	// `no_waiting_room`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
+	GetWaitingRoomDrawWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomDrawResponse, error)
+
+	// GetWaitingRoomStatusWithResponse Look at the shopper's place in a SKU's waiting room
+	//
+	// The shopper's place, as `POST` answers it, without joining: 404
+	// `no_ticket` for a shopper who has not joined. A look admits the
+	// tickets whose turn has come, as a join does; poll it after
+	// `Retry-After`.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room` /
+	// `no_ticket`; 503 `busy` (`Retry-After: 1`) or `unavailable`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue (the `GetWaitingRoomStatus` operationId).
+	GetWaitingRoomStatusWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomStatusResponse, error)
+
+	// JoinWaitingRoomWithResponse Join a SKU's waiting room
+	//
+	// Gives the shopper a ticket in the SKU's waiting room and answers
+	// their place in it. Joining again answers the ticket the shopper
+	// has: one ticket per shopper and SKU, on any instance. No request
+	// body. The room is kept in Redis, so any instance answers any
+	// shopper.
+	//
+	// From the room's `opens_at` until `starts_at`, a ticket joins the
+	// pre-queue (`random` mode) and is `waiting` at `position` 0. At
+	// `starts_at` the pre-queue is drawn once, by whichever instance
+	// answers first: its tickets are put in line in the order of the hex
+	// SHA-256 of `seed + ":" + ticket`, ascending, and the tickets that
+	// join later queue behind them in the order they joined (`fifo` mode:
+	// every ticket in the order it joined, from `opens_at`). Tickets are
+	// then admitted in line order at the room's `admit_per_second`, as
+	// long as the valid unused passes stay at most the units left times
+	// `overbook`. An admitted ticket gets a `pass`, valid for `pass_ttl`,
+	// to buy with (`POST /api/v1/orders`, once). A pass that expires
+	// unused frees its slot for the next ticket, and its ticket is
+	// `closed`. While no unit is left, the waiting tickets are `sold_out`;
+	// units that come back (a cancel, an expired payment) reopen
+	// admission. Admission moves on as shoppers join and look: each call,
+	// on any instance, admits the tickets whose turn has come.
+	//
+	// `Retry-After` (seconds, at least 1) says when to look again
+	// (`retry_after_ms` in the body): until `starts_at` while the
+	// pre-queue waits for the draw; then about the time the tickets ahead
+	// take at the admission rate (1 to 30 s); until the pass expires once
+	// admitted; 5 s when sold out; until the sale ends once closed.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
+	// (another instance is drawing the pre-queue, or the SKU's Redis
+	// state is being restored; `Retry-After: 1`) or `unavailable`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
+	JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error)
 
 	// HealthzWithResponse Liveness probe
 	//
@@ -7829,6 +8680,262 @@ func (r GetSKUResponse) ContentType() string {
 	return ""
 }
 
+// GetWaitingRoomDrawResponse503Headers the declared response headers of an HTTP 503 response for GetWaitingRoomDraw
+type GetWaitingRoomDrawResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetWaitingRoomDrawResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Draw
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWaitingRoomDrawResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWaitingRoomDrawResponse) GetJSON200() *Draw {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWaitingRoomDrawResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWaitingRoomDrawResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetWaitingRoomDrawResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWaitingRoomDrawResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWaitingRoomDrawResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWaitingRoomDrawResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWaitingRoomDrawResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWaitingRoomDrawResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWaitingRoomStatusResponse200Headers the declared response headers of an HTTP 200 response for GetWaitingRoomStatus
+type GetWaitingRoomStatusResponse200Headers struct {
+	RetryAfter int
+}
+
+// GetWaitingRoomStatusResponse503Headers the declared response headers of an HTTP 503 response for GetWaitingRoomStatus
+type GetWaitingRoomStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetWaitingRoomStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWaitingRoomStatusResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWaitingRoomStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON200() *QueueStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWaitingRoomStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWaitingRoomStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWaitingRoomStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWaitingRoomStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWaitingRoomStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// JoinWaitingRoomResponse200Headers the declared response headers of an HTTP 200 response for JoinWaitingRoom
+type JoinWaitingRoomResponse200Headers struct {
+	RetryAfter int
+}
+
+// JoinWaitingRoomResponse503Headers the declared response headers of an HTTP 503 response for JoinWaitingRoom
+type JoinWaitingRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
+type JoinWaitingRoomResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *JoinWaitingRoomResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinWaitingRoomResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON200() *QueueStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JoinWaitingRoomResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JoinWaitingRoomResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JoinWaitingRoomResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JoinWaitingRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8307,6 +9414,12 @@ func (c *ClientWithResponses) AdminListSKUsWithResponse(ctx context.Context, par
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
 // Another change of the same SKU running is 503 `busy`.
 //
+// `waiting_room` sells the new SKU through a waiting room
+// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+// buy with the pass it gives them. It is given at creation only: the
+// seeding form may give the SKU's own room again, which changes
+// nothing; another is 400. Such a SKU has 1 stock bucket.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -8342,6 +9455,12 @@ func (c *ClientWithResponses) UpsertSKUWithBodyWithResponse(ctx context.Context,
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
 // Another change of the same SKU running is 503 `busy`.
 //
+// `waiting_room` sells the new SKU through a waiting room
+// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
+// buy with the pass it gives them. It is given at creation only: the
+// seeding form may give the SKU's own room again, which changes
+// nothing; another is 400. Such a SKU has 1 stock bucket.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
@@ -8369,6 +9488,10 @@ func (c *ClientWithResponses) UpsertSKUWithResponse(ctx context.Context, body Up
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -8405,6 +9528,10 @@ func (c *ClientWithResponses) PatchSKUWithBodyWithResponse(ctx context.Context, 
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -8441,6 +9568,10 @@ func (c *ClientWithResponses) PatchSKUWithResponse(ctx context.Context, id SKUId
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
+//   - `waiting_room` is given when a SKU is created: the SKU's own room
+//     is accepted and changes nothing, any other is 400 (a SKU without
+//     one cannot get one). `starts_at` cannot move before the room's
+//     `opens_at` (400).
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -8663,11 +9794,22 @@ func (c *ClientWithResponses) ListOrdersWithResponse(ctx context.Context, params
 // is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 // means nothing was taken.
 //
+// A SKU with a waiting room (its `waiting_room`) is bought with the
+// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+// without one the buy is 403 `pass_required`; with one that is not
+// this shopper's for this SKU, has expired or was spent, 403
+// `pass_invalid`. The pass is checked in the process, and the buy
+// script spends it with the units: one pass, one accepted order. A buy
+// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+// unspent. A retry with the `request_id` of an accepted buy gets its
+// order (202) although the pass is spent.
+//
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-// 429 `rate_limited` (per shopper and SKU, or per client address);
-// 503 `busy` / `unavailable`.
+// range, bad `request_id`, a `pass` over 256 bytes; 403
+// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+// large; 429 `rate_limited` (per shopper and SKU, or per client
+// address); 503 `busy` / `unavailable`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8703,11 +9845,22 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // is one (202, the same `order_id`) and buys otherwise. A 503 `busy`
 // means nothing was taken.
 //
+// A SKU with a waiting room (its `waiting_room`) is bought with the
+// `pass` its room gave the shopper (`POST /api/v1/skus/{id}/queue`):
+// without one the buy is 403 `pass_required`; with one that is not
+// this shopper's for this SKU, has expired or was spent, 403
+// `pass_invalid`. The pass is checked in the process, and the buy
+// script spends it with the units: one pass, one accepted order. A buy
+// refused otherwise (`sold_out`, `limit_exceeded`, ...) leaves it
+// unspent. A retry with the `request_id` of an accepted buy gets its
+// order (202) although the pass is spent.
+//
 // Refusals: 400 malformed body, unknown field, `sku_id` or `qty` out of
-// range, bad `request_id`; 403 `sale_not_started` / `sale_ended`; 404
-// `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too large;
-// 429 `rate_limited` (per shopper and SKU, or per client address);
-// 503 `busy` / `unavailable`.
+// range, bad `request_id`, a `pass` over 256 bytes; 403
+// `sale_not_started` / `sale_ended`, `pass_required` / `pass_invalid`;
+// 404 `unknown_sku`; 409 `sold_out` / `limit_exceeded`; 413 body too
+// large; 429 `rate_limited` (per shopper and SKU, or per client
+// address); 503 `busy` / `unavailable`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8824,6 +9977,107 @@ func (c *ClientWithResponses) GetSKUWithResponse(ctx context.Context, id SKUIdPa
 		return nil, err
 	}
 	return ParseGetSKUResponse(rsp)
+}
+
+// GetWaitingRoomDrawWithResponse The published draw of a SKU's waiting room
+//
+// Once the sale has ended (at `ends_at`, or ended early by an
+// operator), what anyone needs to recompute the order of the room's
+// line: the seed, its SHA-256, the rule, the pre-queue's tickets and
+// the later tickets, each in the order they joined. A shopper knows
+// their own ticket from the room's answers.
+//
+// `random` mode: sort `pre_queue` by the hex SHA-256 of `seed + ":" +
+// ticket`, ascending (`printf '%s:%s' "$SEED" "$TICKET" | sha256sum`),
+// then append `later`; and check that the SHA-256 of the seed's 64
+// characters (`printf '%s' "$SEED" | sha256sum`) is the
+// `seed_sha256` the SKU showed from `opens_at` on, before anyone
+// could know the seed. `fifo` mode: no seed; every ticket is in
+// `later`, in line order.
+//
+// The room's Redis state is kept until 7 days after `ends_at`, and
+// the draw with it. No shopper identity needed. 409
+// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
+// `no_waiting_room`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
+func (c *ClientWithResponses) GetWaitingRoomDrawWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomDrawResponse, error) {
+	rsp, err := c.GetWaitingRoomDraw(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWaitingRoomDrawResponse(rsp)
+}
+
+// GetWaitingRoomStatusWithResponse Look at the shopper's place in a SKU's waiting room
+//
+// The shopper's place, as `POST` answers it, without joining: 404
+// `no_ticket` for a shopper who has not joined. A look admits the
+// tickets whose turn has come, as a join does; poll it after
+// `Retry-After`.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+// before `opens_at`; 404 `unknown_sku` / `no_waiting_room` /
+// `no_ticket`; 503 `busy` (`Retry-After: 1`) or `unavailable`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skus/{id}/queue (the `GetWaitingRoomStatus` operationId).
+func (c *ClientWithResponses) GetWaitingRoomStatusWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomStatusResponse, error) {
+	rsp, err := c.GetWaitingRoomStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWaitingRoomStatusResponse(rsp)
+}
+
+// JoinWaitingRoomWithResponse Join a SKU's waiting room
+//
+// Gives the shopper a ticket in the SKU's waiting room and answers
+// their place in it. Joining again answers the ticket the shopper
+// has: one ticket per shopper and SKU, on any instance. No request
+// body. The room is kept in Redis, so any instance answers any
+// shopper.
+//
+// From the room's `opens_at` until `starts_at`, a ticket joins the
+// pre-queue (`random` mode) and is `waiting` at `position` 0. At
+// `starts_at` the pre-queue is drawn once, by whichever instance
+// answers first: its tickets are put in line in the order of the hex
+// SHA-256 of `seed + ":" + ticket`, ascending, and the tickets that
+// join later queue behind them in the order they joined (`fifo` mode:
+// every ticket in the order it joined, from `opens_at`). Tickets are
+// then admitted in line order at the room's `admit_per_second`, as
+// long as the valid unused passes stay at most the units left times
+// `overbook`. An admitted ticket gets a `pass`, valid for `pass_ttl`,
+// to buy with (`POST /api/v1/orders`, once). A pass that expires
+// unused frees its slot for the next ticket, and its ticket is
+// `closed`. While no unit is left, the waiting tickets are `sold_out`;
+// units that come back (a cancel, an expired payment) reopen
+// admission. Admission moves on as shoppers join and look: each call,
+// on any instance, admits the tickets whose turn has come.
+//
+// `Retry-After` (seconds, at least 1) says when to look again
+// (`retry_after_ms` in the body): until `starts_at` while the
+// pre-queue waits for the draw; then about the time the tickets ahead
+// take at the admission rate (1 to 30 s); until the pass expires once
+// admitted; 5 s when sold out; until the sale ends once closed.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
+// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
+// (another instance is drawing the pre-queue, or the SKU's Redis
+// state is being restored; `Retry-After: 1`) or `unavailable`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
+func (c *ClientWithResponses) JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error) {
+	rsp, err := c.JoinWaitingRoom(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinWaitingRoomResponse(rsp)
 }
 
 // HealthzWithResponse Liveness probe
@@ -10794,6 +12048,241 @@ func ParseGetSKUResponse(rsp *http.Response) (*GetSKUResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetSKUResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWaitingRoomDrawResponse parses an HTTP response from a GetWaitingRoomDrawWithResponse call
+func ParseGetWaitingRoomDrawResponse(rsp *http.Response) (*GetWaitingRoomDrawResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWaitingRoomDrawResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Draw
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetWaitingRoomDrawResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWaitingRoomStatusResponse parses an HTTP response from a GetWaitingRoomStatusWithResponse call
+func ParseGetWaitingRoomStatusResponse(rsp *http.Response) (*GetWaitingRoomStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWaitingRoomStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWaitingRoomStatusResponse200Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWaitingRoomStatusResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseJoinWaitingRoomResponse parses an HTTP response from a JoinWaitingRoomWithResponse call
+func ParseJoinWaitingRoomResponse(rsp *http.Response) (*JoinWaitingRoomResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JoinWaitingRoomResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers JoinWaitingRoomResponse200Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinWaitingRoomResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
