@@ -1,0 +1,177 @@
+package faulttest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testutil"
+)
+
+const roomPassKey = "faulttest-room-pass-key-0123456789abcdef"
+
+// A waiting room keeps its state in Redis, not in an instance: one of two
+// instances is killed with SIGKILL while the room admits (and restarted a
+// second later), and the shoppers carry on at whichever instance answers.
+func TestWaitingRoomSurvivesKill(t *testing.T) {
+	d := sharedDeployment(t, map[string]string{"SECKILL_ROOM_PASS_KEYS": roomPassKey})
+	victim := d.serve("api-0", "serve")
+	d.serve("api-1", "serve")
+	roomSale(t, d, func() {
+		victim.Kill()
+		time.Sleep(time.Second)
+		victim.start()
+	})
+}
+
+// With redis.wait_replicas 1, the Sentinel primary holding a waiting room
+// is killed while the room admits; a replica is promoted and the room goes
+// on from what the replicas acknowledged: every ticket and pass a shopper
+// was given is kept.
+func TestWaitingRoomSurvivesFailover(t *testing.T) {
+	testutil.SkipShort(t, "starts seckill, redis-server and Sentinel processes")
+	primary := testsvc.StartRedisServer(t, testsvc.Replicated...)
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	var replicas []*testsvc.RedisServer
+	for range 2 {
+		replicas = append(replicas, testsvc.StartRedisServer(t, append([]string{"--replicaof", "127.0.0.1", port}, testsvc.Replicated...)...))
+	}
+	testsvc.WaitReplicas(t, primary.Client(), 2, 20*time.Second)
+	const name = "seckill"
+	sentinels := testsvc.StartSentinelSet(t, name, primary.Addr(), 2)
+	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
+		"SECKILL_REDIS_ADDRS":         sentinels.Addrs(),
+		"SECKILL_REDIS_MASTER_NAME":   name,
+		"SECKILL_REDIS_WAIT_REPLICAS": "1",
+		"SECKILL_ROOM_PASS_KEYS":      roomPassKey,
+	})
+	d.rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: name, SentinelAddrs: strings.Split(sentinels.Addrs(), ",")})
+	t.Cleanup(func() { _ = d.rdb.Close() })
+	d.serve("api-0", "serve")
+	d.serve("api-1", "serve")
+	roomSale(t, d, func() {
+		primary.Kill()
+		promotion(t, sentinels, primary.Addr(), replicas)
+	})
+}
+
+// roomSale sells 20 units to 60 shoppers through a waiting room on d's
+// instances, running fault once four shoppers were admitted. No ticket
+// changes, exactly the stock is sold, one order per shopper, and the audit
+// finds no buyer the room did not admit.
+func roomSale(t *testing.T, d *deployment, fault func()) {
+	const units, shoppers = 20, 60
+	now := time.Now().UTC()
+	var a answer
+	for range 50 { // the first write may meet a Redis still settling
+		a = d.call(d.live().URL(), "POST", "/admin/skus", "", map[string]any{"name": "Sneaker", "price_cents": 12000, "stock": units, "per_user_limit": 1,
+			"starts_at": now.Add(3 * time.Second), "ends_at": now.Add(time.Hour),
+			"waiting_room": map[string]any{"opens_at": now.Add(-time.Second), "admit_per_second": 8, "pass_ttl": "20s", "overbook": 1}})
+		if a.Err == nil && a.Status == http.StatusCreated {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, http.StatusCreated, a.Status, a.Raw)
+	sku := uint64(a.Num("id"))
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+
+	// send tries the instances in turn from i until one answers other than
+	// 503 (a Redis or instance away: the answer says to retry).
+	send := func(i int, method, path, user string, body any) answer {
+		deadline := time.Now().Add(30 * time.Second)
+		for k := 0; time.Now().Before(deadline); k++ {
+			p := d.api[(i+k)%len(d.api)]
+			if !p.Running() {
+				continue
+			}
+			if r := d.call(p.URL(), method, path, user, body); r.Err == nil && r.Status != http.StatusServiceUnavailable {
+				return r
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return answer{Err: fmt.Errorf("no instance answered %s %s", method, path)}
+	}
+	tickets := make([]string, shoppers)
+	for i := range shoppers {
+		r := send(i, "POST", queue, fmt.Sprintf("f%02d", i), nil)
+		require.NoError(t, r.Err)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		tickets[i] = r.Str("ticket")
+	}
+
+	var admitted atomic.Int64
+	faulted := make(chan struct{})
+	go func() {
+		defer close(faulted)
+		for admitted.Load() < 4 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		fault()
+	}()
+	orders := make([]string, shoppers)
+	var wg sync.WaitGroup
+	for i := range shoppers {
+		wg.Go(func() {
+			user := fmt.Sprintf("f%02d", i)
+			deadline := time.Now().Add(90 * time.Second)
+			for time.Now().Before(deadline) {
+				r := send(rand.IntN(2), "GET", queue, user, nil)
+				if r.Err != nil || r.Status != http.StatusOK {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				assert.Equal(t, tickets[i], r.Str("ticket"), "%s keeps their ticket", user)
+				switch r.Str("status") {
+				case "admitted":
+					admitted.Add(1)
+					b := send(rand.IntN(2), "POST", "/api/v1/orders", user,
+						map[string]any{"sku_id": sku, "qty": 1, "request_id": "room-" + user, "pass": r.Str("pass")})
+					if b.Err == nil && b.Status == http.StatusAccepted {
+						orders[i] = b.Str("order_id")
+						return
+					}
+					if b.Err == nil && b.Status == http.StatusConflict {
+						return // sold out
+					}
+					t.Errorf("%s buys with their pass: %v %s", user, b.Err, b.Raw)
+					return
+				case "sold_out", "closed":
+					return
+				}
+				wait, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+				time.Sleep(min(time.Duration(wait)*time.Second, 200*time.Millisecond))
+			}
+			t.Errorf("%s: no outcome in time", user)
+		})
+	}
+	wg.Wait()
+	<-faulted
+
+	bought := 0
+	for _, o := range orders {
+		if o != "" {
+			bought++
+		}
+	}
+	assert.Equal(t, units, bought, "exactly the stock sold")
+	rep := d.drained(sku, 60*time.Second)
+	assert.EqualValues(t, units, rep.Sold)
+	require.NotNil(t, rep.WaitingRoom)
+	assert.Zero(t, rep.WaitingRoom.NotAdmitted, "%+v", rep.WaitingRoom)
+	assert.EqualValues(t, shoppers, rep.WaitingRoom.Joined)
+	var most int
+	require.NoError(t, d.db.QueryRow("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM orders WHERE sku_id = ? GROUP BY user_id) u", sku).Scan(&most))
+	assert.Equal(t, 1, most, "one order per shopper")
+}
