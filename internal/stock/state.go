@@ -311,10 +311,34 @@ func (s *Store) Pause(ctx context.Context, parts []Part, ttl time.Duration) (str
 			err = fmt.Errorf("stock: pause sku %d: %w", p.SKU, err)
 		}
 		if err != nil {
-			return "", errors.Join(err, s.Unpause(context.WithoutCancel(ctx), parts[:i], tok))
+			// The part that failed may be paused all the same (a write
+			// whose answer a timeout lost): it is unpaused too, which the
+			// token makes safe, or it would refuse buyers and rebuilds
+			// until its pause expired.
+			return "", errors.Join(err, s.unpauseRetrying(context.WithoutCancel(ctx), parts[:i+1], tok))
 		}
 	}
 	return tok, nil
+}
+
+// unpauseRetrying is Unpause, tried again a few times over about a second
+// for the parts whose Redis did not answer.
+func (s *Store) unpauseRetrying(ctx context.Context, parts []Part, token string) error {
+	var err error
+	for attempt := 0; attempt < 5 && len(parts) > 0; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		var failed []Part
+		var errs []error
+		for _, p := range parts {
+			if e := s.Unpause(ctx, []Part{p}, token); e != nil {
+				failed, errs = append(failed, p), append(errs, e)
+			}
+		}
+		parts, err = failed, errors.Join(errs...)
+	}
+	return err
 }
 
 // Unpause lifts the pause of parts set with token without rebuilding (the
