@@ -15,7 +15,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short chaos services lint fmt generate up down k6 loadtest-smoke bench bench-events bench-buckets clean
+.PHONY: help run build test test-short chaos services lint fmt generate up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -76,6 +76,10 @@ bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCH
 bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, interleaved, 8 rounds (about 3 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
 		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done
+
+bench-fair: ## bots' share of units with and without the waiting room: 10,000 shoppers (1,000 bots), 200 units, 20 runs per mode (RUNS=n to change)
+	eval "$$(./scripts/test-services.sh --env)" && \
+		cd bench && $(GO) run ./fairbench -runs $(or $(RUNS),20)
 
 bench-buckets: ## one hot SKU in 1, 3 and 6 stock buckets on the test Redis Cluster: script calls and CPU per master (about 3 minutes)
 	./loadtest/bench.sh -buckets 1,3,6
