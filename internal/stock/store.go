@@ -234,6 +234,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		batch.ID(), len(reqs))
 	// The orders of the batch share one buffer; each keeps its own slice.
 	buf := make([]byte, 0, 128*len(reqs))
+	passesIndex := 0 // the index in keys of the SKU's waiting room passes, once added
 	for i, r := range reqs {
 		oid := batch.Order(i)
 		ridIndex := 0
@@ -248,8 +249,11 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		}
 		passIndex := 0
 		if r.Pass != "" {
-			keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"passes")
-			passIndex = len(keys)
+			if passesIndex == 0 { // one key for the batch: its requests are of one SKU
+				keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"passes")
+				passesIndex = len(keys)
+			}
+			passIndex = passesIndex
 		}
 		start := len(buf)
 		buf = OrderTask{
