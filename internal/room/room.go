@@ -161,6 +161,10 @@ func (r *Room) visit(ctx context.Context, id uint64, user, op string) (Status, e
 	if now.Before(*sku.Room.OpensAt) {
 		return Status{}, fmt.Errorf("%w: it opens at %s", ErrNotOpen, sku.Room.OpensAt.UTC().Format(time.RFC3339))
 	}
+	if !now.Before(sku.EndsAt) {
+		// Nothing to join or wait for: no ticket is issued after the end.
+		return Status{Status: Closed, Reason: "sale_ended"}, nil
+	}
 	for attempt := 0; ; attempt++ {
 		st, err := r.run(ctx, sku, user, op, now)
 		if !errors.Is(err, errDrawDue) || attempt > 0 {
@@ -222,9 +226,6 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now t
 		st.RetryAfterMS = 5000
 	default:
 		st.RetryAfterMS = r.retryAfter(sku, st, now, rate)
-	}
-	if !now.Before(sku.EndsAt) {
-		st = Status{Status: Closed, Ticket: st.Ticket, Position: st.Position, Reason: "sale_ended"}
 	}
 	return st, nil
 }

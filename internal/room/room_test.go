@@ -157,6 +157,8 @@ func TestDrawRecomputesFromThePublishedDraw(t *testing.T) {
 		assert.EqualValues(t, i+1, place[ticket], "ticket %s", ticket)
 	}
 	assert.Equal(t, Closed, f.peek("u00").Status, "the sale is over")
+	after := f.join("after-the-end")
+	assert.Equal(t, Status{Status: Closed, Reason: "sale_ended"}, after, "no ticket issued after the end")
 }
 
 // Many instances reaching the start at once draw once, and agree.
