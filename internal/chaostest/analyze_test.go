@@ -588,7 +588,9 @@ func (a *analysis) checkRequestIDs() {
 					a.ridGone = append(a.ridGone, fmt.Sprintf("%s after %s", o, first.outOrder))
 					continue
 				}
-				if a.lostWhileLive(first.outOrder) {
+				if a.whileLive(first.call) {
+					// The old primary answered it: its request-id key
+					// (and maybe its order) went with the replacement.
 					a.ridLive = append(a.ridLive, fmt.Sprintf("%s after %s", o, first.outOrder))
 					continue
 				}

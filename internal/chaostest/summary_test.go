@@ -97,7 +97,7 @@ func (a *analysis) summary(lin []linResult) {
 	fmt.Fprintf(&b, "  explained by the replacement of a live Sentinel primary (not violations; docs/SCALING.md):\n")
 	list("  accepted while the old primary still answered, not in MySQL", a.lostLive)
 	list("  refused by the stock guard after the replacement began", a.refusedLive)
-	list("  request ids replayed after the replacement lost their order", a.ridLive)
+	list("  request ids the replacement forgot, replayed into another order", a.ridLive)
 	fmt.Fprintf(&b, "  explained by an operator's delete of a dead letter (not violations):\n")
 	list("  accepted, deleted with their dead letter", a.gone)
 	list("  request ids replayed after their order was deleted", a.ridGone)
