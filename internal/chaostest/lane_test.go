@@ -168,14 +168,14 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 	t.Cleanup(func() { _ = l.rdb.Close() })
 	l.env = testutil.RecoveryEnv(addrs, l.prefix, dsn, adminToken)
 	maps.Copy(l.env, map[string]string{
-		"SECKILL_REDIS_READ_TIMEOUT":    redisTimeout.String(),
-		"SECKILL_REDIS_WRITE_TIMEOUT":   redisTimeout.String(),
-		"SECKILL_REDIS_DIAL_TIMEOUT":    "500ms",
-		"SECKILL_REDIS_POOL_SIZE":       "32",
+		"SECKILL_REDIS_READ_TIMEOUT":  redisTimeout.String(),
+		"SECKILL_REDIS_WRITE_TIMEOUT": redisTimeout.String(),
+		"SECKILL_REDIS_DIAL_TIMEOUT":  "500ms",
+		"SECKILL_REDIS_POOL_SIZE":     "32",
 		// Nine processes share the test MariaDB (151 connections): at
 		// the default 32 each they could ask for more than it has.
-		"SECKILL_MYSQL_MAX_OPEN_CONNS": "12",
-		"SECKILL_MYSQL_MAX_IDLE_CONNS": "4",
+		"SECKILL_MYSQL_MAX_OPEN_CONNS":  "12",
+		"SECKILL_MYSQL_MAX_IDLE_CONNS":  "4",
 		"SECKILL_ORDER_PAYMENT_TIMEOUT": paymentTimeout.String(),
 		// One delivery: a batch whose lease runs out (its process killed
 		// or stopped while it held it) becomes a dead letter at once.

@@ -16,7 +16,7 @@ import (
 // spending a waiting room pass (admitted between batches, not timed).
 func BenchmarkStoreBuy(b *testing.B) {
 	for _, tc := range []struct {
-		name       string
+		name      string
 		rid, pass bool
 	}{{"request_id", true, false}, {"none", false, false}, {"pass", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
