@@ -152,7 +152,7 @@ func TestWaitingRoomSale(t *testing.T) {
 	}
 	assert.Equal(t, units, bought, "exactly the stock sold: %+v", out)
 
-	reuses.Range(func(k, v any) bool {
+	reuses.Range(func(k, _ any) bool {
 		assert.Contains(t, []string{"403 pass_invalid", "409 sold_out"}, k, "a spent pass")
 		return true
 	})

@@ -184,7 +184,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now t
 	rate := r.rate(sku)
 	expire := sku.EndsAt.Add(r.o.Keep)
 	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.StockKey(r.o.Prefix, sku.ID)},
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID)},
 		op, user, newTicket(), now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
 		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
 	if err != nil {

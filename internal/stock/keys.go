@@ -93,9 +93,9 @@ func newKeys(prefix string, p Part) keys {
 // spends a pass in RoomPrefix + "passes" with the stock.
 func RoomPrefix(prefix string, sku uint64) string { return prefix + Tag(sku) + ":room:" }
 
-// StockKey is the name of sku's stock hash (bucket 0's), whose "left" a
+// HashKey is the name of sku's stock hash (bucket 0's), whose "left" a
 // waiting room reads.
-func StockKey(prefix string, sku uint64) string { return newKeys(prefix, Part{SKU: sku}).stock }
+func HashKey(prefix string, sku uint64) string { return newKeys(prefix, Part{SKU: sku}).stock }
 
 // stockBackChannel carries the id of a SKU whose units came back, so every
 // instance clears its sold-out flag for it.
