@@ -86,8 +86,8 @@ func (r *RoomSpec) validate() error {
 	return nil
 }
 
-// room is r with its defaults, as a SKU keeps it, with a new secret seed.
-func (r *RoomSpec) room() (Room, error) {
+// settings is r with its defaults, as a SKU keeps it, without a seed.
+func (r *RoomSpec) settings() Room {
 	out := Room{OpensAt: new(r.OpensAt.UTC()), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
 		PassTTLMS: time.Duration(r.PassTTL).Milliseconds(), Overbook: r.Overbook}
 	if out.Mode == "" {
@@ -99,6 +99,12 @@ func (r *RoomSpec) room() (Room, error) {
 	if out.Overbook == 0 {
 		out.Overbook = DefaultOverbook
 	}
+	return out
+}
+
+// room is r's settings with a new secret seed, for a new SKU.
+func (r *RoomSpec) room() (Room, error) {
+	out := r.settings()
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		return Room{}, fmt.Errorf("catalog: waiting room seed: %w", err)
@@ -110,8 +116,8 @@ func (r *RoomSpec) room() (Room, error) {
 // same reports whether r asks for the room cur has (a seed file given
 // again).
 func (r *RoomSpec) same(cur Room) bool {
-	want, err := r.room()
-	return err == nil && cur.On() && want.OpensAt.Equal(*cur.OpensAt) && want.Mode == cur.Mode &&
+	want := r.settings()
+	return cur.On() && want.OpensAt.Equal(*cur.OpensAt) && want.Mode == cur.Mode &&
 		want.AdmitPerSecond == cur.AdmitPerSecond && want.PassTTLMS == cur.PassTTLMS && want.Overbook == cur.Overbook
 }
 

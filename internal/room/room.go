@@ -182,10 +182,14 @@ var errDrawDue = errors.New("room: the draw is due")
 func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (Status, error) {
 	k := r.keys(sku.ID)
 	rate := r.rate(sku)
+	ticket := "" // a look issues none
+	if op == "join" {
+		ticket = newTicket()
+	}
 	expire := sku.EndsAt.Add(r.o.Keep)
 	cmd, err := r.scripts.Run(ctx, roomScript,
 		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID)},
-		op, user, newTicket(), now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
+		op, user, ticket, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
 		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
 	if err != nil {
 		return Status{}, fmt.Errorf("room: sku %d: %w", sku.ID, err)
