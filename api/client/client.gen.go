@@ -722,8 +722,17 @@ type AdminSKU struct {
 	// (its dead letter deleted) gives the count back either way.
 	LimitCountsCancelled LimitCountsCancelled `json:"limit_counts_cancelled"`
 	Name                 string               `json:"name"`
-	PerUserLimit         int                  `json:"per_user_limit"`
-	PriceCents           int64                `json:"price_cents"`
+
+	// Orders The SKU's orders in MySQL, whatever their status.
+	Orders int64 `json:"orders"`
+
+	// Paid Orders paid.
+	Paid int64 `json:"paid"`
+
+	// PendingPayment Orders in MySQL waiting for payment.
+	PendingPayment int64 `json:"pending_payment"`
+	PerUserLimit   int   `json:"per_user_limit"`
+	PriceCents     int64 `json:"price_cents"`
 
 	// QueuedOrders Accepted orders not yet in MySQL.
 	QueuedOrders int64 `json:"queued_orders"`
@@ -1141,6 +1150,15 @@ type PlacedStatus string
 
 // QueueReport The state of one SKU's queue.
 type QueueReport struct {
+	// Buckets For a SKU whose stock is split over buckets, the depths of each
+	// bucket's queue (absent for a SKU of one bucket).
+	Buckets *[]struct {
+		Bucket   int   `json:"bucket"`
+		Dead     int64 `json:"dead"`
+		Delayed  int64 `json:"delayed"`
+		Due      int64 `json:"due"`
+		InFlight int64 `json:"in_flight"`
+	} `json:"buckets,omitempty"`
 	Dead int64 `json:"dead"`
 
 	// Deadlines Payment-deadline timers still to run. A timer stays when its
@@ -2450,7 +2468,8 @@ type ClientInterface interface {
 	// AdminListSKUs List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
-	// in SQL, units left in Redis, orders still queued and dead letters.
+	// in SQL, units left in Redis, orders still queued, dead letters, and the
+	// orders in MySQL with those pending payment and paid.
 	// Pass the `next_cursor` of a page as `cursor` to get the next one; a page
 	// without `next_cursor` is the last.
 	//
@@ -3308,7 +3327,8 @@ func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPayment
 // AdminListSKUs List SKUs with their operational figures
 //
 // Every SKU, ordered by id ascending, one page at a time, with units sold
-// in SQL, units left in Redis, orders still queued and dead letters.
+// in SQL, units left in Redis, orders still queued, dead letters, and the
+// orders in MySQL with those pending payment and paid.
 // Pass the `next_cursor` of a page as `cursor` to get the next one; a page
 // without `next_cursor` is the last.
 //
@@ -5984,7 +6004,8 @@ type ClientWithResponsesInterface interface {
 	// AdminListSKUsWithResponse List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
-	// in SQL, units left in Redis, orders still queued and dead letters.
+	// in SQL, units left in Redis, orders still queued, dead letters, and the
+	// orders in MySQL with those pending payment and paid.
 	// Pass the `next_cursor` of a page as `cursor` to get the next one; a page
 	// without `next_cursor` is the last.
 	//
@@ -9375,7 +9396,8 @@ func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context,
 // AdminListSKUsWithResponse List SKUs with their operational figures
 //
 // Every SKU, ordered by id ascending, one page at a time, with units sold
-// in SQL, units left in Redis, orders still queued and dead letters.
+// in SQL, units left in Redis, orders still queued, dead letters, and the
+// orders in MySQL with those pending payment and paid.
 // Pass the `next_cursor` of a page as `cursor` to get the next one; a page
 // without `next_cursor` is the last.
 //

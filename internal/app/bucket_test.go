@@ -234,6 +234,11 @@ func TestQueuesAndDeadLettersOfBuckets(t *testing.T) {
 	assert.Equal(t, int64(3), q.Num("due"))
 	next, _ := q.Body["next"].([]any)
 	assert.Len(t, next, 3)
+	perBucket, _ := q.Body["buckets"].([]any)
+	require.Len(t, perBucket, buckets, "each bucket's depths: %s", q.Raw)
+	for b, v := range perBucket {
+		assert.Equal(t, map[string]any{"bucket": float64(b), "due": 1.0, "delayed": 0.0, "in_flight": 0.0, "dead": 0.0}, v)
+	}
 
 	// A SKU of its own, so bucket 2's queue holds only the dead letter.
 	sku2 := s.seedBuckets(6, 1, buckets)

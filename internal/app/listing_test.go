@@ -23,6 +23,9 @@ type listedSKU struct {
 	RedisLeft    *int64 `json:"redis_left"`
 	QueuedOrders int64  `json:"queued_orders"`
 	DeadLetters  int64  `json:"dead_letters"`
+	Orders       int64  `json:"orders"`
+	Pending      int64  `json:"pending_payment"`
+	Paid         int64  `json:"paid"`
 }
 
 // listAll follows a list's pages from path (which has a query) and returns
@@ -110,6 +113,9 @@ func TestListingAndEndingASale(t *testing.T) {
 			assert.EqualValues(t, 1, admin[0].Sold)
 			assert.Zero(t, admin[0].QueuedOrders)
 			assert.Zero(t, admin[0].DeadLetters)
+			assert.EqualValues(t, 1, admin[0].Orders)
+			assert.EqualValues(t, 1, admin[0].Pending, "bob has not paid")
+			assert.Zero(t, admin[0].Paid)
 
 			// Ending the live sale: answered 200 ended, then no instance sells.
 			r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", live), "", nil)

@@ -141,6 +141,11 @@ type AdminSKUView struct {
 	RedisLeft            *int64 `json:"redis_left"` // null when Redis has no state for the SKU
 	QueuedOrders         int64  `json:"queued_orders"`
 	DeadLetters          int64  `json:"dead_letters"`
+	// Orders are the SKU's orders in SQL, whatever their status;
+	// PendingPayment and Paid those waiting for payment and paid.
+	Orders         int64 `json:"orders"`
+	PendingPayment int64 `json:"pending_payment"`
+	Paid           int64 `json:"paid"`
 }
 
 // AdminSKUs returns up to limit SKUs with ids above after, by id, with
@@ -170,6 +175,7 @@ func (s *Service) AdminSKUs(ctx context.Context, after uint64, limit int) ([]Adm
 		out = append(out, AdminSKUView{
 			SKUView: *s.skuView(&sku, left), Buckets: sku.Buckets, Hidden: sku.Hidden, LimitCountsCancelled: sku.LimitCountsCancelled,
 			Sold: r.Sold, RedisLeft: r.RedisLeft, QueuedOrders: r.QueuedOrders, DeadLetters: r.DeadLetters,
+			Orders: r.Orders, PendingPayment: r.PendingPayment, Paid: r.Paid,
 		})
 	}
 	return out, next, nil

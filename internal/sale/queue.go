@@ -55,6 +55,18 @@ type QueueReport struct {
 	Dead      int64      `json:"dead"`
 	OldestDue *time.Time `json:"oldest_due"` // of the orders waiting
 	Next      []TaskView `json:"next"`       // the first pending tasks by due time
+	// Buckets are the depths of each bucket's queue, for a SKU whose
+	// stock is split: one bucket's drain falling behind shows here.
+	Buckets []BucketQueue `json:"buckets,omitempty"`
+}
+
+// BucketQueue is the depth of one bucket's queue.
+type BucketQueue struct {
+	Bucket   int   `json:"bucket"`
+	Due      int64 `json:"due"`
+	Delayed  int64 `json:"delayed"`
+	InFlight int64 `json:"in_flight"`
+	Dead     int64 `json:"dead"`
 }
 
 // Queue reports the depths of sku's queue (of all its buckets' queues
@@ -67,13 +79,17 @@ func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, e
 	n = min(max(n, 0), queue.MaxList)
 	r := &QueueReport{SKU: sku, Next: []TaskView{}}
 	var next []queue.Info
-	for _, p := range stock.Parts(sku, k.Buckets) {
+	parts := stock.Parts(sku, k.Buckets)
+	for _, p := range parts {
 		q := s.store.Lookup(p)
 		st, deadlines, err := q.StatsApart(ctx, order.TaskExpire)
 		if err != nil {
 			return nil, err
 		}
 		r.Due, r.Delayed, r.InFlight, r.Dead = r.Due+st.Due, r.Delayed+st.Delayed, r.InFlight+st.InFlight, r.Dead+st.Dead
+		if len(parts) > 1 {
+			r.Buckets = append(r.Buckets, BucketQueue{Bucket: p.Bucket, Due: st.Due, Delayed: st.Delayed, InFlight: st.InFlight, Dead: st.Dead})
+		}
 		r.Deadlines += deadlines
 		if t := st.OldestDue.UTC(); !st.OldestDue.IsZero() && (r.OldestDue == nil || t.Before(*r.OldestDue)) {
 			r.OldestDue = &t
