@@ -184,6 +184,70 @@ func TestAReconcileDoesNotComeBetweenADeadLettersDeleteAndItsReturn(t *testing.T
 	assert.Equal(t, "limit_exceeded", s.buy(1, sku, "bob", 1).Str("error"))
 }
 
+// An operator whose client gives up on a dead letter's delete (a timeout,
+// a closed tab) does not stop it half-way: once the letter is gone its
+// units come back, or nothing would ever return them (the task that named
+// the order is gone and the order is not in SQL).
+func TestADeadLettersDeleteLeftByItsClientStillReturnsTheUnits(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	sku := s.seed(5, 1)
+	task, _ := deadLetter(t, s, sku, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s.apps[0].Redis.AddHook(&beforeReturn{f: func() {
+		cancel()
+		time.Sleep(200 * time.Millisecond) // the server sees the client gone
+	}})
+	req, err := http.NewRequestWithContext(ctx, "DELETE", fmt.Sprintf("%s/admin/skus/%d/dead/%s", s.urls[0], sku, task), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	require.Eventually(t, func() bool {
+		rep := s.audit(sku)
+		return rep.Consistent && *rep.RedisLeft == 5
+	}, 5*time.Second, 50*time.Millisecond, "bob's unit came back: %+v", s.audit(sku))
+}
+
+// failReturns is a go-redis hook that fails every unit-return script
+// (return.lua, as beforeReturn finds it) with err.
+type failReturns struct{ err error }
+
+func (h failReturns) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h failReturns) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		if len(a) > 6 && strings.HasPrefix(fmt.Sprint(a[0]), "eval") && fmt.Sprint(a[2]) == "4" && strings.HasSuffix(fmt.Sprint(a[5]), ":returned") {
+			cmd.SetErr(h.err)
+			return h.err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h failReturns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A dead letter deleted whose units then cannot be given back (the letter
+// is gone, the return failed) is not left holding them: the SKU's state is
+// rebuilt from SQL and the queues, which frees them.
+func TestADeadLettersDeleteWhoseReturnFailsRebuildsTheSKU(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	sku := s.seed(5, 1)
+	task, _ := deadLetter(t, s, sku, "bob")
+	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 1).Status)
+	s.apps[0].Redis.AddHook(failReturns{err: errors.New("injected: return lost")})
+	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, task), "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	rep := s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(4), *rep.RedisLeft, "bob's unit is free again, alice's queued")
+	assert.Equal(t, http.StatusNotFound, s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, task), "", nil).Status)
+}
+
 // The queue report counts orders waiting for the drain apart from the
 // payment-deadline timers: after the orders are written to MySQL and paid,
 // nothing waits, and the timers (which stay until due and then do

@@ -214,6 +214,7 @@ func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id s
 	if err != nil {
 		return err
 	}
+	var stranded error
 	for _, t := range orders {
 		if inSQL[t.OrderID] {
 			s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
@@ -221,18 +222,22 @@ func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id s
 			continue
 		}
 		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty, stock.ReturnVoid); err != nil {
-			return err
+			stranded = err
+			break
 		}
 		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
 			"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
 	}
-	if unreadable != nil {
-		// Orders of the letter that could not be read still hold units no
-		// order names now: the state rebuilt from SQL frees them.
-		s.o.Log.Warn("dead letter dropped with orders that could not be read; rebuilding the sku's redis state",
-			"sku", sku, "err", unreadable.Error())
-		_, err := s.reconcile(ctx, sku)
-		return err
+	if unreadable == nil && stranded == nil {
+		return nil
+	}
+	// Orders of the letter that could not be read, or whose units could
+	// not be given back (the letter is gone already), hold units no order
+	// names now: the state rebuilt from SQL and the queues frees them.
+	s.o.Log.Warn("dead letter dropped with units not given back; rebuilding the sku's redis state",
+		"sku", sku, "unreadable", fmt.Sprint(unreadable), "return", fmt.Sprint(stranded))
+	if _, err := s.reconcile(ctx, sku); err != nil {
+		return errors.Join(stranded, err)
 	}
 	return nil
 }

@@ -318,7 +318,14 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 // exclusive runs f while holding sku's admin lock: stock changes and
 // rebuilds of one SKU run one at a time across every instance, so no two
 // of them interleave their SQL and Redis writes. It waits up to 5 seconds
-// for the lock (stock.ErrBusy after).
+// for the lock (stock.ErrBusy after), or until ctx is done.
+//
+// Once the lock is held, f runs to its end whether or not the caller is
+// still there: each change is several writes (a dead letter's delete, then
+// the return of its units; a rebuild's pause, writes and unpause), and one
+// cut half-way by a client that gave up would leave the SKU inconsistent
+// with nobody left to finish it. It stops only if the lock is lost (Redis
+// unreachable past its TTL) or after changeTimeout.
 func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Context) error) error {
 	m, err := s.locks.Lock(ctx, "sku-admin:"+strconv.FormatUint(sku, 10), 10*time.Second,
 		lock.WithWaitTimeout(5*time.Second), lock.WithWatchdog(0))
@@ -329,11 +336,15 @@ func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Cont
 		return fmt.Errorf("sale: lock sku %d: %w", sku, err)
 	}
 	defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
-	// The work stops if the lock is lost (Redis unreachable past its TTL).
-	lctx, cancel := m.Context(ctx)
+	work, stop := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
+	defer stop()
+	lctx, cancel := m.Context(work)
 	defer cancel()
 	return f(lctx)
 }
+
+// changeTimeout bounds an admin change of a SKU once it has started.
+const changeTimeout = 2 * time.Minute
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
