@@ -2465,6 +2465,26 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
 	AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SeedSKUsWithBody Seed SKUs from a CSV or YAML file
+	//
+	// Writes the SKUs of a seed file, the file `seckill seed --file`
+	// reads: a CSV file whose header row names its columns
+	// (`Content-Type: text/csv`), or a YAML list of the objects `POST
+	// /admin/skus` takes (`application/yaml`). Each SKU is written as
+	// `POST /admin/skus` writes it: an `id` that exists is updated with
+	// the fields given (an empty cell, or a key left out, is not given),
+	// any other is created. Every SKU is checked before any is written: a
+	// field out of range, or a new SKU without every required field, is
+	// 400 `invalid_request` naming it, and nothing is written. A write
+	// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
+	// it stay written and the detail says how many. The file is at most
+	// `http.max_body_bytes` (16 KiB by default).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
+	SeedSKUsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AdminListSKUs List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -3314,6 +3334,36 @@ func (c *Client) AdminCancelOrder(ctx context.Context, orderId OrderId, body Adm
 // Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
 func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListPaymentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SeedSKUsWithBody Seed SKUs from a CSV or YAML file
+//
+// Writes the SKUs of a seed file, the file `seckill seed --file`
+// reads: a CSV file whose header row names its columns
+// (`Content-Type: text/csv`), or a YAML list of the objects `POST
+// /admin/skus` takes (`application/yaml`). Each SKU is written as
+// `POST /admin/skus` writes it: an `id` that exists is updated with
+// the fields given (an empty cell, or a key left out, is not given),
+// any other is created. Every SKU is checked before any is written: a
+// field out of range, or a new SKU without every required field, is
+// 400 `invalid_request` naming it, and nothing is written. A write
+// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
+// it stay written and the detail says how many. The file is at most
+// `http.max_body_bytes` (16 KiB by default).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
+func (c *Client) SeedSKUsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSeedSKUsRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4687,6 +4737,35 @@ func NewAdminListPaymentsRequest(server string, params *AdminListPaymentsParams)
 	return req, nil
 }
 
+// NewSeedSKUsRequestWithBody constructs an http.Request for the SeedSKUs method, with any body, and a specified content type
+func NewSeedSKUsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/seed")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewAdminListSKUsRequest constructs an http.Request for the AdminListSKUs method
 func NewAdminListSKUsRequest(server string, params *AdminListSKUsParams) (*http.Request, error) {
 	var err error
@@ -6001,6 +6080,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
 	AdminListPaymentsWithResponse(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*AdminListPaymentsResponse, error)
 
+	// SeedSKUsWithBodyWithResponse Seed SKUs from a CSV or YAML file
+	//
+	// Writes the SKUs of a seed file, the file `seckill seed --file`
+	// reads: a CSV file whose header row names its columns
+	// (`Content-Type: text/csv`), or a YAML list of the objects `POST
+	// /admin/skus` takes (`application/yaml`). Each SKU is written as
+	// `POST /admin/skus` writes it: an `id` that exists is updated with
+	// the fields given (an empty cell, or a key left out, is not given),
+	// any other is created. Every SKU is checked before any is written: a
+	// field out of range, or a new SKU without every required field, is
+	// 400 `invalid_request` naming it, and nothing is written. A write
+	// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
+	// it stay written and the detail says how many. The file is at most
+	// `http.max_body_bytes` (16 KiB by default).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
+	SeedSKUsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SeedSKUsResponse, error)
+
 	// AdminListSKUsWithResponse List SKUs with their operational figures
 	//
 	// Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -7187,6 +7286,130 @@ func (r AdminListPaymentsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminListPaymentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SeedSKUsResponse415Headers the declared response headers of an HTTP 415 response for SeedSKUs
+type SeedSKUsResponse415Headers struct {
+	AcceptPost *string
+}
+
+// SeedSKUsResponse503Headers the declared response headers of an HTTP 503 response for SeedSKUs
+type SeedSKUsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SeedSKUsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Items []struct {
+			// Created true for a new SKU, false for one updated.
+			Created bool `json:"created"`
+
+			// Sku A SKU as its creation or update answers it; what shoppers see, its
+			// stock buckets, whether the shop lists it, and what its per-user limit
+			// counts.
+			Sku SeededSKU `json:"sku"`
+		} `json:"items"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SeedSKUsResponse415Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SeedSKUsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SeedSKUsResponse) GetJSON200() *struct {
+	Items []struct {
+		// Created true for a new SKU, false for one updated.
+		Created bool `json:"created"`
+
+		// Sku A SKU as its creation or update answers it; what shoppers see, its
+		// stock buckets, whether the shop lists it, and what its per-user limit
+		// counts.
+		Sku SeededSKU `json:"sku"`
+	} `json:"items"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SeedSKUsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SeedSKUsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SeedSKUsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SeedSKUsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SeedSKUsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SeedSKUsResponse) GetJSON415() *Error {
+	return r.JSON415
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SeedSKUsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SeedSKUsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SeedSKUsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SeedSKUsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SeedSKUsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9393,6 +9616,32 @@ func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context,
 	return ParseAdminListPaymentsResponse(rsp)
 }
 
+// SeedSKUsWithBodyWithResponse Seed SKUs from a CSV or YAML file
+//
+// Writes the SKUs of a seed file, the file `seckill seed --file`
+// reads: a CSV file whose header row names its columns
+// (`Content-Type: text/csv`), or a YAML list of the objects `POST
+// /admin/skus` takes (`application/yaml`). Each SKU is written as
+// `POST /admin/skus` writes it: an `id` that exists is updated with
+// the fields given (an empty cell, or a key left out, is not given),
+// any other is created. Every SKU is checked before any is written: a
+// field out of range, or a new SKU without every required field, is
+// 400 `invalid_request` naming it, and nothing is written. A write
+// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
+// it stay written and the detail says how many. The file is at most
+// `http.max_body_bytes` (16 KiB by default).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
+func (c *ClientWithResponses) SeedSKUsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SeedSKUsResponse, error) {
+	rsp, err := c.SeedSKUsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSeedSKUsResponse(rsp)
+}
+
 // AdminListSKUsWithResponse List SKUs with their operational figures
 //
 // Every SKU, ordered by id ascending, one page at a time, with units sold
@@ -10712,6 +10961,114 @@ func ParseAdminListPaymentsResponse(rsp *http.Response) (*AdminListPaymentsRespo
 	switch {
 	case rsp.StatusCode == 503:
 		var headers AdminListPaymentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSeedSKUsResponse parses an HTTP response from a SeedSKUsWithResponse call
+func ParseSeedSKUsResponse(rsp *http.Response) (*SeedSKUsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SeedSKUsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Items []struct {
+				// Created true for a new SKU, false for one updated.
+				Created bool `json:"created"`
+
+				// Sku A SKU as its creation or update answers it; what shoppers see, its
+				// stock buckets, whether the shop lists it, and what its per-user limit
+				// counts.
+				Sku SeededSKU `json:"sku"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 415:
+		var headers SeedSKUsResponse415Headers
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 503:
+		var headers SeedSKUsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

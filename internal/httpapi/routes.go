@@ -42,17 +42,7 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	}
 	if d.Admin != nil {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))
-		admin.GET("/skus", handleAdminListSKUs(d.Admin, d.Log))
-		admin.POST("/skus", handleUpsertSKU(d.Admin, d.Log))
-		admin.PATCH("/skus/:id", handlePatchSKU(d.Admin, d.Log))
-		admin.POST("/skus/:id/end", handleEndSale(d.Admin, d.Log))
-		admin.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
-		admin.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))
-		admin.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))
-		admin.GET("/skus/:id/queue", handleQueue(d.Admin, d.Log))
-		admin.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
-		admin.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
-		admin.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
+		skuAdmin(admin, d)
 		if d.Support != nil {
 			admin.GET("/orders", handleSupportList(d.Support, d.Log))
 			admin.GET("/orders/:order_id", handleSupportGet(d.Support, d.Log))
@@ -66,4 +56,20 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 			admin.POST("/events/:id/redeliver", handleRedeliver(d.Events, d.Log))
 		}
 	}
+}
+
+// skuAdmin registers the admin routes on sales on g.
+func skuAdmin(g *gin.RouterGroup, d Deps) {
+	g.GET("/skus", handleAdminListSKUs(d.Admin, d.Log))
+	g.POST("/skus", handleUpsertSKU(d.Admin, d.Log))
+	g.POST("/seed", handleSeed(d.Admin, d.Log))
+	g.PATCH("/skus/:id", handlePatchSKU(d.Admin, d.Log))
+	g.POST("/skus/:id/end", handleEndSale(d.Admin, d.Log))
+	g.PUT("/skus/:id/stock", handleSetStock(d.Admin, d.Log))
+	g.GET("/skus/:id/audit", handleAudit(d.Admin, d.Log))
+	g.POST("/skus/:id/reconcile", handleReconcile(d.Admin, d.Log))
+	g.GET("/skus/:id/queue", handleQueue(d.Admin, d.Log))
+	g.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
+	g.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
+	g.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
 }

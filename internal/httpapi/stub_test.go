@@ -117,6 +117,18 @@ func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SeededSK
 	return stubSeeded(sku), spec.ID == 0, nil
 }
 
+func (a stubAdmin) Seed(ctx context.Context, specs []catalog.Spec) ([]sale.Seeded, error) {
+	var out []sale.Seeded
+	for _, spec := range specs {
+		v, created, err := a.UpsertSKU(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sale.Seeded{Created: created, SKU: v})
+	}
+	return out, nil
+}
+
 func (stubAdmin) UpdateSKU(_ context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error) {
 	v := stubSKU(id)
 	sku, err := spec.Apply(catalog.SKU{ID: id, Name: v.Name, PriceCents: v.PriceCents, StockTotal: v.Stock,
