@@ -112,6 +112,12 @@ func TestWaitingRoomSale(t *testing.T) {
 					})
 					rid := "buy-" + user
 					b := s.do(i+1, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid, "pass": pass})
+					for b.Status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+						// busy or unavailable: the same request again, as a
+						// client would (the request id keeps it one order).
+						time.Sleep(100 * time.Millisecond)
+						b = s.do(i+1, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid, "pass": pass})
+					}
 					switch b.Status {
 					case http.StatusAccepted:
 						out[i].order = b.Str("order_id")
@@ -120,6 +126,10 @@ func TestWaitingRoomSale(t *testing.T) {
 						// A spent pass buys nothing: pass_invalid, or
 						// sold_out once the units are gone.
 						reuse := s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid + "-2", "pass": pass})
+						for reuse.Status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+							time.Sleep(100 * time.Millisecond)
+							reuse = s.do(i, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "request_id": rid + "-2", "pass": pass})
+						}
 						n, _ := reuses.LoadOrStore(fmt.Sprint(reuse.Status, " ", reuse.Str("error")), new(atomic.Int64))
 						n.(*atomic.Int64).Add(1)
 						out[i].final = "bought"

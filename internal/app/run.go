@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
+	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/webhook"
 )
@@ -97,6 +98,9 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Metrics:        a.orderMetrics,
 		Passes:         a.Rooms,
 	})
+	// Shoppers waiting in a room are answered from this process's copy of
+	// it, which a tick per visited room keeps fresh.
+	board := room.NewBoard(a.Rooms, room.BoardOptions{Log: a.Log})
 	deps := httpapi.Deps{
 		Log:            a.Log,
 		HTTP:           cfg.HTTP,
@@ -107,7 +111,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Version:        buildinfo.Version,
 		Shop:           orders,
 		Sales:          a.Sales,
-		Rooms:          a.Rooms,
+		Rooms:          board,
 		Admin:          a.Sales,
 		Support:        orders,
 		Payments:       orders,
@@ -121,6 +125,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		deps.Tokens = tokens
 	}
 	closeAll := func() {
+		board.Close()
 		seller.Close()
 		if tokens != nil {
 			tokens.Close()

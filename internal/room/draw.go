@@ -50,6 +50,9 @@ func Drawn(seed string, tickets []string) []string {
 	return out
 }
 
+// drawTimeout bounds a tick that may draw the pre-queue.
+const drawTimeout = 30 * time.Second
+
 // drawChunk is how many tickets one Redis call reads or writes in a draw.
 const drawChunk = 5000
 

@@ -150,28 +150,63 @@ func (r *Room) Peek(ctx context.Context, sku uint64, user string) (Status, error
 }
 
 func (r *Room) visit(ctx context.Context, id uint64, user, op string) (Status, error) {
+	st, _, err := r.look(ctx, id, user, op)
+	return st, err
+}
+
+// look is a join or a look at the room of the SKU with id sku, answered
+// from Redis, with the room script's reply (nil when none was needed).
+func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, *reply, error) {
+	sku, now, st, err := r.open(ctx, id)
+	if err != nil || st != nil {
+		return derefStatus(st), nil, err
+	}
+	rep, err := r.script(ctx, sku, user, op, now)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	return r.answer(sku, user, rep, rep.now), rep, nil
+}
+
+func derefStatus(st *Status) Status {
+	if st == nil {
+		return Status{}
+	}
+	return *st
+}
+
+// open finds the SKU with id sku and checks that its room can be visited
+// now; a SKU whose sale has ended answers its closed status, with no
+// visit needed.
+func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *Status, error) {
 	sku, err := r.skus.Get(ctx, id)
 	if err != nil {
-		return Status{}, err
+		return nil, time.Time{}, nil, err
 	}
 	if !sku.Room.On() {
-		return Status{}, ErrNoRoom
+		return nil, time.Time{}, nil, ErrNoRoom
 	}
 	now := r.o.Now()
 	if now.Before(*sku.Room.OpensAt) {
-		return Status{}, fmt.Errorf("%w: it opens at %s", ErrNotOpen, sku.Room.OpensAt.UTC().Format(time.RFC3339))
+		return nil, time.Time{}, nil, fmt.Errorf("%w: it opens at %s", ErrNotOpen, sku.Room.OpensAt.UTC().Format(time.RFC3339))
 	}
 	if !now.Before(sku.EndsAt) {
 		// Nothing to join or wait for: no ticket is issued after the end.
-		return Status{Status: Closed, Reason: "sale_ended"}, nil
+		return sku, now, &Status{Status: Closed, Reason: "sale_ended"}, nil
 	}
+	return sku, now, nil, nil
+}
+
+// script runs the room script for user (op join or peek) or for the room
+// alone (tick), drawing the pre-queue first when it is due.
+func (r *Room) script(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (*reply, error) {
 	for attempt := 0; ; attempt++ {
-		st, err := r.run(ctx, sku, user, op, now)
+		rep, err := r.run(ctx, sku, user, op, now)
 		if !errors.Is(err, errDrawDue) || attempt > 0 {
-			return st, err
+			return rep, err
 		}
 		if err := r.draw(ctx, sku); err != nil {
-			return Status{}, err
+			return nil, err
 		}
 		now = r.o.Now()
 	}
@@ -179,7 +214,24 @@ func (r *Room) visit(ctx context.Context, id uint64, user, op string) (Status, e
 
 var errDrawDue = errors.New("room: the draw is due")
 
-func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (Status, error) {
+// reply is the room script's answer (lua/room.lua).
+type reply struct {
+	status       string
+	place, ahead int64
+	ticket       string
+	expiry, left int64
+	// admitted and expired: what this call admitted and found expired.
+	admitted, expired, waiting int64
+	issued                     bool
+	cursor                     int64
+	epoch                      string
+	final                      bool
+	// now is the time the script ran at; rate the admissions per second.
+	now  time.Time
+	rate float64
+}
+
+func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (*reply, error) {
 	k := r.keys(sku.ID)
 	rate := r.rate(sku)
 	ticket := "" // a look issues none
@@ -192,47 +244,64 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now t
 		op, user, ticket, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
 		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
 	if err != nil {
-		return Status{}, fmt.Errorf("room: sku %d: %w", sku.ID, err)
+		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
 	raw, err := cmd.Slice()
 	if err != nil || len(raw) == 0 {
-		return Status{}, fmt.Errorf("room: sku %d: reply %v: %w", sku.ID, raw, err)
+		return nil, fmt.Errorf("room: sku %d: reply %v: %w", sku.ID, raw, err)
 	}
 	switch toInt(raw[0]) {
-	case 1:
+	case 1, 2:
 	case -1:
-		return Status{}, ErrNoTicket
+		return nil, ErrNoTicket
 	case -2:
-		return Status{}, errDrawDue
+		return nil, errDrawDue
 	case -3:
-		return Status{}, fmt.Errorf("%w: sku %d", ErrStateLost, sku.ID)
+		return nil, fmt.Errorf("%w: sku %d", ErrStateLost, sku.ID)
 	default:
-		return Status{}, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
+		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	if len(raw) != 11 {
-		return Status{}, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
+	if len(raw) != 14 {
+		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	st := Status{Status: raw[1].(string), Position: toInt(raw[2]), Ahead: toInt(raw[3]), Ticket: raw[4].(string)}
-	expiry := toInt(raw[5])
-	r.o.Metrics.visit(sku.ID, toInt(raw[10]) == 1, toInt(raw[7]), toInt(raw[8]), toInt(raw[9]), rate)
+	status, _ := raw[1].(string)
+	tk, _ := raw[4].(string)
+	epoch, _ := raw[12].(string)
+	rep := &reply{status: status, place: toInt(raw[2]), ahead: toInt(raw[3]), ticket: tk, expiry: toInt(raw[5]),
+		left: toInt(raw[6]), admitted: toInt(raw[7]), expired: toInt(raw[8]), waiting: toInt(raw[9]),
+		issued: toInt(raw[10]) == 1, cursor: toInt(raw[11]), epoch: epoch, final: toInt(raw[13]) == 1,
+		now: now, rate: rate}
+	r.o.Metrics.visit(sku.ID, rep.issued, rep.admitted, rep.expired, rep.waiting, rate)
+	return rep, nil
+}
+
+// answer is the status rep gives user.
+func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, now time.Time) Status {
+	st := Status{Status: rep.status, Position: rep.place, Ahead: rep.ahead, Ticket: rep.ticket}
 	switch st.Status {
 	case "admitted":
-		exp := time.UnixMilli(expiry).UTC()
+		exp := time.UnixMilli(rep.expiry).UTC()
 		st.Pass = r.signer.Sign(sku.ID, st.Ticket, user, exp)
 		st.PassExpiresAt = &exp
 		st.RetryAfterMS = max(exp.Sub(now).Milliseconds(), 0)
 	case "spent", "expired":
-		st.Reason = map[string]string{"spent": "pass_used", "expired": "pass_expired"}[st.Status]
+		st.Reason = closedReason[st.Status]
 		st.Status = Closed
 		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
 	case SoldOut:
-		// Units may come back (a cancel, an expired payment).
-		st.RetryAfterMS = 5000
+		st.RetryAfterMS = soldOutRetry
 	default:
-		st.RetryAfterMS = r.retryAfter(sku, st, now, rate)
+		st.RetryAfterMS = r.retryAfter(sku, st, now, rep.rate)
 	}
-	return st, nil
+	return st
 }
+
+// closedReason says why a ticket whose pass is spent or expired is closed.
+var closedReason = map[string]string{"spent": "pass_used", "expired": "pass_expired"}
+
+// soldOutRetry is when a ticket of a sold-out room should look again:
+// units may come back (a cancel, an expired payment).
+const soldOutRetry = 5000
 
 // retryAfter is how long a waiting ticket should wait before its next
 // look: until the pre-queue is drawn at the start; then about the time its

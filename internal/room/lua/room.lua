@@ -1,13 +1,16 @@
 -- room.lua: a shopper joins a SKU's waiting room (or looks at their place
 -- in it), and the room admits the tickets whose turn has come, in one
--- atomic step. Any instance runs it for any shopper: the room is this
--- state, nothing is kept in process.
+-- atomic step; or, with no shopper ('tick'), the room only admits and
+-- says where it stands. Any instance runs it for any shopper: the room is
+-- this state; what a process keeps (room.Board) is a copy it can rebuild.
 --
 -- KEYS[1] meta HASH: seq (tickets issued), cursor (tickets admitted, in
 --         line order), credit (admissions earned and not yet made), last
 --         (Unix ms of the last admission), drawing (the pre-queue is
---         closed), drawn (the pre-queue is in the line), joined, admitted,
---         expired (counters)
+--         closed), drawn (the pre-queue is in the line), epoch (the first
+--         ticket issued: names this state, so that a copy of it taken
+--         before the state was lost and made again is told from it),
+--         joined, admitted, expired (counters)
 -- KEYS[2] who HASH: shopper -> ticket
 -- KEYS[3] pre ZSET: ticket -> seq, the pre-queue (random mode, joined
 --         before starts_at), until the draw puts it in the line
@@ -17,8 +20,8 @@
 --         the buy script removes a pass it spends
 -- KEYS[6] expired SET: tickets whose pass expired unused
 -- KEYS[7] the SKU's stock hash (its 'left')
--- ARGV[1] 'join' or 'peek'
--- ARGV[2] shopper id
+-- ARGV[1] 'join', 'peek' or 'tick'
+-- ARGV[2] shopper id ('tick': none)
 -- ARGV[3] the ticket to issue if the shopper has none (join)
 -- ARGV[4] now, Unix ms
 -- ARGV[5] starts_at, Unix ms
@@ -28,9 +31,17 @@
 -- ARGV[9] overbook: valid unused passes stay at most left * overbook
 -- ARGV[10] Unix ms at which the room's keys expire
 -- Returns {code, status, place, ahead, ticket, pass expiry, left,
---          admitted now, expired now, tickets waiting in line, issued}
+--          admitted now, expired now, tickets waiting in line, issued,
+--          cursor, epoch, final}
+--   'tick': {2, '', 0, 0, '', 0, left, admitted now, expired now,
+--          tickets waiting, 0, cursor, epoch, final}
 --   issued  1 when this call issued the shopper's ticket
---   code    1 done; -1 the shopper has no ticket (peek); -2 the draw is
+--   cursor  tickets admitted so far: a ticket at place p is admitted once
+--           p <= cursor
+--   epoch   the room's epoch ('' before its first ticket)
+--   final   1 when the places in the line are final (fifo, or the
+--           pre-queue drawn): a place read then never changes
+--   code    1 done; 2 tick done; -1 the shopper has no ticket (peek); -2 the draw is
 --           due (random mode, starts_at passed, pre-queue not drawn yet);
 --           -3 the SKU's stock hash is missing (its state is lost)
 --   status  'waiting' (place 0: not drawn yet), 'admitted', 'sold_out'
@@ -41,14 +52,18 @@ local op, user = ARGV[1], ARGV[2]
 local now, starts = tonumber(ARGV[4]), tonumber(ARGV[5])
 local mode, rate, ttl, overbook = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 
-local ticket = redis.call('HGET', who, user)
+local ticket = false
+if op ~= 'tick' then
+  ticket = redis.call('HGET', who, user)
+end
 local issued = 0
-if not ticket then
+if not ticket and op ~= 'tick' then
   if op ~= 'join' then
     return {-1}
   end
   ticket = ARGV[3]
   issued = 1
+  redis.call('HSETNX', meta, 'epoch', ticket)
   local seq = redis.call('HINCRBY', meta, 'seq', 1)
   redis.call('HSET', who, user, ticket)
   local into = line
@@ -104,10 +119,24 @@ if now >= starts then
     redis.call('PEXPIREAT', passes, ARGV[10])
   end
   redis.call('HSET', meta, 'cursor', cursor, 'credit', string.format('%.6f', credit), 'last', math.max(now, last))
+  redis.call('PEXPIREAT', meta, ARGV[10])
+end
+
+local m = redis.call('HMGET', meta, 'cursor', 'epoch', 'drawn')
+local cursor, epoch = tonumber(m[1]) or 0, m[2] or ''
+local final = 0
+if mode == 'fifo' or m[3] == '1' then
+  final = 1
+end
+local waiting = redis.call('ZCARD', line) - cursor
+if mode ~= 'fifo' and m[3] ~= '1' then
+  waiting = waiting + redis.call('ZCARD', pre)
+end
+if op == 'tick' then
+  return {2, '', 0, 0, '', 0, left, admitted, gone, waiting, 0, cursor, epoch, final}
 end
 
 local status, place, ahead, expiry = 'waiting', 0, 0, 0
-local cursor = tonumber(redis.call('HGET', meta, 'cursor')) or 0
 local rank = redis.call('ZRANK', line, ticket)
 if rank then
   place = rank + 1
@@ -127,8 +156,4 @@ if rank then
     end
   end
 end
-local waiting = redis.call('ZCARD', line) - cursor
-if mode ~= 'fifo' and redis.call('HGET', meta, 'drawn') ~= '1' then
-  waiting = waiting + redis.call('ZCARD', pre)
-end
-return {1, status, place, ahead, ticket, expiry, left, admitted, gone, waiting, issued}
+return {1, status, place, ahead, ticket, expiry, left, admitted, gone, waiting, issued, cursor, epoch, final}

@@ -1,0 +1,286 @@
+package room
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/seckill/seckill/internal/catalog"
+)
+
+// Board answers shoppers' joins and looks from this process's memory when
+// it can, so that a crowd polling a room costs no more than a crowd told
+// `sold_out`: a copy of each visited room's standing (its cursor, the
+// units left, whether its line is final), refreshed by a tick that also
+// admits the tickets whose turn has come; and the tickets and places of
+// the shoppers it has seen. A place in the line never changes once the
+// line is final (fifo, or the pre-queue drawn), so a waiting shopper's
+// answer — waiting, how many ahead, or sold out — follows from the two.
+//
+// Everything that writes, and every ticket at or past its turn (admitted,
+// its pass spent or expired), goes to Redis as Room answers it. The copy is
+// used for at most MaxAge after it was read, and only while it names the
+// room state the shopper's ticket was read from (the epoch): a room whose
+// state was lost and made again, or a Redis that stopped answering, sends
+// every visit to Redis. An answer from the board is at most MaxAge stale:
+// a ticket admitted since is told to wait, and looks again at Retry-After.
+type Board struct {
+	room *Room
+	o    BoardOptions
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	rooms map[uint64]*standing // rooms visited lately, each with its tick
+	// places are the tickets of the shoppers seen, by SKU and shopper.
+	places *lru.Cache[placeKey, place]
+}
+
+// BoardOptions configure a Board.
+type BoardOptions struct {
+	// Tick is how often a visited room is read and admits (default 100ms).
+	Tick time.Duration
+	// MaxAge is how old a room's copy may be to answer from (default 1s).
+	MaxAge time.Duration
+	// Idle stops the tick of a room nobody visited on this process for so
+	// long (default 30s).
+	Idle time.Duration
+	// Places bounds the tickets remembered (default 200,000: about 40 MB
+	// at most).
+	Places int
+	Log    *slog.Logger
+
+	// manual: no tick goroutines; tests call refresh themselves.
+	manual bool
+}
+
+// standing is what a process knows of one room.
+type standing struct {
+	copy    atomic.Pointer[roomCopy]
+	visited atomic.Int64 // Unix ns of the last visit
+}
+
+// roomCopy is a room's standing as its tick last read it.
+type roomCopy struct {
+	at           time.Time
+	cursor, left int64
+	epoch        string
+	final        bool
+	startsAt     time.Time // the SKU's start, as the tick saw it
+	rate         float64
+}
+
+type placeKey struct {
+	sku  uint64
+	user string
+}
+
+// place is a shopper's ticket and its place in the line (0: in the
+// pre-queue, not drawn yet), in the room state named epoch; closed is the
+// reason a ticket is closed for good (its pass used or expired).
+type place struct {
+	ticket string
+	place  int64
+	epoch  string
+	closed string
+}
+
+// NewBoard returns a board of r's rooms. Close stops its ticks.
+func NewBoard(r *Room, o BoardOptions) *Board {
+	if o.Tick <= 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = time.Second
+	}
+	if o.Idle <= 0 {
+		o.Idle = 30 * time.Second
+	}
+	if o.Places <= 0 {
+		o.Places = 200_000
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	places, _ := lru.New[placeKey, place](o.Places) // only a size <= 0 fails
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Board{room: r, o: o, ctx: ctx, cancel: cancel, rooms: map[uint64]*standing{}, places: places}
+}
+
+// Close stops every tick and waits for them.
+func (b *Board) Close() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+// Join gives user a ticket in the room of the SKU with id sku (the one
+// they have, if any) and answers their place, as Room.Join does.
+func (b *Board) Join(ctx context.Context, sku uint64, user string) (Status, error) {
+	return b.visit(ctx, sku, user, "join")
+}
+
+// Peek answers user's place without joining, as Room.Peek does.
+func (b *Board) Peek(ctx context.Context, sku uint64, user string) (Status, error) {
+	return b.visit(ctx, sku, user, "peek")
+}
+
+// Published is Room.Published.
+func (b *Board) Published(ctx context.Context, sku uint64) (*Draw, error) {
+	return b.room.Published(ctx, sku)
+}
+
+func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, error) {
+	sku, now, closed, err := b.room.open(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	if closed != nil {
+		return *closed, nil
+	}
+	s := b.standing(sku.ID, now)
+	key := placeKey{sku: sku.ID, user: user}
+	if p, ok := b.places.Get(key); ok {
+		if st, ok := b.fromCopy(sku, s.copy.Load(), p, now); ok {
+			return st, nil
+		}
+	}
+	rep, err := b.room.script(ctx, sku, user, op, now)
+	if err != nil {
+		return Status{}, err
+	}
+	b.remember(key, sku, rep)
+	return b.room.answer(sku, user, rep, rep.now), nil
+}
+
+// remember keeps the place rep gives a shopper's ticket when it can no
+// longer change: a final place, or the pre-queue before the start (a look
+// after the start reads the drawn place from Redis once).
+func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply) {
+	if rep.ticket == "" || rep.epoch == "" {
+		return
+	}
+	p := place{ticket: rep.ticket, place: rep.place, epoch: rep.epoch}
+	switch {
+	case rep.status == "spent" || rep.status == "expired":
+		p.closed = closedReason[rep.status]
+	case rep.status == Admitted:
+		// Its pass is read from Redis until it is used or expires.
+	case rep.final && rep.place > 0:
+	case rep.place == 0 && rep.now.Before(sku.StartsAt):
+	default:
+		return
+	}
+	b.places.Add(key, p)
+}
+
+// fromCopy answers a shopper's ticket p from the room's copy c, if it can:
+// a ticket waiting for its turn, in a copy fresh enough and of the same
+// room state.
+func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) (Status, bool) {
+	if c == nil || c.epoch != p.epoch || now.Sub(c.at) > b.o.MaxAge || c.at.Sub(now) > b.o.MaxAge ||
+		!c.startsAt.Equal(sku.StartsAt) {
+		return Status{}, false
+	}
+	st := Status{Status: Waiting, Ticket: p.ticket}
+	if now.Before(sku.StartsAt) {
+		if p.place > 0 {
+			// fifo: a place from the start, nobody admitted before it.
+			st.Position, st.Ahead = p.place, p.place-1-c.cursor
+		}
+		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
+		return st, true
+	}
+	if p.closed != "" {
+		st.Status, st.Reason, st.Position = Closed, p.closed, p.place
+		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
+		return st, true
+	}
+	if p.place == 0 || !c.final || p.place-1 < c.cursor {
+		return Status{}, false
+	}
+	st.Position, st.Ahead = p.place, p.place-1-c.cursor
+	if c.left == 0 {
+		st.Status, st.RetryAfterMS = SoldOut, soldOutRetry
+		return st, true
+	}
+	st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
+	return st, true
+}
+
+// standing returns what the process knows of the room of sku, starting its
+// tick if it has none.
+func (b *Board) standing(sku uint64, now time.Time) *standing {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.rooms[sku]
+	if !ok {
+		if b.ctx.Err() != nil {
+			// Closed: no tick, every visit goes to Redis.
+			s = &standing{}
+			s.visited.Store(now.UnixNano())
+			return s
+		}
+		s = &standing{}
+		b.rooms[sku] = s
+		if !b.o.manual {
+			b.wg.Go(func() { b.tick(sku, s) })
+		}
+	}
+	s.visited.Store(now.UnixNano())
+	return s
+}
+
+// tick keeps the copy of the room of sku fresh, admitting as it reads,
+// until nobody has visited it for Idle or the sale is over.
+func (b *Board) tick(id uint64, s *standing) {
+	t := time.NewTicker(b.o.Tick)
+	defer t.Stop()
+	for {
+		if !b.refresh(id, s) {
+			return
+		}
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refresh reads the room of sku once; false when its tick should stop
+// (the room forgotten by the board).
+func (b *Board) refresh(id uint64, s *standing) bool {
+	now := b.room.o.Now()
+	sku, err := b.room.skus.Get(b.ctx, id)
+	if err == nil && sku.Room.On() && now.Before(sku.EndsAt) &&
+		now.Sub(time.Unix(0, s.visited.Load())) < b.o.Idle {
+		// Long enough for the draw of a large pre-queue, which the first
+		// tick after the start makes; meanwhile the copy ages and visits
+		// go to Redis.
+		ctx, cancel := context.WithTimeout(b.ctx, drawTimeout)
+		rep, err := b.room.script(ctx, sku, "", "tick", now)
+		cancel()
+		if err == nil {
+			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: rep.epoch,
+				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate})
+			return true
+		}
+		s.copy.Store(nil) // visits go to Redis, and meet its error there
+		if b.ctx.Err() == nil {
+			b.o.Log.Debug("room tick", "sku", id, "err", err.Error())
+			return true
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rooms[id] == s {
+		delete(b.rooms, id)
+	}
+	return false
+}
