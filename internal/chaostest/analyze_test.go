@@ -403,7 +403,7 @@ func (a *analysis) phaseOf(t time.Time) int {
 func (a *analysis) resolveUnacked() {
 	byUser := map[string][]*op{}
 	for _, o := range a.ops {
-		if o.kind == opBuy && !o.definite() {
+		if o.kind == opBuy && !o.definite() && !o.unsent {
 			byUser[o.user] = append(byUser[o.user], o)
 		}
 	}

@@ -1,7 +1,9 @@
 package chaostest
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -52,6 +54,9 @@ type op struct {
 	code      string // the error code of an error body
 	raw       string
 	err       string // transport error: no answer (connection reset, time-out)
+	// unsent: the transport error came before the request was sent (the
+	// connection could not be made), so the request did nothing.
+	unsent bool
 	outOrder  string // order_id of a 202
 	left      int64  // stock_left of a stock read or a stock change
 	outTotal  int64  // stock_total of a stock change's answer
@@ -218,6 +223,8 @@ func (c *client) do(o *op, base, method, path string, body any) {
 	o.call, o.ret = r.Start, r.Start.Add(r.Took)
 	if err != nil {
 		o.err = shortErr(err)
+		var dial *net.OpError
+		o.unsent = errors.As(err, &dial) && dial.Op == "dial"
 		return
 	}
 	o.status, o.raw = r.Status, r.Raw
