@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/pace"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/ratelimit"
 	"github.com/seckill/seckill/internal/replica"
@@ -52,6 +53,7 @@ type App struct {
 	Sales        *sale.Service
 	Orders       *order.Store // the orders table and its events
 	Rooms        *room.Room   // the waiting rooms of the SKUs with one
+	Pace         *pace.Pace   // orders persisted per second, every instance
 	QueueMetrics *queue.Metrics
 
 	cache        *catalog.Cache
@@ -149,6 +151,7 @@ func (a *App) build() error {
 	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
 	a.cache = catalog.NewCache(a.Catalog, 2*time.Second)
+	a.Pace = pace.New(a.Redis, cfg.Redis.KeyPrefix, nil)
 	if err := a.buildRooms(replicas); err != nil {
 		return err
 	}

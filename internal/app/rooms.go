@@ -28,6 +28,7 @@ func (a *App) buildRooms(replicas *replica.Waiter) error {
 	a.Rooms = room.New(a.cache, a.Redis, replicas, signer, room.Options{
 		Prefix:         a.Cfg.Redis.KeyPrefix,
 		AdmitPerSecond: a.Cfg.Room.AdmitPerSecond,
+		Pace:           a.Pace,
 		Metrics:        room.NewMetrics(a.Registry),
 	})
 	return nil

@@ -169,9 +169,11 @@ func (a *App) startWorkers() (stop func()) {
 		PaymentTimeout:  cfg.Order.PaymentTimeout,
 		Log:             a.Log,
 		Metrics:         a.drainMetrics,
+		Pace:            a.Pace,
 	})
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = d.Run(ctx) })
+	wg.Go(func() { a.Pace.Run(ctx) })
 	a.Log.Info("workers started", "batch_size", cfg.Worker.BatchSize, "concurrency", cfg.Worker.Concurrency)
 	if a.events != nil {
 		wg.Go(func() { _ = a.events.Run(ctx) })

@@ -10,8 +10,9 @@ type Room struct {
 	// process makes a random key at start, which only a single instance
 	// can use.
 	PassKeys string `mapstructure:"pass_keys"`
-	// AdmitPerSecond is the admission rate of a room created with
-	// admit_per_second 0.
+	// AdmitPerSecond is the least admission rate of a room created with
+	// admit_per_second 0, which admits at twice the backend's measured
+	// pace (internal/pace).
 	AdmitPerSecond int `mapstructure:"admit_per_second"`
 }
 

@@ -44,6 +44,14 @@ type Options struct {
 	Now            func() time.Time
 	Log            *slog.Logger
 	Metrics        *Metrics
+	// Pace, when set, is told how many orders each batch persisted
+	// (internal/pace).
+	Pace Counter
+}
+
+// Counter counts persisted orders (pace.Pace).
+type Counter interface {
+	Add(n int)
 }
 
 // Expirer expires an order still unpaid at due (internal/order's Closer).

@@ -51,6 +51,9 @@ func (d *Drainer) persist(ctx context.Context, tasks []stock.OrderTask) error {
 		created = append(created, o.CreatedAt)
 	}
 	d.o.Metrics.drained(len(fresh), len(refused), created, now)
+	if d.o.Pace != nil {
+		d.o.Pace.Add(len(fresh))
+	}
 	return d.scheduleDeadlines(ctx, rows)
 }
 

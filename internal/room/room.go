@@ -89,11 +89,22 @@ type Scripts interface {
 	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error)
 }
 
+// Pace is how fast the backend persists orders (pace.Pace): the most
+// orders written in one second of the last minute, by every instance.
+type Pace interface {
+	Best(ctx context.Context) float64
+}
+
 // Options configure a Room.
 type Options struct {
 	Prefix string
-	// AdmitPerSecond is the rate of a room whose admit_per_second is 0.
+	// AdmitPerSecond is the least rate of a room whose admit_per_second is
+	// 0, which admits at twice the backend's best second (Pace), so that
+	// admission grows while the drain keeps up.
 	AdmitPerSecond int
+	// Pace measures the backend (nil: rooms of rate 0 admit at
+	// AdmitPerSecond).
+	Pace Pace
 	// Keep is how long a room's state is kept after the sale ends, for
 	// its published draw.
 	Keep    time.Duration
@@ -233,7 +244,7 @@ type reply struct {
 
 func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (*reply, error) {
 	k := r.keys(sku.ID)
-	rate := r.rate(sku)
+	rate := r.rate(ctx, sku)
 	ticket := "" // a look issues none
 	if op == "join" {
 		ticket = newTicket()
@@ -318,12 +329,18 @@ func (r *Room) retryAfter(sku *catalog.SKU, st Status, now time.Time, rate float
 	return min(max(d, time.Second), 30*time.Second).Milliseconds()
 }
 
-// rate is sku's admissions per second.
-func (r *Room) rate(sku *catalog.SKU) float64 {
+// rate is sku's admissions per second: its own, or for a room created
+// with 0, twice the orders per second the backend persisted at its best in
+// the last minute, and at least Options.AdmitPerSecond.
+func (r *Room) rate(ctx context.Context, sku *catalog.SKU) float64 {
 	if sku.Room.AdmitPerSecond > 0 {
 		return float64(sku.Room.AdmitPerSecond)
 	}
-	return float64(r.o.AdmitPerSecond)
+	floor := float64(r.o.AdmitPerSecond)
+	if r.o.Pace == nil {
+		return floor
+	}
+	return max(floor, 2*r.o.Pace.Best(ctx))
 }
 
 // CheckPass returns the ticket of pass if it is a valid pass of user for

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/pace"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
@@ -286,4 +287,30 @@ func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
 	assert.EqualValues(t, 2, rep.ValidPasses)
 	assert.EqualValues(t, 1, rep.NotAdmitted)
 	assert.Equal(t, []string{"mallory"}, rep.Sample)
+}
+
+// A room created with admit_per_second 0 admits at twice the orders per
+// second the backend persisted at its best in the last minute, and at
+// least at the configured rate.
+func TestARoomOfRateZeroFollowsTheBackendsPace(t *testing.T) {
+	f := newFixture(t, 1000, 1, catalog.Room{Mode: catalog.RoomFIFO})
+	p := pace.New(f.room.rdb, f.room.o.Prefix, f.clock.Now)
+	f.room.o.Pace = p
+	for i := range 200 {
+		f.join(fmt.Sprintf("u%03d", i))
+	}
+	admitted := func() int64 {
+		rep, err := f.room.Audit(t.Context(), f.sku, nil)
+		require.NoError(t, err)
+		return rep.Admitted
+	}
+	f.clock.Advance(time.Minute + time.Second)
+	f.peek("u199")
+	assert.EqualValues(t, 10, admitted(), "nothing persisted yet: the configured 10 a second")
+
+	p.Add(60) // the drain wrote 60 orders in a second
+	p.Flush(t.Context())
+	f.clock.Advance(time.Second)
+	f.peek("u199")
+	assert.EqualValues(t, 10+120, admitted(), "twice the backend's best second")
 }
