@@ -77,6 +77,10 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 			return nil, err
 		}
 	}
+	con, err := a.console()
+	if err != nil {
+		return nil, err
+	}
 	tokens, err := a.shopperTokens(ctx)
 	if err != nil {
 		return nil, err
@@ -124,11 +128,17 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	if tokens != nil {
 		deps.Tokens = tokens
 	}
+	if con != nil {
+		deps.Console = con
+	}
 	closeAll := func() {
 		board.Close()
 		seller.Close()
 		if tokens != nil {
 			tokens.Close()
+		}
+		if con != nil {
+			con.Close()
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
@@ -138,6 +148,12 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	}
 	srv := httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
 	a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
+	if con != nil {
+		// Its live feeds end when the shutdown starts, so that they do
+		// not hold it up.
+		srv.RegisterOnShutdown(con.Close)
+		a.logConsole(ln.Addr())
+	}
 	go func() { serveErr <- srv.Serve(ln) }()
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)

@@ -41,6 +41,10 @@ type Deps struct {
 	// Payments serves the payment notifications (with Webhooks), GET
 	// /admin/payments and, in webhook mode, a shopper's pay; nil: none.
 	Payments Payments
+	// Console serves the admin console under /console, with the admin
+	// routes; nil: none. It is off (403 admin_disabled) whenever the admin
+	// API is.
+	Console Console
 	// Events serves GET /admin/events and POST
 	// /admin/events/{id}/redeliver, under /admin with the admin routes;
 	// nil: none.
@@ -61,6 +65,14 @@ type Deps struct {
 	// when finding a client's address (order.PlaceInput.Client, which the
 	// per-address rate limit counts).
 	TrustedProxies []string
+}
+
+// Console is the admin console (internal/console): Routes registers its
+// pages, login and live feed on g, and calls api to register the admin
+// routes on sales, which its pages call, on a group of its own behind its
+// session.
+type Console interface {
+	Routes(g *gin.RouterGroup, api func(*gin.RouterGroup))
 }
 
 // New returns the API's handler.

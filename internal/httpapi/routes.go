@@ -55,10 +55,22 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 			admin.GET("/events", handleListEvents(d.Events, d.Log))
 			admin.POST("/events/:id/redeliver", handleRedeliver(d.Events, d.Log))
 		}
+		switch {
+		case d.AdminToken == "":
+			// The console is off with the admin API, and says so.
+			off := adminOnly("", d.Log)
+			r.Any("/console", off)
+			r.Any("/console/*path", off)
+		case d.Console != nil:
+			// The console's own calls are the admin API's handlers, behind
+			// its session instead of the bearer token.
+			d.Console.Routes(r.Group("/console"), func(g *gin.RouterGroup) { skuAdmin(g, d) })
+		}
 	}
 }
 
-// skuAdmin registers the admin routes on sales on g.
+// skuAdmin registers the admin routes on sales on g: under /admin, and
+// under /console/api for the console.
 func skuAdmin(g *gin.RouterGroup, d Deps) {
 	g.GET("/skus", handleAdminListSKUs(d.Admin, d.Log))
 	g.POST("/skus", handleUpsertSKU(d.Admin, d.Log))

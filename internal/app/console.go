@@ -1,0 +1,28 @@
+package app
+
+import (
+	"net"
+
+	"github.com/seckill/seckill/internal/console"
+)
+
+// console returns the admin console on the sales, nil when the admin API
+// is off (no admin token): the console is off with it.
+func (a *App) console() (*console.Console, error) {
+	if a.AdminToken == "" {
+		return nil, nil
+	}
+	return console.New(a.Sales, console.Options{Token: a.AdminToken, Log: a.Log})
+}
+
+// logConsole says where the console of a server listening on addr is.
+func (a *App) logConsole(addr net.Addr) {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	a.Log.Info("admin console: log in with the admin token", "url", "http://"+net.JoinHostPort(host, port)+"/console")
+}
