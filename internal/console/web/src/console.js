@@ -77,6 +77,13 @@ function lag(seconds) {
   return `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
 }
 
+// leaving is set once the page is being left: a feed closed then is no
+// news.
+let leaving = false;
+addEventListener("pagehide", () => {
+  leaving = true;
+});
+
 // live opens the feed at url and hands each event's data to its handler.
 function live(url, handlers) {
   const badge = $("#live");
@@ -87,6 +94,7 @@ function live(url, handlers) {
   const es = new EventSource(url);
   es.addEventListener("open", () => mark("on", "live"));
   es.addEventListener("error", async () => {
+    if (leaving) return;
     if (es.readyState !== EventSource.CLOSED) {
       mark("wait", "reconnecting…");
       return;
@@ -265,17 +273,24 @@ function chart(box) {
     width: Math.max(box.clientWidth, 280),
     height: 260,
     series: [
-      {},
+      { label: "Time (UTC)", value: (u, v) => (v == null ? "–" : new Date(v * 1000).toISOString().slice(11, 19)) },
       { label: "Orders/s", scale: "ops", stroke: "#2563eb", fill: "rgba(37,99,235,0.12)", width: 2, value: (u, v) => (v == null ? "–" : v.toFixed(1)) },
       { label: "Units left", scale: "units", stroke: "#ea580c", width: 2, value: (u, v) => (v == null ? "–" : String(v)) },
     ],
     scales: { ops: { range: (u, lo, hi) => [0, Math.max(1, hi * 1.1)] }, units: { range: (u, lo, hi) => [0, Math.max(1, hi * 1.05)] } },
     axes: [
-      { stroke: "#475569", grid: { stroke: "#e2e8f0" } },
+      {
+        stroke: "#475569",
+        grid: { stroke: "#e2e8f0" },
+        space: 70,
+        incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+        values: (u, splits) => splits.map((v) => new Date(v * 1000).toISOString().slice(11, 19)),
+      },
       { scale: "ops", label: "orders/s", stroke: "#2563eb", grid: { stroke: "#e2e8f0" }, size: 56 },
       { scale: "units", label: "units left", side: 1, stroke: "#ea580c", grid: { show: false }, size: 64 },
     ],
     legend: { live: true },
+    cursor: { points: { size: 6 } },
   };
   const plot = new uPlot(opts, data, box);
   new ResizeObserver(() => plot.setSize({ width: Math.max(box.clientWidth, 280), height: 260 })).observe(box);
