@@ -18,7 +18,8 @@
 # (6391 the primary, 7003 a master): that is healthy, and left as it is.
 # Installs redis-server, mariadb-server and openssl with apt-get when they are
 # missing; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
-# nats-server, which it does not start: the tests that need it start their own.
+# nats-server, which it does not start: the tests that need it start their own;
+# and chromium with chromium-driver for the console's browser test.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
 
@@ -65,6 +66,15 @@ apt_install() {
 need_redis() {
 	if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 		apt_install redis-server redis-tools
+	fi
+}
+
+# need_chromium installs Debian's Chromium and its driver for the browser
+# tests of the admin console (internal/app's console test drives it with
+# chromedp); nothing is started.
+need_chromium() {
+	if ! command -v chromium >/dev/null; then
+		apt_install chromium chromium-driver
 	fi
 }
 
@@ -455,6 +465,7 @@ start_mysql() {
 mkdir -p "$STATE_DIR"
 need_redis
 need_nats
+need_chromium
 start_redis "$REDIS_PORT"
 for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done
 start_cluster

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/console"
+	"github.com/seckill/seckill/internal/sale"
+)
+
+// countedSales counts the console's reads of the real service.
+type countedSales struct {
+	*sale.Service
+	lists, queues atomic.Int64
+}
+
+func (c *countedSales) AdminSKUs(ctx context.Context, after uint64, limit int) ([]sale.AdminSKUView, uint64, error) {
+	c.lists.Add(1)
+	return c.Service.AdminSKUs(ctx, after, limit)
+}
+
+func (c *countedSales) Queue(ctx context.Context, sku uint64, n int) (*sale.QueueReport, error) {
+	c.queues.Add(1)
+	return c.Service.Queue(ctx, sku, n)
+}
+
+// stream is one console's live feed, read as its frames come.
+type stream struct {
+	frames chan [2]string // event, data
+	ended  chan struct{}
+}
+
+func openStream(t *testing.T, c *http.Client, url string) *stream {
+	t.Helper()
+	resp, err := c.Get(url) //nolint:bodyclose // closed by the reader below
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	s := &stream{frames: make(chan [2]string, 1024), ended: make(chan struct{})}
+	go func() {
+		defer close(s.ended)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var event string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				select {
+				case s.frames <- [2]string{event, strings.TrimPrefix(line, "data: ")}:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { _, _ = io.Copy(io.Discard, resp.Body) })
+	return s
+}
+
+// next returns the next frame of the event, skipping others.
+func (s *stream) next(t *testing.T, event string) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case f := <-s.frames:
+			if f[0] == event {
+				return f[1]
+			}
+		case <-s.ended:
+			t.Fatalf("the stream ended while waiting for %q", event)
+		case <-deadline:
+			t.Fatalf("no %q frame", event)
+		}
+	}
+}
+
+// Many consoles and many buys cost the stores one read per sample: every
+// console gets the same frame, and a buy costs the feed nothing. The feed's
+// streams end when the console closes, as a server's shutdown does.
+func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(100, 1)
+	sales := &countedSales{Service: s.apps[0].Sales}
+	con, err := console.New(sales, console.Options{Token: adminToken, Interval: 200 * time.Millisecond, AuditEvery: time.Hour,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	con.Routes(r.Group("/console"), func(*gin.RouterGroup) {})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	t.Cleanup(con.Close)
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := client.PostForm(srv.URL+"/console/login", url.Values{"token": {adminToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "logged in and sent on to the sales page")
+
+	var streams []*stream
+	for i := range 12 {
+		path := fmt.Sprintf("/console/events?sku=%d", sku)
+		if i%3 == 0 {
+			path = "/console/events"
+		}
+		streams = append(streams, openStream(t, client, srv.URL+path))
+	}
+	// The sampler runs: the counts start here.
+	streams[0].next(t, "sales")
+	streams[1].next(t, "sale")
+	lists, queues := sales.lists.Load(), sales.queues.Load()
+
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() { s.order(0, sku, fmt.Sprintf("crowd-%d", i)) })
+	}
+	wg.Wait()
+	// Every console watching the sale sees the buys, in frames of the same
+	// samples.
+	var frames int64
+	for i, st := range streams {
+		if i%3 == 0 {
+			continue
+		}
+		for n := int64(1); ; n++ {
+			var f struct {
+				SKU struct {
+					RedisLeft *int64 `json:"redis_left"`
+				} `json:"sku"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(st.next(t, "sale")), &f))
+			if f.SKU.RedisLeft != nil && *f.SKU.RedisLeft == 70 {
+				frames = max(frames, n)
+				break
+			}
+		}
+	}
+	samples := max(sales.lists.Load()-lists, sales.queues.Load()-queues)
+	t.Logf("%d samples read for 12 consoles; %d frames until the buys showed", samples, frames)
+	assert.LessOrEqual(t, sales.queues.Load()-queues, samples, "one queue read per sample")
+	assert.LessOrEqual(t, samples, 2*frames+4,
+		"reads follow the samples (%d frames to see the buys), not the 12 consoles or the 30 buys", frames)
+
+	done := make(chan struct{})
+	go func() {
+		con.Close()
+		close(done)
+	}()
+	for _, st := range streams {
+		select {
+		case <-st.ended:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a live feed outlived the console's close")
+		}
+	}
+	<-done
+	after := sales.lists.Load() + sales.queues.Load()
+	time.Sleep(600 * time.Millisecond)
+	assert.Equal(t, after, sales.lists.Load()+sales.queues.Load(), "the sampler stopped with the console")
+}
