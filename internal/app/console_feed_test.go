@@ -73,7 +73,7 @@ func openStream(t *testing.T, c *http.Client, url string) *stream {
 			}
 		}
 	}()
-	t.Cleanup(func() { _, _ = io.Copy(io.Discard, resp.Body) })
+	t.Cleanup(func() { resp.Body.Close() })
 	return s
 }
 
@@ -95,14 +95,11 @@ func (s *stream) next(t *testing.T, event string) string {
 	}
 }
 
-// Many consoles and many buys cost the stores one read per sample: every
-// console gets the same frame, and a buy costs the feed nothing. The feed's
-// streams end when the console closes, as a server's shutdown does.
-func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
-	s := startSale(t, saleOpts{})
-	sku := s.seed(100, 1)
-	sales := &countedSales{Service: s.apps[0].Sales}
-	con, err := console.New(sales, console.Options{Token: adminToken, Interval: 200 * time.Millisecond, AuditEvery: time.Hour,
+// consoleServer serves a console on sales, sampling every interval and
+// auditing every audit, and returns it with a client logged in to it.
+func consoleServer(t *testing.T, sales console.Sales, interval, audit time.Duration) (*console.Console, *httptest.Server, *http.Client) {
+	t.Helper()
+	con, err := console.New(sales, console.Options{Token: adminToken, Interval: interval, AuditEvery: audit,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	gin.SetMode(gin.TestMode)
@@ -119,6 +116,17 @@ func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "logged in and sent on to the sales page")
+	return con, srv, client
+}
+
+// Many consoles and many buys cost the stores one read per sample: every
+// console gets the same frame, and a buy costs the feed nothing. The feed's
+// streams end when the console closes, as a server's shutdown does.
+func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(100, 1)
+	sales := &countedSales{Service: s.apps[0].Sales}
+	con, srv, client := consoleServer(t, sales, 200*time.Millisecond, time.Hour)
 
 	var streams []*stream
 	for i := range 12 {
@@ -180,4 +188,35 @@ func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
 	after := sales.lists.Load() + sales.queues.Load()
 	time.Sleep(600 * time.Millisecond)
 	assert.Equal(t, after, sales.lists.Load()+sales.queues.Load(), "the sampler stopped with the console")
+}
+
+// A sale with a waiting room shows the room's settings, and its counters
+// from the audit.
+func TestConsoleShowsAWaitingRoom(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(10, time.Minute, map[string]any{"mode": "fifo", "admit_per_second": 5, "pass_ttl": "30s", "overbook": 1})
+	for _, user := range []string{"ann", "bob", "cid"} {
+		r := s.do(0, "POST", fmt.Sprintf("/api/v1/skus/%d/queue", sku), user, nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	}
+	_, srv, client := consoleServer(t, s.apps[0].Sales, 200*time.Millisecond, 200*time.Millisecond)
+	resp, err := client.Get(fmt.Sprintf("%s/console/skus/%d", srv.URL, sku))
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, want := range []string{"Waiting room", "<dd>fifo</dd>", "<dd>30s</dd>", `id="room-joined"`} {
+		assert.Contains(t, string(page), want)
+	}
+	st := openStream(t, client, fmt.Sprintf("%s/console/events?sku=%d", srv.URL, sku))
+	var audit sale.Report
+	require.NoError(t, json.Unmarshal([]byte(st.next(t, "audit")), &audit))
+	require.NotNil(t, audit.WaitingRoom)
+	assert.EqualValues(t, 3, audit.WaitingRoom.Joined)
+
+	resp, err = client.Get(srv.URL + "/console/skus/999999999")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no such sale")
 }
