@@ -1580,8 +1580,9 @@ type Ticket = string
 // SKU with a waiting room is bought with a pass from it (`POST
 // /api/v1/skus/{id}/queue`).
 type WaitingRoom struct {
-	// AdmitPerSecond Tickets admitted per second; 0 is the configured rate
-	// (`room.admit_per_second`, 100 by default).
+	// AdmitPerSecond Tickets admitted per second; 0: measured from the backend,
+	// twice the most orders it persisted in one second of the last
+	// minute, never below `room.admit_per_second` (100 by default).
 	AdmitPerSecond int `json:"admit_per_second"`
 
 	// Mode How a waiting room orders its line. `random`: the tickets of those
@@ -1662,10 +1663,12 @@ type WaitingRoomReport struct {
 // required; `mode` absent is `random`. The server makes the draw's
 // seed.
 type WaitingRoomSpec struct {
-	// AdmitPerSecond Tickets admitted per second. 0 or absent: the configured rate
-	// (`room.admit_per_second`, 100 by default). At most the buys per
-	// second the backend sustains, divided by the units a buyer takes
-	// (docs/OPERATIONS.md, "Waiting rooms").
+	// AdmitPerSecond Tickets admitted per second. 0 or absent: measured from the
+	// backend, twice the most orders it persisted in one second of
+	// the last minute (every instance's drain together), never below
+	// `room.admit_per_second` (100 by default). A fixed rate is at most
+	// the buys per second the backend sustains, divided by the units a
+	// buyer takes (docs/OPERATIONS.md, "Waiting rooms").
 	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
 
 	// Mode How a waiting room orders its line. `random`: the tickets of those
