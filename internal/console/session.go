@@ -60,7 +60,7 @@ func (s *sessions) issue() (session, string) {
 	_, _ = rand.Read(ss.id[:])
 	ss.expires = s.now().Add(s.ttl).Truncate(time.Second)
 	var exp [8]byte
-	binary.BigEndian.PutUint64(exp[:], uint64(ss.expires.Unix()))
+	binary.BigEndian.PutUint64(exp[:], uint64(ss.expires.Unix())) //nolint:gosec // a time after 1970: positive
 	raw := append(append(exp[:], ss.id[:]...), s.mac([]byte("session"), exp[:], ss.id[:])...)
 	return ss, base64.RawURLEncoding.EncodeToString(raw)
 }
@@ -99,6 +99,7 @@ func (s *sessions) validCSRF(ss session, got string) bool {
 // cookie is the session cookie holding value, for a request that came over
 // TLS when secure; an empty value with a negative maxAge deletes it.
 func cookie(value string, maxAge int, secure bool) *http.Cookie {
+	//nolint:gosec // Secure is set whenever the request came over TLS; over plain HTTP the browser would never send it back
 	return &http.Cookie{Name: cookieName, Value: value, Path: "/console", MaxAge: maxAge,
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode}
 }
@@ -136,8 +137,8 @@ type tries struct {
 
 const maxAddresses = 10_000
 
-func newFailures(max int, window time.Duration, now func() time.Time) *failures {
-	return &failures{window: window, max: max, now: now, seen: map[string]*tries{}}
+func newFailures(limit int, window time.Duration, now func() time.Time) *failures {
+	return &failures{window: window, max: limit, now: now, seen: map[string]*tries{}}
 }
 
 // blocked reports whether addr has used up its wrong tokens, and for how
