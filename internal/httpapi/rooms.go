@@ -32,9 +32,40 @@ func handleRoom(visit func(ctx context.Context, sku uint64, user string) (room.S
 			writeError(c, log, err)
 			return
 		}
-		c.Header("Retry-After", strconv.FormatInt(max((st.RetryAfterMS+999)/1000, 1), 10))
-		c.JSON(http.StatusOK, st)
+		c.Writer.Header()["Retry-After"] = []string{strconv.FormatInt(max((st.RetryAfterMS+999)/1000, 1), 10)}
+		if st.Pass != "" {
+			writeJSON(c, http.StatusOK, st)
+			return
+		}
+		writeStatus(c, st)
 	}
+}
+
+// writeStatus sends st, a place in a room without a pass (the answer to
+// almost every look), from a pooled buffer: the bytes writeJSON would
+// send, without its reflection.
+func writeStatus(c *gin.Context, st room.Status) {
+	bp := replyBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"status":`...)
+	b = appendJSONString(b, st.Status)
+	b = append(b, `,"position":`...)
+	b = strconv.AppendInt(b, st.Position, 10)
+	b = append(b, `,"ahead":`...)
+	b = strconv.AppendInt(b, st.Ahead, 10)
+	b = append(b, `,"retry_after_ms":`...)
+	b = strconv.AppendInt(b, st.RetryAfterMS, 10)
+	b = append(b, `,"ticket":`...)
+	b = appendJSONString(b, st.Ticket)
+	if st.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, st.Reason)
+	}
+	b = append(b, '}')
+	c.Status(http.StatusOK)
+	c.Writer.Header()["Content-Type"] = jsonContentType
+	_, _ = c.Writer.Write(b)
+	*bp = b
+	replyBufs.Put(bp)
 }
 
 func handleDraw(rooms Rooms, log *slog.Logger) gin.HandlerFunc {

@@ -64,6 +64,7 @@ type BoardOptions struct {
 type standing struct {
 	copy    atomic.Pointer[roomCopy]
 	visited atomic.Int64 // Unix ns of the last visit
+	joins   joinLine
 }
 
 // roomCopy is a room's standing as its tick last read it.
@@ -150,29 +151,43 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 			return st, nil
 		}
 	}
-	rep, err := b.room.script(ctx, sku, user, op, now)
+	var rep *reply
+	var one shopperReply
+	if op == "join" {
+		rep, one, err = s.joins.join(ctx, user, func(ctx context.Context, users []string) (*reply, error) {
+			return b.room.script(ctx, sku, users, "join", b.room.o.Now())
+		})
+	} else {
+		rep, err = b.room.script(ctx, sku, []string{user}, op, now)
+		if err == nil {
+			one = rep.shoppers[0]
+		}
+	}
 	if err != nil {
 		return Status{}, err
 	}
-	b.remember(key, sku, rep)
-	return b.room.answer(sku, user, rep, rep.now), nil
+	if !one.found {
+		return Status{}, ErrNoTicket
+	}
+	b.remember(key, sku, rep, one)
+	return b.room.answer(sku, user, rep, one), nil
 }
 
-// remember keeps the place rep gives a shopper's ticket when it can no
-// longer change: a final place, or the pre-queue before the start (a look
-// after the start reads the drawn place from Redis once).
-func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply) {
-	if rep.ticket == "" || rep.epoch == "" {
+// remember keeps the place s, of rep, gives a shopper's ticket when it can
+// no longer change: a final place, or the pre-queue before the start (a
+// look after the start reads the drawn place from Redis once).
+func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply, s shopperReply) {
+	if s.ticket == "" || rep.epoch == "" {
 		return
 	}
-	p := place{ticket: rep.ticket, place: rep.place, epoch: rep.epoch}
+	p := place{ticket: s.ticket, place: s.place, epoch: rep.epoch}
 	switch {
-	case rep.status == "spent" || rep.status == "expired":
-		p.closed = closedReason[rep.status]
-	case rep.status == Admitted:
+	case s.status == "spent" || s.status == "expired":
+		p.closed = closedReason[s.status]
+	case s.status == Admitted:
 		// Its pass is read from Redis until it is used or expires.
-	case rep.final && rep.place > 0:
-	case rep.place == 0 && rep.now.Before(sku.StartsAt):
+	case rep.final && s.place > 0:
+	case s.place == 0 && rep.now.Before(sku.StartsAt):
 	default:
 		return
 	}
@@ -264,7 +279,7 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		// tick after the start makes; meanwhile the copy ages and visits
 		// go to Redis.
 		ctx, cancel := context.WithTimeout(b.ctx, drawTimeout)
-		rep, err := b.room.script(ctx, sku, "", "tick", now)
+		rep, err := b.room.script(ctx, sku, nil, "tick", now)
 		cancel()
 		if err == nil {
 			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: rep.epoch,
@@ -283,4 +298,82 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		delete(b.rooms, id)
 	}
 	return false
+}
+
+// maxJoins is the most joins one room script call issues.
+const maxJoins = 64
+
+// joinLine combines the concurrent joins of one room in this process into
+// one script call, as a group commit does: a join that finds no call
+// running runs one for every join waiting (up to maxJoins), then hands the
+// turn to the first join still waiting, if any; the others wait for their
+// answer. Each ticket is in Redis before its join is answered, as alone.
+type joinLine struct {
+	mu      sync.Mutex
+	waiting []*joinReq
+	running bool
+}
+
+type joinReq struct {
+	user string
+	// done gets the answer, or first the turn to run the next call.
+	done chan joinDone
+}
+
+type joinDone struct {
+	turn bool
+	rep  *reply
+	one  shopperReply
+	err  error
+}
+
+// join joins user through run, with the joins that arrive meanwhile. It
+// waits for its answer even if ctx ends first: it may be the one to run a
+// call that others wait for, and each call is bounded by Redis's time-outs.
+func (l *joinLine) join(ctx context.Context, user string, run func(context.Context, []string) (*reply, error)) (*reply, shopperReply, error) {
+	req := &joinReq{user: user, done: make(chan joinDone, 2)}
+	l.mu.Lock()
+	l.waiting = append(l.waiting, req)
+	turn := !l.running
+	l.running = true
+	l.mu.Unlock()
+	for {
+		if turn {
+			l.runOnce(context.WithoutCancel(ctx), run)
+		}
+		d := <-req.done
+		if !d.turn {
+			return d.rep, d.one, d.err
+		}
+		turn = true
+	}
+}
+
+// runOnce runs one call for the first joins waiting (the caller's among
+// them), answers them, and hands the turn on.
+func (l *joinLine) runOnce(ctx context.Context, run func(context.Context, []string) (*reply, error)) {
+	l.mu.Lock()
+	n := min(len(l.waiting), maxJoins)
+	batch := l.waiting[:n:n]
+	l.waiting = l.waiting[n:]
+	l.mu.Unlock()
+	users := make([]string, n)
+	for i, r := range batch {
+		users[i] = r.user
+	}
+	rep, err := run(ctx, users)
+	for i, r := range batch {
+		d := joinDone{rep: rep, err: err}
+		if err == nil {
+			d.one = rep.shoppers[i]
+		}
+		r.done <- d
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.waiting) == 0 {
+		l.running = false
+		return
+	}
+	l.waiting[0].done <- joinDone{turn: true}
 }

@@ -229,3 +229,36 @@ func TestBoardTicksUnderConcurrentLooks(t *testing.T) {
 	require.NoError(t, err, "a closed board answers from Redis")
 	assert.Equal(t, Admitted, st.Status)
 }
+
+// Concurrent joins of one room share script calls: every shopper gets one
+// ticket and one place, a shopper joining twice at once gets the same
+// ticket, and the tickets issued are counted once.
+func TestBoardCombinesConcurrentJoins(t *testing.T) {
+	f := newBoardFixture(t, 1000, catalog.Room{Mode: catalog.RoomFIFO})
+	const shoppers = 300
+	got := make([]Status, 2*shoppers)
+	var wg sync.WaitGroup
+	for i := range 2 * shoppers {
+		wg.Go(func() {
+			st, err := f.board.Join(t.Context(), f.sku.ID, fmt.Sprintf("u%03d", i%shoppers))
+			assert.NoError(t, err)
+			got[i] = st
+		})
+	}
+	wg.Wait()
+	places, tickets := map[int64]bool{}, map[string]bool{}
+	for i := range shoppers {
+		a, b := got[i], got[i+shoppers]
+		assert.Equal(t, a.Ticket, b.Ticket, "shopper %d joined twice: one ticket", i)
+		assert.Equal(t, a.Position, b.Position)
+		assert.False(t, places[a.Position] || tickets[a.Ticket], "place %d / ticket %s given twice", a.Position, a.Ticket)
+		places[a.Position], tickets[a.Ticket] = true, true
+		assert.True(t, a.Position >= 1 && a.Position <= shoppers)
+	}
+	calls := f.scripts.count("join")
+	assert.Less(t, calls, 2*shoppers, "joins shared calls")
+	t.Logf("%d joins in %d script calls", 2*shoppers, calls)
+	rep, err := f.room.Audit(t.Context(), f.sku, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, shoppers, rep.Joined)
+}

@@ -31,16 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// visit records one join or look: whether it issued a ticket, the tickets
-// it admitted and the passes it found expired, and the line it left.
-func (m *Metrics) visit(sku uint64, issued bool, admitted, expired, waiting int64, rate float64) {
+// visit records one run of the room script: the tickets it issued and
+// admitted, the passes it found expired, and the line it left.
+func (m *Metrics) visit(sku uint64, issued, admitted, expired, waiting int64, rate float64) {
 	if m == nil {
 		return
 	}
 	l := strconv.FormatUint(sku, 10)
-	if issued {
-		m.joined.WithLabelValues(l).Inc()
-	}
+	m.joined.WithLabelValues(l).Add(float64(issued))
 	m.admitted.WithLabelValues(l).Add(float64(admitted))
 	m.expired.WithLabelValues(l).Add(float64(expired))
 	m.waiting.WithLabelValues(l).Set(float64(waiting))

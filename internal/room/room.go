@@ -151,32 +151,30 @@ func (r *Room) keys(sku uint64) keys {
 // Join gives user a ticket in the room of the SKU with id sku (the one
 // they have, if any) and answers their place.
 func (r *Room) Join(ctx context.Context, sku uint64, user string) (Status, error) {
-	return r.visit(ctx, sku, user, "join")
+	return r.look(ctx, sku, user, "join")
 }
 
 // Peek answers user's place in the room of the SKU with id sku without
 // joining: ErrNoTicket if they have not joined.
 func (r *Room) Peek(ctx context.Context, sku uint64, user string) (Status, error) {
-	return r.visit(ctx, sku, user, "peek")
-}
-
-func (r *Room) visit(ctx context.Context, id uint64, user, op string) (Status, error) {
-	st, _, err := r.look(ctx, id, user, op)
-	return st, err
+	return r.look(ctx, sku, user, "peek")
 }
 
 // look is a join or a look at the room of the SKU with id sku, answered
-// from Redis, with the room script's reply (nil when none was needed).
-func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, *reply, error) {
-	sku, now, st, err := r.open(ctx, id)
-	if err != nil || st != nil {
-		return derefStatus(st), nil, err
+// from Redis.
+func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, error) {
+	sku, now, closed, err := r.open(ctx, id)
+	if err != nil || closed != nil {
+		return derefStatus(closed), err
 	}
-	rep, err := r.script(ctx, sku, user, op, now)
+	rep, err := r.script(ctx, sku, []string{user}, op, now)
 	if err != nil {
-		return Status{}, nil, err
+		return Status{}, err
 	}
-	return r.answer(sku, user, rep, rep.now), rep, nil
+	if !rep.shoppers[0].found {
+		return Status{}, ErrNoTicket
+	}
+	return r.answer(sku, user, rep, rep.shoppers[0]), nil
 }
 
 func derefStatus(st *Status) Status {
@@ -208,11 +206,11 @@ func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *S
 	return sku, now, nil, nil
 }
 
-// script runs the room script for user (op join or peek) or for the room
-// alone (tick), drawing the pre-queue first when it is due.
-func (r *Room) script(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (*reply, error) {
+// script runs the room script for users (op join or peek) or for the room
+// alone (tick, no users), drawing the pre-queue first when it is due.
+func (r *Room) script(ctx context.Context, sku *catalog.SKU, users []string, op string, now time.Time) (*reply, error) {
 	for attempt := 0; ; attempt++ {
-		rep, err := r.run(ctx, sku, user, op, now)
+		rep, err := r.run(ctx, sku, users, op, now)
 		if !errors.Is(err, errDrawDue) || attempt > 0 {
 			return rep, err
 		}
@@ -227,33 +225,45 @@ var errDrawDue = errors.New("room: the draw is due")
 
 // reply is the room script's answer (lua/room.lua).
 type reply struct {
-	status       string
-	place, ahead int64
-	ticket       string
-	expiry, left int64
+	left int64
 	// admitted and expired: what this call admitted and found expired.
 	admitted, expired, waiting int64
-	issued                     bool
 	cursor                     int64
 	epoch                      string
 	final                      bool
 	// now is the time the script ran at; rate the admissions per second.
 	now  time.Time
 	rate float64
+	// shoppers are the answers for the users given, in their order.
+	shoppers []shopperReply
 }
 
-func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now time.Time) (*reply, error) {
+// shopperReply is the room script's answer for one shopper.
+type shopperReply struct {
+	found        bool // false: no ticket (a look)
+	status       string
+	place, ahead int64
+	ticket       string
+	expiry       int64
+	issued       bool
+}
+
+func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op string, now time.Time) (*reply, error) {
 	k := r.keys(sku.ID)
 	rate := r.rate(ctx, sku)
-	ticket := "" // a look issues none
-	if op == "join" {
-		ticket = newTicket()
-	}
 	expire := sku.EndsAt.Add(r.o.Keep)
-	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID)},
-		op, user, ticket, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
+	args := make([]any, 0, 8+2*len(users))
+	args = append(args, op, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
 		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
+	for _, u := range users {
+		ticket := "" // a look issues none
+		if op == "join" {
+			ticket = newTicket()
+		}
+		args = append(args, u, ticket)
+	}
+	cmd, err := r.scripts.Run(ctx, roomScript,
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID)}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
@@ -262,9 +272,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now t
 		return nil, fmt.Errorf("room: sku %d: reply %v: %w", sku.ID, raw, err)
 	}
 	switch toInt(raw[0]) {
-	case 1, 2:
-	case -1:
-		return nil, ErrNoTicket
+	case 1:
 	case -2:
 		return nil, errDrawDue
 	case -3:
@@ -272,26 +280,36 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, user, op string, now t
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	if len(raw) != 14 {
+	if len(raw) != 8+7*len(users) {
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	status, _ := raw[1].(string)
-	tk, _ := raw[4].(string)
-	epoch, _ := raw[12].(string)
-	rep := &reply{status: status, place: toInt(raw[2]), ahead: toInt(raw[3]), ticket: tk, expiry: toInt(raw[5]),
-		left: toInt(raw[6]), admitted: toInt(raw[7]), expired: toInt(raw[8]), waiting: toInt(raw[9]),
-		issued: toInt(raw[10]) == 1, cursor: toInt(raw[11]), epoch: epoch, final: toInt(raw[13]) == 1,
-		now: now, rate: rate}
-	r.o.Metrics.visit(sku.ID, rep.issued, rep.admitted, rep.expired, rep.waiting, rate)
+	epoch, _ := raw[6].(string)
+	rep := &reply{left: toInt(raw[1]), admitted: toInt(raw[2]), expired: toInt(raw[3]), waiting: toInt(raw[4]),
+		cursor: toInt(raw[5]), epoch: epoch, final: toInt(raw[7]) == 1, now: now, rate: rate,
+		shoppers: make([]shopperReply, len(users))}
+	issued := int64(0)
+	for i := range users {
+		v := raw[8+7*i : 8+7*i+7]
+		status, _ := v[1].(string)
+		ticket, _ := v[4].(string)
+		s := shopperReply{found: toInt(v[0]) == 1, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
+			ticket: ticket, expiry: toInt(v[5]), issued: toInt(v[6]) == 1}
+		if s.issued {
+			issued++
+		}
+		rep.shoppers[i] = s
+	}
+	r.o.Metrics.visit(sku.ID, issued, rep.admitted, rep.expired, rep.waiting, rate)
 	return rep, nil
 }
 
-// answer is the status rep gives user.
-func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, now time.Time) Status {
-	st := Status{Status: rep.status, Position: rep.place, Ahead: rep.ahead, Ticket: rep.ticket}
+// answer is the status s, of rep, gives user.
+func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply) Status {
+	now := rep.now
+	st := Status{Status: s.status, Position: s.place, Ahead: s.ahead, Ticket: s.ticket}
 	switch st.Status {
 	case "admitted":
-		exp := time.UnixMilli(rep.expiry).UTC()
+		exp := time.UnixMilli(s.expiry).UTC()
 		st.Pass = r.signer.Sign(sku.ID, st.Ticket, user, exp)
 		st.PassExpiresAt = &exp
 		st.RetryAfterMS = max(exp.Sub(now).Milliseconds(), 0)

@@ -1,7 +1,8 @@
--- room.lua: a shopper joins a SKU's waiting room (or looks at their place
--- in it), and the room admits the tickets whose turn has come, in one
--- atomic step; or, with no shopper ('tick'), the room only admits and
--- says where it stands. Any instance runs it for any shopper: the room is
+-- room.lua: shoppers join a SKU's waiting room (or look at their place in
+-- it), and the room admits the tickets whose turn has come, in one atomic
+-- step; with no shopper ('tick') the room only admits and says where it
+-- stands. One call serves one shopper or a batch of them (the joins an
+-- instance combined). Any instance runs it for any shopper: the room is
 -- this state; what a process keeps (room.Board) is a copy it can rebuild.
 --
 -- KEYS[1] meta HASH: seq (tickets issued), cursor (tickets admitted, in
@@ -21,67 +22,41 @@
 -- KEYS[6] expired SET: tickets whose pass expired unused
 -- KEYS[7] the SKU's stock hash (its 'left')
 -- ARGV[1] 'join', 'peek' or 'tick'
--- ARGV[2] shopper id ('tick': none)
--- ARGV[3] the ticket to issue if the shopper has none (join)
--- ARGV[4] now, Unix ms
--- ARGV[5] starts_at, Unix ms
--- ARGV[6] mode: 'random' or 'fifo'
--- ARGV[7] admissions per second
--- ARGV[8] pass lifetime, ms
--- ARGV[9] overbook: valid unused passes stay at most left * overbook
--- ARGV[10] Unix ms at which the room's keys expire
--- Returns {code, status, place, ahead, ticket, pass expiry, left,
---          admitted now, expired now, tickets waiting in line, issued,
---          cursor, epoch, final}
---   'tick': {2, '', 0, 0, '', 0, left, admitted now, expired now,
---          tickets waiting, 0, cursor, epoch, final}
---   issued  1 when this call issued the shopper's ticket
+-- ARGV[2] now, Unix ms
+-- ARGV[3] starts_at, Unix ms
+-- ARGV[4] mode: 'random' or 'fifo'
+-- ARGV[5] admissions per second
+-- ARGV[6] pass lifetime, ms
+-- ARGV[7] overbook: valid unused passes stay at most left * overbook
+-- ARGV[8] Unix ms at which the room's keys expire
+-- ARGV[9..] pairs: a shopper id, and the ticket to issue if they have none
+--         (join; '' for a look). 'tick': none. Joins are issued in the
+--         order of the pairs.
+-- Returns {code, left, admitted now, expired now, tickets waiting in line,
+--          cursor, epoch, final, then per shopper: found, status, place,
+--          ahead, ticket, pass expiry, issued}
+--   code    1 done; -2 the draw is due (random mode, starts_at passed,
+--           pre-queue not drawn yet); -3 the SKU's stock hash is missing
+--           (its state is lost). Nothing is written with -2 or -3.
 --   cursor  tickets admitted so far: a ticket at place p is admitted once
 --           p <= cursor
 --   epoch   the room's epoch ('' before its first ticket)
 --   final   1 when the places in the line are final (fifo, or the
 --           pre-queue drawn): a place read then never changes
---   code    1 done; 2 tick done; -1 the shopper has no ticket (peek); -2 the draw is
---           due (random mode, starts_at passed, pre-queue not drawn yet);
---           -3 the SKU's stock hash is missing (its state is lost)
+--   found   1; 0 the shopper has no ticket (a look): the rest is empty
 --   status  'waiting' (place 0: not drawn yet), 'admitted', 'sold_out'
 --           (waiting, and no unit left), 'spent' (admitted, pass used),
 --           'expired' (admitted, pass expired unused)
+--   issued  1 when this call issued the shopper's ticket
 local meta, who, pre, line, passes, expired, stock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local op, user = ARGV[1], ARGV[2]
-local now, starts = tonumber(ARGV[4]), tonumber(ARGV[5])
-local mode, rate, ttl, overbook = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local op = ARGV[1]
+local now, starts = tonumber(ARGV[2]), tonumber(ARGV[3])
+local mode, rate, ttl, overbook = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local keep = ARGV[8]
 
-local ticket = false
-if op ~= 'tick' then
-  ticket = redis.call('HGET', who, user)
-end
-local issued = 0
-if not ticket and op ~= 'tick' then
-  if op ~= 'join' then
-    return {-1}
-  end
-  ticket = ARGV[3]
-  issued = 1
-  redis.call('HSETNX', meta, 'epoch', ticket)
-  local seq = redis.call('HINCRBY', meta, 'seq', 1)
-  redis.call('HSET', who, user, ticket)
-  local into = line
-  if mode == 'fifo' then
-    redis.call('ZADD', line, seq, ticket)
-  elseif now < starts and redis.call('HEXISTS', meta, 'drawing') == 0 then
-    redis.call('ZADD', pre, seq, ticket)
-    into = pre
-  else
-    redis.call('ZADD', line, 1e12 + seq, ticket)
-  end
-  redis.call('HINCRBY', meta, 'joined', 1)
-  redis.call('PEXPIREAT', meta, ARGV[10])
-  redis.call('PEXPIREAT', who, ARGV[10])
-  redis.call('PEXPIREAT', into, ARGV[10])
-end
-
-local left, admitted, gone = -1, 0, 0
+-- Checked before anything is written, so that a call answered -2 or -3
+-- issued no ticket: the caller draws (or restores) and calls again.
+local left = -1
 if now >= starts then
   if mode ~= 'fifo' and redis.call('HGET', meta, 'drawn') ~= '1' then
     return {-2}
@@ -90,6 +65,40 @@ if now >= starts then
   if not left then
     return {-3}
   end
+end
+
+local tickets, issued = {}, {}
+local joined = 0
+for i = 9, #ARGV, 2 do
+  local user = ARGV[i]
+  local ticket = redis.call('HGET', who, user)
+  if not ticket and op == 'join' then
+    ticket = ARGV[i + 1]
+    issued[user] = 1
+    redis.call('HSETNX', meta, 'epoch', ticket)
+    local seq = redis.call('HINCRBY', meta, 'seq', 1)
+    redis.call('HSET', who, user, ticket)
+    if mode == 'fifo' then
+      redis.call('ZADD', line, seq, ticket)
+    elseif now < starts and redis.call('HEXISTS', meta, 'drawing') == 0 then
+      redis.call('ZADD', pre, seq, ticket)
+    else
+      redis.call('ZADD', line, 1e12 + seq, ticket)
+    end
+    joined = joined + 1
+  end
+  tickets[user] = ticket
+end
+if joined > 0 then
+  redis.call('HINCRBY', meta, 'joined', joined)
+  redis.call('PEXPIREAT', meta, keep)
+  redis.call('PEXPIREAT', who, keep)
+  redis.call('PEXPIREAT', pre, keep)
+  redis.call('PEXPIREAT', line, keep)
+end
+
+local admitted, gone = 0, 0
+if now >= starts then
   local old = redis.call('ZRANGEBYSCORE', passes, '-inf', now)
   gone = #old
   if gone > 0 then
@@ -98,7 +107,7 @@ if now >= starts then
     end
     redis.call('ZREMRANGEBYSCORE', passes, '-inf', now)
     redis.call('HINCRBY', meta, 'expired', gone)
-    redis.call('PEXPIREAT', expired, ARGV[10])
+    redis.call('PEXPIREAT', expired, keep)
   end
   local m = redis.call('HMGET', meta, 'cursor', 'credit', 'last')
   local cursor, credit, last = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or starts
@@ -116,10 +125,10 @@ if now >= starts then
     credit = credit - k
     admitted = k
     redis.call('HINCRBY', meta, 'admitted', k)
-    redis.call('PEXPIREAT', passes, ARGV[10])
+    redis.call('PEXPIREAT', passes, keep)
   end
   redis.call('HSET', meta, 'cursor', cursor, 'credit', string.format('%.6f', credit), 'last', math.max(now, last))
-  redis.call('PEXPIREAT', meta, ARGV[10])
+  redis.call('PEXPIREAT', meta, keep)
 end
 
 local m = redis.call('HMGET', meta, 'cursor', 'epoch', 'drawn')
@@ -132,28 +141,41 @@ local waiting = redis.call('ZCARD', line) - cursor
 if mode ~= 'fifo' and m[3] ~= '1' then
   waiting = waiting + redis.call('ZCARD', pre)
 end
-if op == 'tick' then
-  return {2, '', 0, 0, '', 0, left, admitted, gone, waiting, 0, cursor, epoch, final}
-end
 
-local status, place, ahead, expiry = 'waiting', 0, 0, 0
-local rank = redis.call('ZRANK', line, ticket)
-if rank then
-  place = rank + 1
-  if rank < cursor then
-    expiry = tonumber(redis.call('ZSCORE', passes, ticket)) or 0
-    if expiry > now then
-      status = 'admitted'
-    elseif redis.call('SISMEMBER', expired, ticket) == 1 then
-      status = 'expired'
-    else
-      status = 'spent'
+local out = {1, left, admitted, gone, waiting, cursor, epoch, final}
+for i = 9, #ARGV, 2 do
+  local user = ARGV[i]
+  local ticket = tickets[user]
+  if not ticket then
+    for _, v in ipairs({0, '', 0, 0, '', 0, 0}) do
+      out[#out + 1] = v
     end
   else
-    ahead = rank - cursor
-    if left == 0 then
-      status = 'sold_out'
+    local status, place, ahead, expiry = 'waiting', 0, 0, 0
+    local rank = redis.call('ZRANK', line, ticket)
+    if rank then
+      place = rank + 1
+      if rank < cursor then
+        expiry = tonumber(redis.call('ZSCORE', passes, ticket)) or 0
+        if expiry > now then
+          status = 'admitted'
+        elseif redis.call('SISMEMBER', expired, ticket) == 1 then
+          status = 'expired'
+        else
+          status = 'spent'
+        end
+      else
+        ahead = rank - cursor
+        if left == 0 then
+          status = 'sold_out'
+        end
+      end
+    end
+    local new = issued[user] or 0
+    issued[user] = nil -- a shopper named twice in a batch is issued once
+    for _, v in ipairs({1, status, place, ahead, ticket, expiry, new}) do
+      out[#out + 1] = v
     end
   end
 end
-return {1, status, place, ahead, ticket, expiry, left, admitted, gone, waiting, issued, cursor, epoch, final}
+return out
