@@ -96,8 +96,9 @@ func (s *stream) next(t *testing.T, event string) string {
 }
 
 // consoleServer serves a console on sales, sampling every interval and
-// auditing every audit, and returns it with a client logged in to it.
-func consoleServer(t *testing.T, sales console.Sales, interval, audit time.Duration) (*console.Console, *httptest.Server, *http.Client) {
+// auditing every audit, with the read and write timeouts of the server
+// (0: none), and returns it with a client logged in to it.
+func consoleServer(t *testing.T, sales console.Sales, interval, audit, timeouts time.Duration) (*console.Console, *httptest.Server, *http.Client) {
 	t.Helper()
 	con, err := console.New(sales, console.Options{Token: adminToken, Interval: interval, AuditEvery: audit,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -105,7 +106,9 @@ func consoleServer(t *testing.T, sales console.Sales, interval, audit time.Durat
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
 	con.Routes(r.Group("/console"), func(*gin.RouterGroup) {})
-	srv := httptest.NewServer(r)
+	srv := httptest.NewUnstartedServer(r)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = timeouts, timeouts
+	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(con.Close)
 
@@ -126,7 +129,7 @@ func TestConsoleFeedReadsOnceForEveryConsole(t *testing.T) {
 	s := startSale(t, saleOpts{})
 	sku := s.seed(100, 1)
 	sales := &countedSales{Service: s.apps[0].Sales}
-	con, srv, client := consoleServer(t, sales, 200*time.Millisecond, time.Hour)
+	con, srv, client := consoleServer(t, sales, 200*time.Millisecond, time.Hour, 0)
 
 	var streams []*stream
 	for i := range 12 {
@@ -199,7 +202,7 @@ func TestConsoleShowsAWaitingRoom(t *testing.T) {
 		r := s.do(0, "POST", fmt.Sprintf("/api/v1/skus/%d/queue", sku), user, nil)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	}
-	_, srv, client := consoleServer(t, s.apps[0].Sales, 200*time.Millisecond, 200*time.Millisecond)
+	_, srv, client := consoleServer(t, s.apps[0].Sales, 200*time.Millisecond, 200*time.Millisecond, 0)
 	resp, err := client.Get(fmt.Sprintf("%s/console/skus/%d", srv.URL, sku))
 	require.NoError(t, err)
 	page, err := io.ReadAll(resp.Body)
@@ -219,4 +222,17 @@ func TestConsoleShowsAWaitingRoom(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no such sale")
+}
+
+// A live feed outlives the server's read and write timeouts, which are for
+// requests and answers.
+func TestConsoleFeedOutlivesTheServersTimeouts(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	s.seed(5, 1)
+	_, srv, client := consoleServer(t, s.apps[0].Sales, 100*time.Millisecond, time.Hour, 300*time.Millisecond)
+	st := openStream(t, client, srv.URL+"/console/events")
+	deadline := time.Now().Add(time.Second) // three timeouts
+	for n := 0; time.Now().Before(deadline); n++ {
+		st.next(t, "sales")
+	}
 }

@@ -44,8 +44,11 @@ func (c *Console) events(ctx *gin.Context) {
 	defer c.feed.unsubscribe(sub)
 	ss := ctx.MustGet(sessionKey).(session)
 
-	// A stream outlives the server's write timeout, which is for answers.
-	_ = http.NewResponseController(ctx.Writer).SetWriteDeadline(time.Time{})
+	// A stream outlives the server's read and write timeouts, which are
+	// for requests and answers.
+	rc := http.NewResponseController(ctx.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	h := ctx.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
