@@ -180,6 +180,23 @@ func TestConsoleInABrowser(t *testing.T) {
 	sku, err := strconv.ParseUint(strings.TrimPrefix(href, "/console/skus/"), 10, 64)
 	require.NoError(t, err, href)
 
+	// A seed file, as seckill seed takes it: a bad one writes nothing, a
+	// good one is written.
+	seed := func(name, text string) {
+		path := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		b.do(chromedp.SetUploadFiles(chromedp.ID("seed-file"), []string{path}), chromedp.Click(chromedp.ID("seed-submit")))
+	}
+	window := fmt.Sprintf("%s,%s", now.UTC().Add(time.Hour).Format(time.RFC3339), now.UTC().Add(2*time.Hour).Format(time.RFC3339))
+	seed("bad.csv", "id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n9101,Gift,0,5,1,"+window+"\n9102,Oops,,,,,\n")
+	b.contains("#seed-result", `400 · invalid_request: sku 2 (id 9102, "Oops") is new and needs price_cents`)
+	assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/skus/9101", "", nil).Status, "nothing written")
+	seed("good.yaml", fmt.Sprintf("- {id: 9101, name: Gift, price_cents: 0, stock: 5, per_user_limit: 1, starts_at: %s, ends_at: %s}\n",
+		now.UTC().Add(time.Hour).Format(time.RFC3339), now.UTC().Add(2*time.Hour).Format(time.RFC3339)))
+	b.contains("#seed-result", "200 · 1 sale seeded from good.yaml")
+	b.contains("#seed-result", "#9101 Gift created")
+	assert.Equal(t, "upcoming", s.do(0, "GET", "/api/v1/skus/9101", "", nil).Str("state"))
+
 	// The sale, live.
 	b.do(chromedp.Click(chromedp.ID("watch")))
 	b.until("the sale page", fmt.Sprintf(`location.pathname === "/console/skus/%d"`, sku))

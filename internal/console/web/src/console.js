@@ -253,7 +253,8 @@ function newPage() {
     }
     const type = /\.csv$/i.test(file.name) ? "text/csv" : "application/yaml";
     const res = await call("POST", "/seed", await file.text(), type);
-    show(box, res, res.ok ? `${res.data.items.length} sales seeded from ${file.name}` : "");
+    const n = res.ok ? res.data.items.length : 0;
+    show(box, res, `${n} sale${n === 1 ? "" : "s"} seeded from ${file.name}`);
     if (res.ok) {
       const ul = el("ul");
       for (const it of res.data.items) {
