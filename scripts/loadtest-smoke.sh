@@ -7,6 +7,7 @@
 #
 #   scripts/loadtest-smoke.sh            # or: make loadtest-smoke
 #   VUS=1000 STOCK=50 scripts/loadtest-smoke.sh
+#   ROOM=1 scripts/loadtest-smoke.sh     # the crowd goes through a waiting room
 #
 # k6 is installed with `go install go.k6.io/k6@$K6_VERSION` when the binary in
 # GOBIN (or GOPATH/bin) is missing or another version.
