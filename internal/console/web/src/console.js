@@ -232,6 +232,11 @@ function skuBody(form) {
 
 function newPage() {
   const form = $("#create");
+  const room = () => {
+    for (const e of $("#room-fields").querySelectorAll("input, select")) e.disabled = !form.elements.room.checked;
+  };
+  form.elements.room.addEventListener("change", room);
+  room();
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const box = $("#create-result");
