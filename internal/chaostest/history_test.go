@@ -56,7 +56,7 @@ type op struct {
 	err       string // transport error: no answer (connection reset, time-out)
 	// unsent: the transport error came before the request was sent (the
 	// connection could not be made), so the request did nothing.
-	unsent bool
+	unsent    bool
 	outOrder  string // order_id of a 202
 	left      int64  // stock_left of a stock read or a stock change
 	outTotal  int64  // stock_total of a stock change's answer
