@@ -7,8 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 )
 
@@ -38,6 +39,7 @@ type Signer struct {
 type passKey struct {
 	id     string // the first 8 hex characters of the key's SHA-256
 	secret []byte
+	macs   *sync.Pool // of *macState under secret
 }
 
 // NewSigner returns a signer of the keys given, the first signing; each
@@ -52,7 +54,9 @@ func NewSigner(keys []string) (*Signer, error) {
 			return nil, fmt.Errorf("room: pass key %d is %d bytes: at least %d", i+1, len(k), minKeyLen)
 		}
 		sum := sha256.Sum256([]byte(k))
-		s.keys = append(s.keys, passKey{id: hex.EncodeToString(sum[:4]), secret: []byte(k)})
+		secret := []byte(k)
+		s.keys = append(s.keys, passKey{id: hex.EncodeToString(sum[:4]), secret: secret,
+			macs: &sync.Pool{New: func() any { return newMacState(secret) }}})
 	}
 	return s, nil
 }
@@ -68,40 +72,94 @@ func (s *Signer) Sign(sku uint64, ticket, user string, exp time.Time) string {
 
 // Check returns the ticket of pass if it is a pass of one of the signer's
 // keys for user on sku, unexpired at now; otherwise ErrPassInvalid, saying
-// why.
+// why. It runs on every buy of a SKU with a room, so it reads the pass in
+// place and computes its MAC with a pooled HMAC, allocating nothing for a
+// valid pass.
 func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (string, error) {
 	if len(pass) > MaxPassLen {
 		return "", fmt.Errorf("%w: longer than %d bytes", ErrPassInvalid, MaxPassLen)
 	}
-	parts := strings.Split(pass, ".")
-	if len(parts) != 6 || parts[0] != "p1" {
+	// p1.<sku>.<ticket>.<expiry>.<key id>.<MAC>: five dots, none after.
+	var dots [5]int
+	n := 0
+	for i := 0; i < len(pass); i++ {
+		if pass[i] != '.' {
+			continue
+		}
+		if n == len(dots) {
+			n++
+			break
+		}
+		dots[n] = i
+		n++
+	}
+	if n != len(dots) || pass[:dots[0]] != "p1" {
 		return "", fmt.Errorf("%w: not a pass", ErrPassInvalid)
 	}
-	head := strings.Join(parts[:5], ".")
+	head, kid, sent := pass[:dots[4]], pass[dots[3]+1:dots[4]], pass[dots[4]+1:]
 	var key *passKey
 	for i := range s.keys {
-		if s.keys[i].id == parts[4] {
+		if s.keys[i].id == kid {
 			key = &s.keys[i]
 		}
 	}
-	if key == nil || !hmac.Equal([]byte(parts[5]), []byte(mac(key.secret, head, user))) {
+	if key == nil || !key.verify(head, user, sent) {
 		return "", fmt.Errorf("%w: not signed by this sale for this shopper", ErrPassInvalid)
 	}
-	if parts[1] != strconv.FormatUint(sku, 10) {
-		return "", fmt.Errorf("%w: a pass of sku %s", ErrPassInvalid, parts[1])
+	if id := pass[dots[0]+1 : dots[1]]; id != strconv.FormatUint(sku, 10) {
+		return "", fmt.Errorf("%w: a pass of sku %s", ErrPassInvalid, id)
 	}
-	exp, err := strconv.ParseInt(parts[3], 10, 64)
+	exp, err := strconv.ParseInt(pass[dots[2]+1:dots[3]], 10, 64)
 	if err != nil || now.UnixMilli() >= exp {
 		return "", fmt.Errorf("%w: expired; join the waiting room again to see your place", ErrPassInvalid)
 	}
-	return parts[2], nil
+	return pass[dots[1]+1 : dots[2]], nil
 }
+
+// macLen is the length of a pass's MAC: 32 bytes in unpadded base64url.
+const macLen = 43
 
 // mac is the base64url HMAC-SHA256 of head and user under secret.
 func mac(secret []byte, head, user string) string {
-	h := hmac.New(sha256.New, secret)
-	h.Write([]byte(head))
-	h.Write([]byte{'\n'})
-	h.Write([]byte(user))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	m := newMacState(secret)
+	return string(m.sum(head, user))
+}
+
+// macState computes MACs under one key with buffers of its own, so that
+// a pooled one allocates nothing.
+type macState struct {
+	h        hash.Hash
+	msg, raw []byte
+	enc      [macLen]byte
+}
+
+func newMacState(secret []byte) *macState {
+	return &macState{h: hmac.New(sha256.New, secret)}
+}
+
+// sum returns the base64url HMAC of head, a newline and user (valid until
+// the next call).
+func (m *macState) sum(head, user string) []byte {
+	m.h.Reset()
+	m.msg = append(append(append(m.msg[:0], head...), '\n'), user...)
+	m.h.Write(m.msg)
+	m.raw = m.h.Sum(m.raw[:0])
+	base64.RawURLEncoding.Encode(m.enc[:], m.raw)
+	return m.enc[:]
+}
+
+// verify reports, in constant time, whether sent is the MAC of head and
+// user under k.
+func (k *passKey) verify(head, user, sent string) bool {
+	if len(sent) != macLen {
+		return false
+	}
+	m := k.macs.Get().(*macState)
+	want := m.sum(head, user)
+	var diff byte
+	for i := range macLen {
+		diff |= want[i] ^ sent[i]
+	}
+	k.macs.Put(m)
+	return diff == 0
 }

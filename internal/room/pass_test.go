@@ -43,6 +43,10 @@ func TestPassIsBoundAndSigned(t *testing.T) {
 		"another ticket":  {strings.Replace(pass, ".tabc.", ".tabd.", 1), "alice", 7, t0},
 		"later expiry":    {strings.Replace(pass, ".1893553260000.", ".1893553270000.", 1), "alice", 7, t0},
 		"not a pass":      {"hello", "alice", 7, t0},
+		"a part too many": {pass + ".x", "alice", 7, t0},
+		"a short MAC":     {pass[:len(pass)-1], "alice", 7, t0},
+		"another MAC":     {pass[:len(pass)-1] + string(pass[len(pass)-1]^1), "alice", 7, t0},
+		"no MAC":          {pass[:strings.LastIndexByte(pass, '.')+1], "alice", 7, t0},
 		"too long":        {pass + strings.Repeat("x", MaxPassLen), "alice", 7, t0},
 		"empty":           {"", "alice", 7, t0},
 	} {
@@ -53,4 +57,33 @@ func TestPassIsBoundAndSigned(t *testing.T) {
 	assert.Error(t, err)
 	_, err = NewSigner(nil)
 	assert.Error(t, err)
+}
+
+// A valid pass is checked without allocating: it runs on every buy of a
+// SKU with a room.
+func TestPassCheckAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what it holds")
+	}
+	s, err := NewSigner([]string{strings.Repeat("k", 32)})
+	require.NoError(t, err)
+	pass := s.Sign(7, "tabc", "alice", t0.Add(time.Minute))
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := s.Check(pass, 7, "alice", t0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+func BenchmarkPassCheck(b *testing.B) {
+	s, err := NewSigner([]string{strings.Repeat("k", 32)})
+	require.NoError(b, err)
+	pass := s.Sign(7, "tchoxykej46qs4opvrt2do57xpi", "shopper-12345", t0.Add(time.Minute))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Check(pass, 7, "shopper-12345", t0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

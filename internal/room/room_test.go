@@ -29,14 +29,14 @@ const testKey = "room-test-key-0123456789abcdef-0123456789"
 // injected clock: the room opens at t0, the sale starts at t0+1m and ends
 // at t0+1h.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	clock *testutil.Clock
 	room  *Room
 	stock *stock.Store
 	sku   *catalog.SKU
 }
 
-func newFixture(t *testing.T, units int64, limit int, r catalog.Room) *fixture {
+func newFixture(t testing.TB, units int64, limit int, r catalog.Room) *fixture {
 	t.Helper()
 	rdb, prefix := testsvc.Redis(t)
 	clock := testutil.NewClock(t0)
