@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/seckill/seckill/internal/catalog"
 )
 
@@ -39,7 +37,7 @@ type Board struct {
 	mu    sync.Mutex
 	rooms map[uint64]*standing // rooms visited lately, each with its tick
 	// places are the tickets of the shoppers seen, by SKU and shopper.
-	places *lru.Cache[placeKey, place]
+	places *places
 }
 
 // BoardOptions configure a Board.
@@ -51,8 +49,8 @@ type BoardOptions struct {
 	// Idle stops the tick of a room nobody visited on this process for so
 	// long (default 30s).
 	Idle time.Duration
-	// Places bounds the tickets remembered (default 200,000: about 40 MB
-	// at most).
+	// Places bounds the tickets remembered (default 200,000: about 20 MB,
+	// which the garbage collector does not scan).
 	Places int
 	Log    *slog.Logger
 
@@ -71,25 +69,10 @@ type standing struct {
 type roomCopy struct {
 	at           time.Time
 	cursor, left int64
-	epoch        string
+	epoch        [ticketLen]byte
 	final        bool
 	startsAt     time.Time // the SKU's start, as the tick saw it
 	rate         float64
-}
-
-type placeKey struct {
-	sku  uint64
-	user string
-}
-
-// place is a shopper's ticket and its place in the line (0: in the
-// pre-queue, not drawn yet), in the room state named epoch; closed is the
-// reason a ticket is closed for good (its pass used or expired).
-type place struct {
-	ticket string
-	place  int64
-	epoch  string
-	closed string
 }
 
 // NewBoard returns a board of r's rooms. Close stops its ticks.
@@ -109,9 +92,8 @@ func NewBoard(r *Room, o BoardOptions) *Board {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	places, _ := lru.New[placeKey, place](o.Places) // only a size <= 0 fails
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Board{room: r, o: o, ctx: ctx, cancel: cancel, rooms: map[uint64]*standing{}, places: places}
+	return &Board{room: r, o: o, ctx: ctx, cancel: cancel, rooms: map[uint64]*standing{}, places: newPlaces(o.Places)}
 }
 
 // Close stops every tick and waits for them.
@@ -145,8 +127,8 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 		return *closed, nil
 	}
 	s := b.standing(sku.ID, now)
-	key := placeKey{sku: sku.ID, user: user}
-	if p, ok := b.places.Get(key); ok {
+	key := b.places.key(sku.ID, user)
+	if p, ok := b.places.get(key); ok {
 		if st, ok := b.fromCopy(sku, s.copy.Load(), p, now); ok {
 			return st, nil
 		}
@@ -177,13 +159,17 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 // no longer change: a final place, or the pre-queue before the start (a
 // look after the start reads the drawn place from Redis once).
 func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply, s shopperReply) {
-	if s.ticket == "" || rep.epoch == "" {
+	ticket, ok1 := fixed(s.ticket)
+	epoch, ok2 := fixed(rep.epoch)
+	if !ok1 || !ok2 {
 		return
 	}
-	p := place{ticket: s.ticket, place: s.place, epoch: rep.epoch}
+	p := place{ticket: ticket, place: s.place, epoch: epoch}
 	switch {
-	case s.status == "spent" || s.status == "expired":
-		p.closed = closedReason[s.status]
+	case s.status == "spent":
+		p.closed = passUsed
+	case s.status == "expired":
+		p.closed = passExpired
 	case s.status == Admitted:
 		// Its pass is read from Redis until it is used or expires.
 	case rep.final && s.place > 0:
@@ -191,7 +177,7 @@ func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply, s shopperRe
 	default:
 		return
 	}
-	b.places.Add(key, p)
+	b.places.add(key, p)
 }
 
 // fromCopy answers a shopper's ticket p from the room's copy c, if it can:
@@ -202,7 +188,7 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 		!c.startsAt.Equal(sku.StartsAt) {
 		return Status{}, false
 	}
-	st := Status{Status: Waiting, Ticket: p.ticket}
+	st := Status{Status: Waiting, Ticket: string(p.ticket[:])}
 	if now.Before(sku.StartsAt) {
 		if p.place > 0 {
 			// fifo: a place from the start, nobody admitted before it.
@@ -211,8 +197,8 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
 		return st, true
 	}
-	if p.closed != "" {
-		st.Status, st.Reason, st.Position = Closed, p.closed, p.place
+	if p.closed != open {
+		st.Status, st.Reason, st.Position = Closed, closedReasons[p.closed], p.place
 		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
 		return st, true
 	}
@@ -282,7 +268,8 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		rep, err := b.room.script(ctx, sku, nil, "tick", now)
 		cancel()
 		if err == nil {
-			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: rep.epoch,
+			epoch, _ := fixed(rep.epoch) // none before the first ticket: no place matches it
+			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
 				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate})
 			return true
 		}
