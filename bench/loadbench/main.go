@@ -72,6 +72,9 @@ type config struct {
 	sqlFloor     bool
 	floorRows    int
 	floorWorkers int
+	// room and roomRounds: the waiting-room run (room.go).
+	room       bool
+	roomRounds int
 }
 
 func main() {
@@ -107,6 +110,8 @@ func main() {
 	flag.BoolVar(&cfg.sqlFloor, "sql-floor", false, "run only the SQL measurement: MariaDB CPU per order row of the drain's transaction, for the orders table as shipped and other layouts")
 	flag.IntVar(&cfg.floorRows, "floor-rows", 150_000, "rows written per layout by -sql-floor")
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", 2, "concurrent writers of -sql-floor")
+	flag.BoolVar(&cfg.room, "room", false, "run only the waiting-room run: a look at a room and a join against the sold-out answer and the ceiling, and a hot-SKU buy with and without a pass, in rounds")
+	flag.IntVar(&cfg.roomRounds, "room-rounds", 3, "rounds of the -room run")
 	flag.Parse()
 	run := run
 	if cfg.sqlFloor {
@@ -152,6 +157,8 @@ type bench struct {
 	redisAddr   string
 	ownRedis    bool
 	replicaStop func()
+	// passPool is how many admitted shoppers a buy-with-a-pass run makes.
+	passPool int
 }
 
 // cpuUse samples the CPU time of the server, Redis and MySQL around a run.
@@ -295,6 +302,9 @@ func run(cfg config, out io.Writer) error {
 
 	if cfg.buckets != "" {
 		return b.bucketRuns(out, cfg.buckets)
+	}
+	if cfg.room {
+		return b.roomRuns(out)
 	}
 
 	if cfg.only != "" {
@@ -526,11 +536,22 @@ type variant struct {
 	env      []string
 	defaults bool // the shipped configuration (lock or atomic strategy alone)
 	replica  bool // the private Redis gets a replica first
+	// room: the SKU has a waiting room that admits everyone, and every
+	// buy carries a pass from it (room.go). roomBeside: the SKU has none,
+	// but the server first admits as many shoppers to a room of another
+	// SKU, so that it holds what the server of a room run holds.
+	room, roomBeside bool
 }
 
 func (b *bench) inStock(out io.Writer, v variant) error {
 	strategy, batch, nskus, env := v.strategy, v.batch, v.skus, v.env
 	name := fmt.Sprintf("%s-b%d-s%d-c%d", strategy, batch, nskus, b.conns)
+	if v.room {
+		name += "-pass"
+	}
+	if v.roomBeside {
+		name += "-beside"
+	}
 	if len(env) > 0 {
 		name += "-tuned"
 	}
@@ -552,8 +573,20 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	}
 	defer b.stopServer(p)
 	var ids []int64
+	var passes []string
 	for i := range nskus {
-		id, err := a.seed(fmt.Sprintf("in stock %s %d", name, i), b.cfg.stock)
+		seedName := fmt.Sprintf("in stock %s %d", name, i)
+		var id int64
+		switch {
+		case v.room:
+			id, passes, err = b.seedPassRoom(a, seedName)
+		case v.roomBeside:
+			if _, _, err = b.seedPassRoom(a, seedName+" (a room beside)"); err == nil {
+				id, err = a.seed(seedName, b.cfg.stock)
+			}
+		default:
+			id, err = a.seed(seedName, b.cfg.stock)
+		}
 		if err != nil {
 			return err
 		}
@@ -563,7 +596,12 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	time.Sleep(500 * time.Millisecond) // the drain picks the SKUs up
 	before, _ := a.outcomes()
 	c0 := b.cpuNow(p)
-	r, err := b.wrk(p.url, ids, b.cfg.duration)
+	var r wrkResult
+	if v.room {
+		r, err = b.runScript(p.url, "room.lua", roomLua, b.cfg.duration, passes...)
+	} else {
+		r, err = b.wrk(p.url, ids, b.cfg.duration)
+	}
 	if err != nil {
 		return err
 	}
@@ -610,6 +648,12 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	}
 	if v.defaults {
 		comb = "defaults"
+	}
+	if v.room {
+		comb += ", every buy with a waiting room pass"
+	}
+	if v.roomBeside {
+		comb += ", no room (a room of another SKU beside it, as full)"
 	}
 	if len(env) > 0 {
 		comb += "; " + strings.ToLower(strings.ReplaceAll(strings.Join(env, ", "), "SECKILL_", ""))

@@ -45,19 +45,26 @@ func (r wrkResult) socketErrors() int64 {
 // wrk runs the load client against url for d: every request a buy by a new
 // user, round-robin over skus.
 func (b *bench) wrk(url string, skus []int64, d time.Duration) (wrkResult, error) {
-	script := filepath.Join(b.dir, "users.lua")
-	if err := os.WriteFile(script, usersLua, 0o600); err != nil {
-		return wrkResult{}, err
-	}
 	ids := make([]string, len(skus))
 	for i, id := range skus {
 		ids[i] = strconv.FormatInt(id, 10)
 	}
 	b.runs++
+	return b.runScript(url, "users.lua", usersLua, d,
+		"LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
+}
+
+// runScript runs wrk against url for d with the script lua (written to the
+// work directory as name) and env added to its environment.
+func (b *bench) runScript(url, name string, lua []byte, d time.Duration, env ...string) (wrkResult, error) {
+	script := filepath.Join(b.dir, name)
+	if err := os.WriteFile(script, lua, 0o600); err != nil {
+		return wrkResult{}, err
+	}
 	//nolint:gosec // wrk from PATH, with arguments built here
 	cmd := exec.Command("wrk", "-t", strconv.Itoa(b.cfg.threads), "-c", strconv.Itoa(b.conns),
 		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--timeout", "10s", "-s", script, url)
-	cmd.Env = append(os.Environ(), "LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+//go:embed room.lua
+var roomLua []byte
+
+// roomPollers is how many shoppers wait in the room of the poll run.
+const roomPollers = 20_000
+
+// roomRuns is the -room run: what a waiting room costs over HTTP, with the
+// shipped defaults, in rounds. Each round measures the ceiling and the
+// sold-out buy answer (the answer a crowd gets today once a sale is sold
+// out), then a crowd of shoppers waiting in a room looking at their place
+// (GET .../queue), new shoppers joining (POST .../queue), and the hot-SKU
+// buy without a room and with a waiting room pass, alternating which goes
+// first. Rates are read against the ceiling of their own round.
+func (b *bench) roomRuns(out io.Writer) error {
+	type round struct{ ceiling, soldOut, poll, join, plain, pass float64 }
+	var rounds []round
+	for i := range b.cfg.roomRounds {
+		if err := b.soldOutAndCeiling(out); err != nil {
+			return err
+		}
+		r := round{ceiling: b.ceiling[b.conns], soldOut: b.rows[len(b.rows)-1].rate}
+		var err error
+		if r.poll, err = b.roomLooks(out, "poll"); err != nil {
+			return err
+		}
+		if r.join, err = b.roomLooks(out, "join"); err != nil {
+			return err
+		}
+		// Both servers first admit the same crowd to a room, so that the
+		// two differ by the pass alone.
+		plain := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, roomBeside: true}
+		pass := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, room: true}
+		for j, v := range []variant{plain, pass} {
+			if i%2 == 1 {
+				v = []variant{pass, plain}[j]
+			}
+			b.passPool = int(1.5*max(r.join, r.soldOut*0.5)*b.cfg.duration.Seconds()) + 1000
+			if err := b.inStock(out, v); err != nil {
+				return err
+			}
+			if v.room {
+				r.pass = b.rows[len(b.rows)-1].rate
+			} else {
+				r.plain = b.rows[len(b.rows)-1].rate
+			}
+		}
+		rounds = append(rounds, r)
+		fmt.Fprintf(out, "round %d: × ceiling: sold-out buy %.2f, look %.2f, join %.2f; buy with a pass / without %.3f\n",
+			i+1, r.soldOut/r.ceiling, r.poll/r.ceiling, r.join/r.ceiling, r.pass/r.plain)
+	}
+	var soldOut, poll, join, pass []float64
+	for _, r := range rounds {
+		soldOut = append(soldOut, r.soldOut/r.ceiling)
+		poll = append(poll, r.poll/r.ceiling)
+		join = append(join, r.join/r.ceiling)
+		pass = append(pass, r.pass/r.plain)
+	}
+	so := median(soldOut)
+	b.checks = append(b.checks,
+		check{"a look at the room costs no more than the sold-out buy answer (× ceiling, median of rounds)",
+			fmt.Sprintf("%.2f vs %.2f (rounds: %s vs %s)", median(poll), so, joinRatios(poll), joinRatios(soldOut)), median(poll) >= so*0.97},
+		check{"a join costs no more than the sold-out buy answer (× ceiling, median of rounds)",
+			fmt.Sprintf("%.2f vs %.2f (rounds: %s)", median(join), so, joinRatios(join)), median(join) >= so*0.97},
+		check{"a buy with a pass within 5% of a buy without (hot SKU, lock, defaults; median of the rounds' ratios)",
+			fmt.Sprintf("%.3f (rounds: %s)", median(pass), joinRatios(pass)), median(pass) >= 0.95})
+	return b.finish(out)
+}
+
+// roomLooks measures mode ("poll" or "join") on a SKU with a waiting room:
+// poll, roomPollers shoppers who joined before the run look at their place
+// round-robin; join, every request is a new shopper joining. The room
+// admits one shopper a second, so the crowd keeps waiting.
+func (b *bench) roomLooks(out io.Writer, mode string) (float64, error) {
+	p, a, err := b.server("room-"+mode, []string{"serve"})
+	if err != nil {
+		return 0, err
+	}
+	defer b.stopServer(p)
+	id, err := a.seedRoom("room "+mode, 10, map[string]any{"mode": "fifo", "admit_per_second": 1, "pass_ttl": "60s", "overbook": 1})
+	if err != nil {
+		return 0, err
+	}
+	b.skus = append(b.skus, id)
+	b.runs++
+	prefix := fmt.Sprintf("%s-r%d", b.tag, b.runs)
+	users := 0
+	if mode == "poll" {
+		users = roomPollers
+		if _, err := a.joinAll(id, prefix, users, false); err != nil {
+			return 0, err
+		}
+	}
+	before, _ := a.outcomes()
+	c0 := b.cpuNow(p)
+	r, err := b.runScript(p.url, "room.lua", roomLua, b.cfg.duration, "LB_ROOM_MODE="+mode,
+		"LB_SKU="+strconv.FormatInt(id, 10), "LB_PREFIX="+prefix, "LB_USERS="+strconv.Itoa(max(users, 1)))
+	if err != nil {
+		return 0, err
+	}
+	c1 := b.cpuNow(p)
+	after, _ := a.outcomes()
+	rss := b.stopServer(p)
+	what := map[string]string{"poll": fmt.Sprintf("look at the room, %d waiting shoppers", users), "join": "join the room, a new shopper each"}[mode]
+	ans := answers(diff(after, before), r)
+	if r.Non2xx > 0 {
+		ans = strings.TrimPrefix(ans+fmt.Sprintf(", %d not 2xx", r.Non2xx), ", ")
+	}
+	b.rows = append(b.rows, row{name: fmt.Sprintf("%s, defaults, -c%d", what, b.conns), rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US),
+		ceiling: b.ceiling[b.conns], cpu: b.cpuSplit(c0, c1, r), answers: ans, rss: rss})
+	fmt.Fprintf(out, "%-40s %8.0f req/s (%.2f× ceiling)  p50 %s p99 %s  %s  CPUs: %s\n", "room "+mode, r.rate(), r.rate()/b.ceiling[b.conns],
+		us(r.P50US), us(r.P99US), ans, b.cpuSplit(c0, c1, r))
+	return r.rate(), nil
+}
+
+// seedRoom creates a SKU on sale for the next hours with a waiting room
+// opened a minute ago.
+func (a *api) seedRoom(name string, stock int64, room map[string]any) (int64, error) {
+	now := time.Now().UTC()
+	room["opens_at"] = now.Add(-2 * time.Minute)
+	body, _ := json.Marshal(map[string]any{"name": name, "price_cents": 99900, "stock": stock, "per_user_limit": 1,
+		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(6 * time.Hour), "waiting_room": room})
+	req, _ := http.NewRequest("POST", a.url+"/admin/skus", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var sku struct {
+		ID int64 `json:"id"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(raw, &sku) != nil {
+		return 0, fmt.Errorf("seed %q: %d %s", name, resp.StatusCode, raw)
+	}
+	return sku.ID, nil
+}
+
+// joinAll joins n shoppers "<prefix>-<i>" to the room of sku, 64 at a time,
+// and returns the passes of those admitted at once ("user\tpass" lines;
+// with wantPass every one must be).
+func (a *api) joinAll(sku int64, prefix string, n int, wantPass bool) ([]string, error) {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var lines []string
+	var firstErr error
+	var wg sync.WaitGroup
+	url := fmt.Sprintf("%s/api/v1/skus/%d/queue", a.url, sku)
+	for range 64 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				user := fmt.Sprintf("%s-%d", prefix, i)
+				st, err := a.join(url, user)
+				if err == nil && wantPass && st.Pass == "" {
+					err = fmt.Errorf("%s joined but was not admitted: %+v", user, st)
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if st.Pass != "" {
+					lines = append(lines, user+"\t"+st.Pass)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return lines, firstErr
+}
+
+type roomStatus struct {
+	Status string `json:"status"`
+	Pass   string `json:"pass"`
+}
+
+func (a *api) join(url, user string) (roomStatus, error) {
+	for attempt := 0; ; attempt++ {
+		req, _ := http.NewRequest("POST", url, nil)
+		req.Header.Set("X-User-ID", user)
+		resp, err := a.client.Do(req)
+		if err != nil {
+			return roomStatus{}, err
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var st roomStatus
+		if resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &st) == nil {
+			return st, nil
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || attempt == 20 {
+			return st, fmt.Errorf("join %s: %d %s", user, resp.StatusCode, raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// seedPassRoom creates the in-stock SKU of a buy-with-a-pass run: a waiting
+// room that admits everyone at once (fifo, 100,000 a second, a pass for
+// every unit) and b.passPool shoppers admitted in it, whose passes it
+// writes to a file for room.lua.
+func (b *bench) seedPassRoom(a *api, name string) (id int64, env []string, err error) {
+	id, err = a.seedRoom(name, b.cfg.stock, map[string]any{"mode": "fifo", "admit_per_second": 100_000, "pass_ttl": "30m", "overbook": 1})
+	if err != nil {
+		return 0, nil, err
+	}
+	b.runs++
+	prefix := fmt.Sprintf("%s-r%d", b.tag, b.runs)
+	start := time.Now()
+	lines, err := a.joinAll(id, prefix, b.passPool, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	// One file per wrk thread, the lines dealt out in turn.
+	file := filepath.Join(b.dir, "passes-"+prefix+".tsv")
+	for t := range b.cfg.threads {
+		f, err := os.Create(file + "." + strconv.Itoa(t))
+		if err != nil {
+			return 0, nil, err
+		}
+		w := bufio.NewWriter(f)
+		for i := t; i < len(lines); i += b.cfg.threads {
+			_, _ = w.WriteString(lines[i] + "\n")
+		}
+		if err := errors.Join(w.Flush(), f.Close()); err != nil {
+			return 0, nil, err
+		}
+	}
+	fmt.Printf("%d shoppers admitted with a pass in %.1fs\n", len(lines), time.Since(start).Seconds())
+	return id, []string{"LB_ROOM_MODE=buy", "LB_SKU=" + strconv.FormatInt(id, 10), "LB_PASSES=" + file}, nil
+}
