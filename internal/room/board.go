@@ -164,12 +164,9 @@ func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply, s shopperRe
 	if !ok1 || !ok2 {
 		return
 	}
-	p := place{ticket: ticket, place: s.place, epoch: epoch}
+	p := place{ticket: ticket, place: s.place, epoch: epoch, closed: closedBy(s.status)}
 	switch {
-	case s.status == "spent":
-		p.closed = passUsed
-	case s.status == "expired":
-		p.closed = passExpired
+	case p.closed != open:
 	case s.status == Admitted:
 		// Its pass is read from Redis until it is used or expires.
 	case rep.final && s.place > 0:

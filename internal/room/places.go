@@ -45,7 +45,20 @@ const (
 	passExpired
 )
 
+// closedReasons are the reasons a closed ticket's answer gives.
 var closedReasons = [...]string{open: "", passUsed: "pass_used", passExpired: "pass_expired"}
+
+// closedBy is why a ticket of the room script's status is closed for
+// good: its pass spent or expired; open for any other status.
+func closedBy(status string) uint8 {
+	switch status {
+	case "spent":
+		return passUsed
+	case "expired":
+		return passExpired
+	}
+	return open
+}
 
 func newPlaces(n int) *places {
 	gen := max(n/2, 1)

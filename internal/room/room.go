@@ -164,8 +164,11 @@ func (r *Room) Peek(ctx context.Context, sku uint64, user string) (Status, error
 // from Redis.
 func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, error) {
 	sku, now, closed, err := r.open(ctx, id)
-	if err != nil || closed != nil {
-		return derefStatus(closed), err
+	if err != nil {
+		return Status{}, err
+	}
+	if closed != nil {
+		return *closed, nil
 	}
 	rep, err := r.script(ctx, sku, []string{user}, op, now)
 	if err != nil {
@@ -175,13 +178,6 @@ func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, er
 		return Status{}, ErrNoTicket
 	}
 	return r.answer(sku, user, rep, rep.shoppers[0]), nil
-}
-
-func derefStatus(st *Status) Status {
-	if st == nil {
-		return Status{}
-	}
-	return *st
 }
 
 // open finds the SKU with id sku and checks that its room can be visited
@@ -314,7 +310,7 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply)
 		st.PassExpiresAt = &exp
 		st.RetryAfterMS = max(exp.Sub(now).Milliseconds(), 0)
 	case "spent", "expired":
-		st.Reason = closedReason[st.Status]
+		st.Reason = closedReasons[closedBy(st.Status)]
 		st.Status = Closed
 		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
 	case SoldOut:
@@ -324,9 +320,6 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply)
 	}
 	return st
 }
-
-// closedReason says why a ticket whose pass is spent or expired is closed.
-var closedReason = map[string]string{"spent": "pass_used", "expired": "pass_expired"}
 
 // soldOutRetry is when a ticket of a sold-out room should look again:
 // units may come back (a cancel, an expired payment).
