@@ -105,7 +105,7 @@ func everyOrderChangeSendsItsEvent(t *testing.T, embedded bool) {
 		"SECKILL_EVENTS_WEBHOOK_URL":    rcv.srv.URL,
 		"SECKILL_EVENTS_WEBHOOK_SECRET": eventSecret,
 		"SECKILL_EVENTS_BACKOFF_MIN":    "50ms",
-		"SECKILL_ORDER_PAYMENT_TIMEOUT": "3s",
+		"SECKILL_ORDER_PAYMENT_TIMEOUT": "6s",
 	}})
 	sku := s.seed(10, 2)
 	paid, _ := s.pendingOrder(sku, "alice")
