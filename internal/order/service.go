@@ -50,10 +50,10 @@ type Limiter interface {
 }
 
 // Passes checks a waiting room pass in process (internal/room): the
-// ticket it admits, or why not (no pass, or not a valid one for user and
+// pass it carries (ticket and expiry), or why not (no pass, or not a valid one for user and
 // sku now).
 type Passes interface {
-	CheckPass(sku *catalog.SKU, user, pass string) (ticket string, err error)
+	CheckPass(sku *catalog.SKU, user, pass string) (stock.Pass, error)
 }
 
 // Seller takes stock and enqueues the order in Redis (internal/stock's
@@ -182,12 +182,12 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 		// Known here already: no order id to make, no Redis call.
 		return s.refuse(ctx, sku, user, in, stock.ErrSoldOut)
 	}
-	var ticket string
+	var pass stock.Pass
 	if sku.Room.On() {
 		if s.o.Passes == nil {
 			return s.refuse(ctx, sku, user, in, ErrNoPasses)
 		}
-		if ticket, err = s.o.Passes.CheckPass(sku, user, in.Pass); err != nil {
+		if pass, err = s.o.Passes.CheckPass(sku, user, in.Pass); err != nil {
 			return s.refuse(ctx, sku, user, in, err)
 		}
 	}
@@ -202,7 +202,7 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
 		User: user, Qty: in.Qty, RequestID: rid,
-		PriceCents: sku.PriceCents * int64(in.Qty), Created: now, Pass: ticket,
+		PriceCents: sku.PriceCents * int64(in.Qty), Created: now, Pass: pass,
 	})
 	switch {
 	case errors.Is(err, stock.ErrLimitExceeded):

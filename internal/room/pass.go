@@ -70,14 +70,14 @@ func (s *Signer) Sign(sku uint64, ticket, user string, exp time.Time) string {
 	return head + "." + mac(k.secret, head, user)
 }
 
-// Check returns the ticket of pass if it is a pass of one of the signer's
-// keys for user on sku, unexpired at now; otherwise ErrPassInvalid, saying
-// why. It runs on every buy of a SKU with a room, so it reads the pass in
-// place and computes its MAC with a pooled HMAC, allocating nothing for a
-// valid pass.
-func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (string, error) {
+// Check returns the ticket of pass and its expiry if it is a pass of one
+// of the signer's keys for user on sku, unexpired at now; otherwise
+// ErrPassInvalid, saying why. It runs on every buy of a SKU with a room, so
+// it reads the pass in place and computes its MAC with a pooled HMAC,
+// allocating nothing for a valid pass.
+func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (string, time.Time, error) {
 	if len(pass) > MaxPassLen {
-		return "", fmt.Errorf("%w: longer than %d bytes", ErrPassInvalid, MaxPassLen)
+		return "", time.Time{}, fmt.Errorf("%w: longer than %d bytes", ErrPassInvalid, MaxPassLen)
 	}
 	// p1.<sku>.<ticket>.<expiry>.<key id>.<MAC>: five dots, none after.
 	var dots [5]int
@@ -94,7 +94,7 @@ func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (str
 		n++
 	}
 	if n != len(dots) || pass[:dots[0]] != "p1" {
-		return "", fmt.Errorf("%w: not a pass", ErrPassInvalid)
+		return "", time.Time{}, fmt.Errorf("%w: not a pass", ErrPassInvalid)
 	}
 	head, kid, sent := pass[:dots[4]], pass[dots[3]+1:dots[4]], pass[dots[4]+1:]
 	var key *passKey
@@ -104,16 +104,16 @@ func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (str
 		}
 	}
 	if key == nil || !key.verify(head, user, sent) {
-		return "", fmt.Errorf("%w: not signed by this sale for this shopper", ErrPassInvalid)
+		return "", time.Time{}, fmt.Errorf("%w: not signed by this sale for this shopper", ErrPassInvalid)
 	}
 	if id := pass[dots[0]+1 : dots[1]]; id != strconv.FormatUint(sku, 10) {
-		return "", fmt.Errorf("%w: a pass of sku %s", ErrPassInvalid, id)
+		return "", time.Time{}, fmt.Errorf("%w: a pass of sku %s", ErrPassInvalid, id)
 	}
 	exp, err := strconv.ParseInt(pass[dots[2]+1:dots[3]], 10, 64)
 	if err != nil || now.UnixMilli() >= exp {
-		return "", fmt.Errorf("%w: expired; join the waiting room again to see your place", ErrPassInvalid)
+		return "", time.Time{}, fmt.Errorf("%w: expired; join the waiting room again to see your place", ErrPassInvalid)
 	}
-	return pass[dots[1]+1 : dots[2]], nil
+	return pass[dots[1]+1 : dots[2]], time.UnixMilli(exp), nil
 }
 
 // macLen is the length of a pass's MAC: 32 bytes in unpadded base64url.

@@ -22,14 +22,15 @@ func TestPassIsBoundAndSigned(t *testing.T) {
 	pass := old.Sign(7, "tabc", "alice", exp)
 	assert.Less(t, len(pass), MaxPassLen)
 
-	ticket, err := old.Check(pass, 7, "alice", t0)
+	ticket, until, err := old.Check(pass, 7, "alice", t0)
 	require.NoError(t, err)
 	assert.Equal(t, "tabc", ticket)
-	_, err = rotated.Check(pass, 7, "alice", t0)
+	assert.Equal(t, exp.UnixMilli(), until.UnixMilli(), "the expiry it was signed with")
+	_, _, err = rotated.Check(pass, 7, "alice", t0)
 	assert.NoError(t, err, "an old key still verifies during a rotation")
-	_, err = fresh.Check(pass, 7, "alice", t0)
+	_, _, err = fresh.Check(pass, 7, "alice", t0)
 	assert.ErrorIs(t, err, ErrPassInvalid, "a dropped key no longer does")
-	_, err = old.Check(rotated.Sign(7, "tabc", "alice", exp), 7, "alice", t0)
+	_, _, err = old.Check(rotated.Sign(7, "tabc", "alice", exp), 7, "alice", t0)
 	assert.ErrorIs(t, err, ErrPassInvalid, "a key the signer does not hold")
 
 	for name, tc := range map[string]struct {
@@ -50,7 +51,7 @@ func TestPassIsBoundAndSigned(t *testing.T) {
 		"too long":        {pass + strings.Repeat("x", MaxPassLen), "alice", 7, t0},
 		"empty":           {"", "alice", 7, t0},
 	} {
-		_, err := old.Check(tc.pass, tc.sku, tc.user, tc.now)
+		_, _, err := old.Check(tc.pass, tc.sku, tc.user, tc.now)
 		assert.ErrorIs(t, err, ErrPassInvalid, name)
 	}
 	_, err = NewSigner([]string{"short"})
@@ -69,7 +70,7 @@ func TestPassCheckAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	pass := s.Sign(7, "tabc", "alice", t0.Add(time.Minute))
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := s.Check(pass, 7, "alice", t0); err != nil {
+		if _, _, err := s.Check(pass, 7, "alice", t0); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -82,7 +83,7 @@ func BenchmarkPassCheck(b *testing.B) {
 	pass := s.Sign(7, "tchoxykej46qs4opvrt2do57xpi", "shopper-12345", t0.Add(time.Minute))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Check(pass, 7, "shopper-12345", t0); err != nil {
+		if _, _, err := s.Check(pass, 7, "shopper-12345", t0); err != nil {
 			b.Fatal(err)
 		}
 	}

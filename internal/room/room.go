@@ -354,14 +354,18 @@ func (r *Room) rate(ctx context.Context, sku *catalog.SKU) float64 {
 	return max(floor, 2*r.o.Pace.Best(ctx))
 }
 
-// CheckPass returns the ticket of pass if it is a valid pass of user for
-// sku now, in process: ErrPassRequired without one, ErrPassInvalid for one
-// that is not. Whether it is spent is for the buy script to say.
-func (r *Room) CheckPass(sku *catalog.SKU, user, pass string) (string, error) {
+// CheckPass returns the pass if it is a valid pass of user for sku now, in
+// process: ErrPassRequired without one, ErrPassInvalid for one that is
+// not. Whether it is spent is for the buy script to say.
+func (r *Room) CheckPass(sku *catalog.SKU, user, pass string) (stock.Pass, error) {
 	if pass == "" {
-		return "", ErrPassRequired
+		return stock.Pass{}, ErrPassRequired
 	}
-	return r.signer.Check(pass, sku.ID, user, r.o.Now())
+	ticket, exp, err := r.signer.Check(pass, sku.ID, user, r.o.Now())
+	if err != nil {
+		return stock.Pass{}, err
+	}
+	return stock.Pass{Ticket: ticket, Expires: exp}, nil
 }
 
 // newTicket is a ticket: "t" and 26 random base32 characters, so that

@@ -90,10 +90,10 @@ func (f *fixture) peek(user string) Status {
 // buy buys one unit for user with their pass; the request id is rid.
 func (f *fixture) buy(user, pass, rid string) stock.Result {
 	f.t.Helper()
-	ticket, err := f.room.CheckPass(f.sku, user, pass)
+	p, err := f.room.CheckPass(f.sku, user, pass)
 	require.NoError(f.t, err)
 	_, res, err := f.stock.Buy(f.t.Context(), stock.Part{SKU: f.sku.ID},
-		[]stock.Request{{User: user, Qty: 1, RequestID: rid, Created: f.clock.Now(), Pass: ticket}}, stock.Guard{})
+		[]stock.Request{{User: user, Qty: 1, RequestID: rid, Created: f.clock.Now(), Pass: p}}, stock.Guard{})
 	require.NoError(f.t, err)
 	return res[0]
 }
@@ -267,6 +267,43 @@ func TestPassIsSpentOnce(t *testing.T) {
 	assert.Equal(t, first.OrderID, again.OrderID)
 	assert.ErrorIs(t, f.buy("alice", pass, "r2").Err, stock.ErrPassSpent)
 	assert.ErrorIs(t, f.buy("alice", pass, "").Err, stock.ErrPassSpent)
+}
+
+// A pass is spent only by a buy that takes units: a buy refused for the
+// limit or the units keeps it valid, and a pass sent twice in one batch
+// buys once.
+func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
+	f := newFixture(t, 10, 2, catalog.Room{Mode: catalog.RoomFIFO})
+	f.join("alice")
+	f.clock.Advance(time.Minute + time.Second)
+	p, err := f.room.CheckPass(f.sku, "alice", f.peek("alice").Pass)
+	require.NoError(t, err)
+	buy := func(reqs ...stock.Request) []stock.Result {
+		_, res, err := f.stock.Buy(t.Context(), stock.Part{SKU: f.sku.ID}, reqs, stock.Guard{})
+		require.NoError(t, err)
+		return res
+	}
+	req := func(qty int, rid string) stock.Request {
+		return stock.Request{User: "alice", Qty: qty, RequestID: rid, Created: f.clock.Now(), Pass: p}
+	}
+	assert.ErrorIs(t, buy(req(3, "over-limit"))[0].Err, stock.ErrLimitExceeded)
+	assert.Equal(t, Admitted, f.peek("alice").Status, "not spent by a refused buy")
+	res := buy(req(1, "a"), req(1, "b"))
+	require.NoError(t, res[0].Err)
+	assert.ErrorIs(t, res[1].Err, stock.ErrPassSpent, "spent by the first of the batch")
+	st := f.peek("alice")
+	assert.Equal(t, Closed, st.Status)
+	assert.Equal(t, "pass_used", st.Reason)
+
+	// Expired as signed, though still among the valid passes.
+	f.join("bob")
+	f.clock.Advance(time.Second)
+	pb, err := f.room.CheckPass(f.sku, "bob", f.peek("bob").Pass)
+	require.NoError(t, err)
+	pb.Expires = f.clock.Now()
+	res = buy(stock.Request{User: "bob", Qty: 1, Created: f.clock.Now(), Pass: pb})
+	assert.ErrorIs(t, res[0].Err, stock.ErrPassSpent)
+	assert.Equal(t, Admitted, f.peek("bob").Status, "not spent")
 }
 
 // The audit finds a buyer the room never admitted.

@@ -13,17 +13,30 @@ import (
 // rate limit (20/s, burst 40); one op is one batch. Every buy the server
 // runs carries a request id (the client's, or one it made: "request_id");
 // "none" is a batch without, as the script also takes; "pass" is each buy
-// spending a waiting room pass (admitted between batches, not timed).
+// spending a waiting room pass (admitted between batches, not timed);
+// "pass-500k" spends them in turn from half a million valid passes, as a
+// room of a large sale that admitted at once holds.
 func BenchmarkStoreBuy(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		rid, pass bool
-	}{{"request_id", true, false}, {"none", false, false}, {"pass", true, true}} {
+		valid     int
+	}{{"request_id", true, false, 0}, {"none", false, false, 0}, {"pass", true, true, 0}, {"pass-500k", true, true, 500_000}} {
 		b.Run(tc.name, func(b *testing.B) {
 			const sku = 7
 			ctx, s := testStore(b, StoreOptions{PerUser: Rate{PerSecond: 20, Burst: 40}}, map[uint64]Config{sku: {Total: 1_000_000_000, Limit: 1, Expires: time.Now().Add(time.Hour)}})
 			reqs := make([]Request, 64)
 			now := time.Now()
+			passes := RoomPrefix(s.o.Prefix, sku) + "passes"
+			for i := 0; i < tc.valid; {
+				zs := make([]redis.Z, 0, 10_000)
+				for ; len(zs) < cap(zs) && i < tc.valid; i++ {
+					zs = append(zs, redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: "tbench" + strconv.Itoa(i+1)})
+				}
+				if err := s.rdb.ZAdd(ctx, passes, zs...).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			n := 0
 			b.ReportAllocs()
 			for b.Loop() {
@@ -35,16 +48,16 @@ func BenchmarkStoreBuy(b *testing.B) {
 						reqs[i].RequestID = "srv-5f0c2a9e1b7d43c8a6e2" + id
 					}
 					if tc.pass {
-						reqs[i].Pass = "tbench" + id
+						reqs[i].Pass = Pass{Ticket: "tbench" + id, Expires: now.Add(time.Hour)}
 					}
 				}
-				if tc.pass {
+				if tc.pass && n > tc.valid {
 					b.StopTimer()
 					zs := make([]redis.Z, len(reqs))
 					for i, r := range reqs {
-						zs[i] = redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: r.Pass}
+						zs[i] = redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: r.Pass.Ticket}
 					}
-					if err := s.rdb.ZAdd(ctx, RoomPrefix(s.o.Prefix, sku)+"passes", zs...).Err(); err != nil {
+					if err := s.rdb.ZAdd(ctx, passes, zs...).Err(); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

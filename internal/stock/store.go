@@ -178,9 +178,17 @@ type Request struct {
 	RequestID  string // optional: the same user and request id get the same order
 	PriceCents int64
 	Created    time.Time
-	// Pass is the waiting room ticket whose pass the buy spends with the
-	// units (the SKU's room): "" when the SKU has no room.
-	Pass string
+	// Pass is the waiting room pass the buy spends with the units (the
+	// SKU's room): the zero Pass when the SKU has no room.
+	Pass Pass
+}
+
+// Pass is a waiting room pass, as its signature vouches for it: the
+// ticket it admits and when it expires (its score among the room's valid
+// passes).
+type Pass struct {
+	Ticket  string
+	Expires time.Time
 }
 
 // Result is the answer to one Request: the order id (a new one, or the one
@@ -229,9 +237,9 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", sku, len(reqs))
 	}
 	batch := orderid.NewBatch(sku, p.Bucket, now, len(reqs))
-	args := make([]any, 0, 10+7*len(reqs))
+	args := make([]any, 0, 11+8*len(reqs))
 	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst,
-		batch.ID(), len(reqs))
+		batch.ID(), len(reqs), 0)
 	// The orders of the batch share one buffer; each keeps its own slice.
 	buf := make([]byte, 0, 128*len(reqs))
 	passesIndex := 0 // the index in keys of the SKU's waiting room passes, once added
@@ -247,20 +255,21 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 			keys = append(keys, k.rate(r.User))
 			rateIndex = len(keys)
 		}
-		passIndex := 0
-		if r.Pass != "" {
+		passExp := int64(0)
+		if r.Pass.Ticket != "" {
 			if passesIndex == 0 { // one key for the batch: its requests are of one SKU
 				keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"passes")
 				passesIndex = len(keys)
+				args[10] = passesIndex
 			}
-			passIndex = passesIndex
+			passExp = r.Pass.Expires.UnixMilli()
 		}
 		start := len(buf)
 		buf = OrderTask{
 			OrderID: oid, SKU: sku, User: r.User, Qty: r.Qty, PriceCents: r.PriceCents,
 			CreatedMS: r.Created.UnixMilli(), RequestID: r.RequestID, Fence: g.Fence,
 		}.appendJSON(buf)
-		args = append(args, r.User, r.Qty, oid, ridIndex, rateIndex, buf[start:len(buf):len(buf)], passIndex, r.Pass)
+		args = append(args, r.User, r.Qty, oid, ridIndex, rateIndex, buf[start:len(buf):len(buf)], passExp, r.Pass.Ticket)
 	}
 	cmd, err := s.o.Replicas.Run(ctx, buyScript, keys, args...)
 	if err != nil {

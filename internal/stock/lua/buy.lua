@@ -25,13 +25,15 @@
 -- ARGV[8]    per-shopper rate limit: burst allowance, microseconds
 -- ARGV[9]    id of the batch's order task (every order id of the batch
 --            names it: internal/orderid)
--- ARGV[10]   number of requests n, followed by 8 values per request:
---            user id, qty, order id, index in KEYS of its request-id key
---            (0 when it has none), index in KEYS of its rate key (0 when
---            there is no limit), the order's JSON object, index in KEYS of
---            the SKU's waiting room passes (ZSET ticket -> expiry, Unix ms;
---            0 when the SKU has no room) and the ticket whose pass the
---            request spends
+-- ARGV[10]   number of requests n
+-- ARGV[11]   index in KEYS of the SKU's waiting room passes (ZSET ticket ->
+--            expiry, Unix ms), 0 when no request carries a pass; followed
+--            by 8 values per request: user id, qty, order id, index in KEYS
+--            of its request-id key (0 when it has none), index in KEYS of
+--            its rate key (0 when there is no limit), the order's JSON
+--            object, the expiry (Unix ms) of the pass the request spends
+--            (0: no pass; the pass's own, as signed, which is its score)
+--            and its ticket
 -- The task's payload is the JSON array of the accepted orders' objects.
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
@@ -86,12 +88,16 @@ local now_us = tonumber(now) * 1000
 local out = {1, 0}
 local taken = 0
 local accepted = {}
+local passkey = nil
+if ARGV[11] ~= '0' then
+  passkey = KEYS[tonumber(ARGV[11])]
+end
 for i = 0, n - 1 do
-  local b = 11 + i * 8
+  local b = 12 + i * 8
   local user, qty, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2]
-  local passes, ticket = nil, ARGV[b + 7]
-  if ARGV[b + 6] ~= '0' then
-    passes = KEYS[tonumber(ARGV[b + 6])]
+  local passes, pexp, ticket = nil, ARGV[b + 6], ARGV[b + 7]
+  if pexp ~= '0' then
+    passes = passkey
   end
   local ridkey = nil
   if ARGV[b + 3] ~= '0' then
@@ -125,9 +131,6 @@ for i = 0, n - 1 do
   elseif ended then
     out[#out + 1] = 6
     out[#out + 1] = ''
-  elseif passes and (tonumber(redis.call('ZSCORE', passes, ticket)) or 0) <= tonumber(now) then
-    out[#out + 1] = 7
-    out[#out + 1] = ''
   elseif qty > left then
     -- A shopper whose units would pass the limit anyway is told so: a SKU
     -- split into buckets moves units to a bucket short of them, and must
@@ -144,18 +147,23 @@ for i = 0, n - 1 do
   else
     -- Counted first and taken back when over the limit: an accepted order
     -- (the usual case) costs one call.
+    -- A pass is spent as it is checked, last: the one ZREM says it was
+    -- valid and unused, and uses it.
     local has = redis.call('HINCRBY', buyers, user, qty)
+    local code = 0
     if limit > 0 and has > limit then
+      code = 4
+    elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('ZREM', passes, ticket) == 0) then
+      code = 7
+    end
+    if code ~= 0 then
       if redis.call('HINCRBY', buyers, user, -qty) <= 0 then
         redis.call('HDEL', buyers, user)
       end
-      out[#out + 1] = 4
+      out[#out + 1] = code
       out[#out + 1] = ''
     else
       accepted[#accepted + 1] = ARGV[b + 5]
-      if passes then
-        redis.call('ZREM', passes, ticket)
-      end
       left = left - qty
       taken = taken + qty
       if ridkey then
