@@ -288,6 +288,9 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	}
 	assert.ErrorIs(t, buy(req(3, "over-limit"))[0].Err, stock.ErrLimitExceeded)
 	assert.Equal(t, Admitted, f.peek("alice").Status, "not spent by a refused buy")
+	ttl, err := f.room.rdb.PTTL(t.Context(), stock.RoomPrefix(f.room.o.Prefix, f.sku.ID)+"passes").Result()
+	require.NoError(t, err)
+	assert.Positive(t, ttl, "the set put back, from its last member, still ends")
 	res := buy(req(1, "a"), req(1, "b"))
 	require.NoError(t, res[0].Err)
 	assert.ErrorIs(t, res[1].Err, stock.ErrPassSpent, "spent by the first of the batch")

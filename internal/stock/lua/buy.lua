@@ -83,6 +83,23 @@ if fence > 0 then
   end
 end
 
+-- unspend puts back a pass spent by a request then refused, as it was:
+-- nothing outside this script sees it gone. Removing a set's last member
+-- removes the set, so a set made again gets the stock hash's lifetime
+-- (the room's keys end with the sale too).
+local function unspend(passes, exp, ticket)
+  if not passes then
+    return
+  end
+  redis.call('ZADD', passes, exp, ticket)
+  if redis.call('PTTL', passes) == -1 then
+    local ttl = redis.call('PTTL', stock)
+    if ttl > 0 then
+      redis.call('PEXPIRE', passes, ttl)
+    end
+  end
+end
+
 local interval, burst = tonumber(ARGV[7]), tonumber(ARGV[8])
 local now_us = tonumber(now) * 1000
 local out = {1, 0}
@@ -131,6 +148,11 @@ for i = 0, n - 1 do
   elseif ended then
     out[#out + 1] = 6
     out[#out + 1] = ''
+  elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('ZREM', passes, ticket) == 0) then
+    -- The one ZREM says the pass was valid and unused, and spends it; a
+    -- refusal below puts it back.
+    out[#out + 1] = 7
+    out[#out + 1] = ''
   elseif qty > left then
     -- A shopper whose units would pass the limit anyway is told so: a SKU
     -- split into buckets moves units to a bucket short of them, and must
@@ -141,27 +163,22 @@ for i = 0, n - 1 do
       out[#out + 1] = 3
     end
     out[#out + 1] = ''
+    unspend(passes, pexp, ticket)
   elseif wait > 0 then
     out[#out + 1] = 5
     out[#out + 1] = string.format('%d', wait)
+    unspend(passes, pexp, ticket)
   else
     -- Counted first and taken back when over the limit: an accepted order
     -- (the usual case) costs one call.
-    -- A pass is spent as it is checked, last: the one ZREM says it was
-    -- valid and unused, and uses it.
     local has = redis.call('HINCRBY', buyers, user, qty)
-    local code = 0
     if limit > 0 and has > limit then
-      code = 4
-    elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('ZREM', passes, ticket) == 0) then
-      code = 7
-    end
-    if code ~= 0 then
       if redis.call('HINCRBY', buyers, user, -qty) <= 0 then
         redis.call('HDEL', buyers, user)
       end
-      out[#out + 1] = code
+      out[#out + 1] = 4
       out[#out + 1] = ''
+      unspend(passes, pexp, ticket)
     else
       accepted[#accepted + 1] = ARGV[b + 5]
       left = left - qty
