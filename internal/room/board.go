@@ -287,20 +287,29 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 // maxJoins is the most joins one room script call issues.
 const maxJoins = 64
 
+// maxJoinCalls is the most script calls of one room's joins a process has
+// in flight at once: while one batch is in Redis the next is on its way,
+// so that a process's joins are not bound by one round trip at a time.
+const maxJoinCalls = 4
+
 // joinLine combines the concurrent joins of one room in this process into
-// one script call, as a group commit does: a join that finds no call
-// running runs one for every join waiting (up to maxJoins), then hands the
-// turn to the first join still waiting, if any; the others wait for their
-// answer. Each ticket is in Redis before its join is answered, as alone.
+// script calls, as a group commit does: a join that finds fewer than
+// maxJoinCalls calls running runs one for every join waiting (up to
+// maxJoins), then hands its turn to the first join still waiting that has
+// none, if any; the others wait for their answer. Each ticket is in Redis
+// before its join is answered, as alone.
 type joinLine struct {
 	mu      sync.Mutex
 	waiting []*joinReq
-	running bool
+	running int // turns given and not yet ended: each runs one call
 }
 
 type joinReq struct {
 	user string
-	// done gets the answer, or first the turn to run the next call.
+	// turned: the join was given a turn (under joinLine.mu). A join gets
+	// at most one, always before its answer.
+	turned bool
+	// done gets the answer, or first the turn to run a call.
 	done chan joinDone
 }
 
@@ -318,8 +327,11 @@ func (l *joinLine) join(ctx context.Context, user string, run func(context.Conte
 	req := &joinReq{user: user, done: make(chan joinDone, 2)}
 	l.mu.Lock()
 	l.waiting = append(l.waiting, req)
-	turn := !l.running
-	l.running = true
+	turn := l.running < maxJoinCalls
+	if turn {
+		l.running++
+		req.turned = true
+	}
 	l.mu.Unlock()
 	for {
 		if turn {
@@ -334,30 +346,36 @@ func (l *joinLine) join(ctx context.Context, user string, run func(context.Conte
 }
 
 // runOnce runs one call for the first joins waiting (the caller's among
-// them), answers them, and hands the turn on.
+// them, unless another call took it), answers them, and hands the turn on.
 func (l *joinLine) runOnce(ctx context.Context, run func(context.Context, []string) (*reply, error)) {
 	l.mu.Lock()
 	n := min(len(l.waiting), maxJoins)
 	batch := l.waiting[:n:n]
 	l.waiting = l.waiting[n:]
 	l.mu.Unlock()
-	users := make([]string, n)
-	for i, r := range batch {
-		users[i] = r.user
-	}
-	rep, err := run(ctx, users)
-	for i, r := range batch {
-		d := joinDone{rep: rep, err: err}
-		if err == nil {
-			d.one = rep.shoppers[i]
+	if n > 0 {
+		users := make([]string, n)
+		for i, r := range batch {
+			users[i] = r.user
 		}
-		r.done <- d
+		rep, err := run(ctx, users)
+		for i, r := range batch {
+			d := joinDone{rep: rep, err: err}
+			if err == nil {
+				d.one = rep.shoppers[i]
+			}
+			r.done <- d
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.waiting) == 0 {
-		l.running = false
-		return
+	for _, r := range l.waiting {
+		if !r.turned {
+			r.turned = true
+			r.done <- joinDone{turn: true}
+			return
+		}
 	}
-	l.waiting[0].done <- joinDone{turn: true}
+	// Every join waiting has a turn coming: this one ends.
+	l.running--
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,4 +262,51 @@ func TestBoardCombinesConcurrentJoins(t *testing.T) {
 	rep, err := f.room.Audit(t.Context(), f.sku, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, shoppers, rep.Joined)
+}
+
+// The join line keeps at most maxJoinCalls calls in flight, answers every
+// join from the call that carried it, and ends with no turn held, however
+// the joins arrive.
+func TestJoinLineBoundsItsCallsAndAnswersEveryJoin(t *testing.T) {
+	var l joinLine
+	var inFlight, most atomic.Int64
+	var mu sync.Mutex
+	carried := map[string]int{}
+	run := func(_ context.Context, users []string) (*reply, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		rep := &reply{shoppers: make([]shopperReply, len(users))}
+		mu.Lock()
+		defer mu.Unlock()
+		for i, u := range users {
+			carried[u]++
+			rep.shoppers[i] = shopperReply{found: true, ticket: "t-" + u}
+		}
+		return rep, nil
+	}
+	const joins = 2000
+	var wg sync.WaitGroup
+	for i := range joins {
+		wg.Go(func() {
+			if i%7 == 0 {
+				time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
+			}
+			u := fmt.Sprintf("u%04d", i)
+			_, one, err := l.join(t.Context(), u, run)
+			assert.NoError(t, err)
+			assert.Equal(t, "t-"+u, one.ticket)
+		})
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, most.Load(), int64(maxJoinCalls))
+	assert.Greater(t, most.Load(), int64(1), "calls overlapped")
+	assert.Len(t, carried, joins)
+	for u, n := range carried {
+		assert.Equal(t, 1, n, "%s carried once", u)
+	}
+	assert.Zero(t, l.running)
+	assert.Empty(t, l.waiting)
 }

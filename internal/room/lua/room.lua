@@ -69,27 +69,35 @@ end
 
 local tickets, issued = {}, {}
 local joined = 0
+local seq = nil -- read at the first ticket issued, written once at the end
+local pre_open = nil
 for i = 9, #ARGV, 2 do
   local user = ARGV[i]
-  local ticket = redis.call('HGET', who, user)
-  if not ticket and op == 'join' then
+  local ticket = nil
+  if op == 'join' and redis.call('HSETNX', who, user, ARGV[i + 1]) == 1 then
     ticket = ARGV[i + 1]
     issued[user] = 1
-    redis.call('HSETNX', meta, 'epoch', ticket)
-    local seq = redis.call('HINCRBY', meta, 'seq', 1)
-    redis.call('HSET', who, user, ticket)
+    if not seq then
+      redis.call('HSETNX', meta, 'epoch', ticket)
+      seq = tonumber(redis.call('HGET', meta, 'seq')) or 0
+      pre_open = now < starts and redis.call('HEXISTS', meta, 'drawing') == 0
+    end
+    seq = seq + 1
     if mode == 'fifo' then
       redis.call('ZADD', line, seq, ticket)
-    elseif now < starts and redis.call('HEXISTS', meta, 'drawing') == 0 then
+    elseif pre_open then
       redis.call('ZADD', pre, seq, ticket)
     else
       redis.call('ZADD', line, 1e12 + seq, ticket)
     end
     joined = joined + 1
+  else
+    ticket = redis.call('HGET', who, user)
   end
   tickets[user] = ticket
 end
 if joined > 0 then
+  redis.call('HSET', meta, 'seq', seq)
   redis.call('HINCRBY', meta, 'joined', joined)
   redis.call('PEXPIREAT', meta, keep)
   redis.call('PEXPIREAT', who, keep)
@@ -143,13 +151,12 @@ if mode ~= 'fifo' and m[3] ~= '1' then
 end
 
 local out = {1, left, admitted, gone, waiting, cursor, epoch, final}
+local o = #out
 for i = 9, #ARGV, 2 do
   local user = ARGV[i]
   local ticket = tickets[user]
   if not ticket then
-    for _, v in ipairs({0, '', 0, 0, '', 0, 0}) do
-      out[#out + 1] = v
-    end
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = 0, '', 0, 0, '', 0, 0
   else
     local status, place, ahead, expiry = 'waiting', 0, 0, 0
     local rank = redis.call('ZRANK', line, ticket)
@@ -173,9 +180,8 @@ for i = 9, #ARGV, 2 do
     end
     local new = issued[user] or 0
     issued[user] = nil -- a shopper named twice in a batch is issued once
-    for _, v in ipairs({1, status, place, ahead, ticket, expiry, new}) do
-      out[#out + 1] = v
-    end
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = 1, status, place, ahead, ticket, expiry, new
   end
+  o = o + 7
 end
 return out
