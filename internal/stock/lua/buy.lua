@@ -83,21 +83,27 @@ if fence > 0 then
   end
 end
 
+-- live_as_stock gives key, when it has no TTL, the stock hash's remaining
+-- lifetime: what a buy creates ends with the sale's state.
+local function live_as_stock(key)
+  if redis.call('PTTL', key) == -1 then
+    local ttl = redis.call('PTTL', stock)
+    if ttl > 0 then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+end
+
 -- unspend puts back a pass spent by a request then refused, as it was:
 -- nothing outside this script sees it gone. Removing a set's last member
--- removes the set, so a set made again gets the stock hash's lifetime
--- (the room's keys end with the sale too).
+-- removes the set, so a set made again lives as the stock hash does (the
+-- room's keys end with the sale too).
 local function unspend(passes, exp, ticket)
   if not passes then
     return
   end
   redis.call('ZADD', passes, exp, ticket)
-  if redis.call('PTTL', passes) == -1 then
-    local ttl = redis.call('PTTL', stock)
-    if ttl > 0 then
-      redis.call('PEXPIRE', passes, ttl)
-    end
-  end
+  live_as_stock(passes)
 end
 
 local interval, burst = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -200,12 +206,7 @@ if taken > 0 then
   redis.call('HINCRBY', stock, 'left', -taken)
   -- The buyers hash lives as long as the stock hash (a finished sale's
   -- state expires); it is created by the first buyer, without a TTL.
-  if redis.call('PTTL', buyers) == -1 then
-    local ttl = redis.call('PTTL', stock)
-    if ttl > 0 then
-      redis.call('PEXPIRE', buyers, ttl)
-    end
-  end
+  live_as_stock(buyers)
 end
 out[2] = left
 return out
