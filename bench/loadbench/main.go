@@ -833,7 +833,12 @@ func (b *bench) startCeiling() (*proc, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	return startProc(b.dir, "ceiling", self, []string{"ceiling", addr, b.soldOutDetail}, nil, "http://"+addr, "/healthz")
+	var env []string
+	if b.cfg.buckets == "" {
+		// The durable floor of the -room run (runCeiling).
+		env = []string{"LB_FLOOR_REDIS=" + strings.Split(b.redisAddr, ",")[0], "LB_FLOOR_KEY=loadbench:" + b.tag + ":floor"}
+	}
+	return startProc(b.dir, "ceiling", self, []string{"ceiling", addr, b.soldOutDetail}, env, "http://"+addr, "/healthz")
 }
 
 func medianCrowd(rs []crowdResult) (p50, p99 time.Duration) {

@@ -4,6 +4,7 @@
 --         ("<LB_PREFIX>-<thread>-<n>")
 --   poll  GET /api/v1/skus/<LB_SKU>/queue by one of the LB_USERS shoppers
 --         who joined before the run ("<LB_PREFIX>-<i>"), round-robin
+--   rejoin  POST to the same path by those shoppers: they join again
 --   buy   POST /api/v1/orders with a pass: the shoppers and passes of the
 --         file LB_PASSES.<thread> ("user<TAB>pass" per line), each line
 --         used once, read as the requests go (a table of them all would
@@ -52,6 +53,9 @@ function request()
       '{"sku_id":' .. sku .. ',"qty":1,"pass":"' .. last:sub(tab + 1) .. '"}')
   end
   headers["X-User-ID"] = prefix .. "-" .. (n % users)
+  if mode == "rejoin" then
+    return wrk.format("POST", "/api/v1/skus/" .. sku .. "/queue", headers, "")
+  end
   return wrk.format("GET", "/api/v1/skus/" .. sku .. "/queue", headers)
 end
 
