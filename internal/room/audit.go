@@ -47,7 +47,7 @@ func (r *Room) Audit(ctx context.Context, sku *catalog.SKU, buyers []string) (*R
 	cursor := toInt(orZero(m[0]))
 	rep.Joined, rep.Admitted, rep.ExpiredPasses = toInt(m[1]), toInt(orZero(m[2])), toInt(orZero(m[3]))
 	pipe := r.rdb.Pipeline()
-	line, pre, passes := pipe.ZCard(ctx, k.line), pipe.ZCard(ctx, k.pre), pipe.ZCard(ctx, k.passes)
+	line, pre, passes := pipe.ZCard(ctx, k.line), pipe.ZCard(ctx, k.pre), pipe.HLen(ctx, k.valid)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 	}

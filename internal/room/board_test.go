@@ -187,7 +187,7 @@ func TestBoardForgetsPlacesOfALostRoom(t *testing.T) {
 
 	k := f.room.keys(f.sku.ID)
 	rdb := f.room.rdb
-	require.NoError(t, rdb.Del(t.Context(), k.meta, k.who, k.pre, k.line, k.passes, k.expired).Err())
+	require.NoError(t, rdb.Del(t.Context(), k.meta, k.who, k.pre, k.line, k.passes, k.expired, k.valid).Err())
 	_, err := f.board.Join(t.Context(), f.sku.ID, "carol") // a new room state
 	require.NoError(t, err)
 	f.tick()

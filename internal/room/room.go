@@ -139,13 +139,13 @@ func New(skus SKUs, rdb redis.UniversalClient, scripts Scripts, signer *Signer, 
 
 // keys are the names of a SKU's room state.
 type keys struct {
-	meta, who, pre, line, passes, expired, drawLock string
+	meta, who, pre, line, passes, expired, valid, drawLock string
 }
 
 func (r *Room) keys(sku uint64) keys {
 	p := stock.RoomPrefix(r.o.Prefix, sku)
 	return keys{meta: p + "meta", who: p + "who", pre: p + "pre", line: p + "line", passes: p + "passes",
-		expired: p + "expired", drawLock: p + "drawing"}
+		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing"}
 }
 
 // Join gives user a ticket in the room of the SKU with id sku (the one
@@ -259,7 +259,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 		args = append(args, u, ticket)
 	}
 	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID)}, args...)
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}

@@ -288,9 +288,9 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	}
 	assert.ErrorIs(t, buy(req(3, "over-limit"))[0].Err, stock.ErrLimitExceeded)
 	assert.Equal(t, Admitted, f.peek("alice").Status, "not spent by a refused buy")
-	ttl, err := f.room.rdb.PTTL(t.Context(), stock.RoomPrefix(f.room.o.Prefix, f.sku.ID)+"passes").Result()
+	ttl, err := f.room.rdb.PTTL(t.Context(), stock.RoomPrefix(f.room.o.Prefix, f.sku.ID)+"valid").Result()
 	require.NoError(t, err)
-	assert.Positive(t, ttl, "the set put back, from its last member, still ends")
+	assert.Positive(t, ttl, "the hash put back, from its last field, still ends")
 	res := buy(req(1, "a"), req(1, "b"))
 	require.NoError(t, res[0].Err)
 	assert.ErrorIs(t, res[1].Err, stock.ErrPassSpent, "spent by the first of the batch")
@@ -307,6 +307,17 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	res = buy(stock.Request{User: "bob", Qty: 1, Created: f.clock.Now(), Pass: pb})
 	assert.ErrorIs(t, res[0].Err, stock.ErrPassSpent)
 	assert.Equal(t, Admitted, f.peek("bob").Status, "not spent")
+
+	// Past both passes' expiry the room tells the spent one from the one
+	// that expired unused.
+	f.clock.Advance(2 * time.Minute)
+	assert.Equal(t, "pass_used", f.peek("alice").Reason)
+	assert.Equal(t, "pass_expired", f.peek("bob").Reason)
+	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, rep.Admitted)
+	assert.EqualValues(t, 1, rep.ExpiredPasses, "bob's only")
+	assert.Zero(t, rep.ValidPasses)
 }
 
 // The audit finds a buyer the room never admitted.

@@ -90,7 +90,7 @@ func newKeys(prefix string, p Part) keys {
 
 // RoomPrefix is the prefix of the names of sku's waiting room state, under
 // the SKU's tag (a SKU with a waiting room has one bucket): the buy script
-// spends a pass in RoomPrefix + "passes" with the stock.
+// spends a pass in RoomPrefix + "valid" with the stock.
 func RoomPrefix(prefix string, sku uint64) string { return prefix + Tag(sku) + ":room:" }
 
 // HashKey is the name of sku's stock hash (bucket 0's), whose "left" a

@@ -184,7 +184,7 @@ type Request struct {
 }
 
 // Pass is a waiting room pass, as its signature vouches for it: the
-// ticket it admits and when it expires (its score among the room's valid
+// ticket it admits and when it expires (its value among the room's valid
 // passes).
 type Pass struct {
 	Ticket  string
@@ -242,7 +242,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		batch.ID(), len(reqs), 0)
 	// The orders of the batch share one buffer; each keeps its own slice.
 	buf := make([]byte, 0, 128*len(reqs))
-	passesIndex := 0 // the index in keys of the SKU's waiting room passes, once added
+	passesIndex := 0 // the index in keys of the SKU's waiting room valid passes, once added
 	for i, r := range reqs {
 		oid := batch.Order(i)
 		ridIndex := 0
@@ -258,7 +258,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		passExp := int64(0)
 		if r.Pass.Ticket != "" {
 			if passesIndex == 0 { // one key for the batch: its requests are of one SKU
-				keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"passes")
+				keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"valid")
 				passesIndex = len(keys)
 				args[10] = passesIndex
 			}

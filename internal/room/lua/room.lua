@@ -17,10 +17,14 @@
 --         before starts_at), until the draw puts it in the line
 -- KEYS[4] line ZSET: ticket -> place; the draw puts the pre-queue at 1..n,
 --         later joiners at 1e12 + seq (fifo: every ticket at seq)
--- KEYS[5] passes ZSET: ticket -> expiry (Unix ms), valid unused passes;
---         the buy script removes a pass it spends
+-- KEYS[5] passes ZSET: ticket -> expiry (Unix ms) of every pass given,
+--         used or not, until that expiry: where the passes that expire
+--         are found
 -- KEYS[6] expired SET: tickets whose pass expired unused
 -- KEYS[7] the SKU's stock hash (its 'left')
+-- KEYS[8] valid HASH: ticket -> expiry (Unix ms), the valid unused passes;
+--         the buy script removes a pass it spends (one HDEL, cheaper than
+--         a ZREM in a large set, on the buy's path)
 -- ARGV[1] 'join', 'peek' or 'tick'
 -- ARGV[2] now, Unix ms
 -- ARGV[3] starts_at, Unix ms
@@ -48,7 +52,7 @@
 --           (waiting, and no unit left), 'spent' (admitted, pass used),
 --           'expired' (admitted, pass expired unused)
 --   issued  1 when this call issued the shopper's ticket
-local meta, who, pre, line, passes, expired, stock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local meta, who, pre, line, passes, expired, stock, valid = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local op = ARGV[1]
 local now, starts = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, rate, ttl, overbook = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -107,33 +111,41 @@ end
 
 local admitted, gone = 0, 0
 if now >= starts then
+  -- A pass past its expiry expired unused if it is still valid; one not
+  -- valid any more was spent.
   local old = redis.call('ZRANGEBYSCORE', passes, '-inf', now)
-  gone = #old
-  if gone > 0 then
-    for i = 1, gone do
-      redis.call('SADD', expired, old[i])
+  if #old > 0 then
+    for i = 1, #old do
+      if redis.call('HDEL', valid, old[i]) == 1 then
+        redis.call('SADD', expired, old[i])
+        gone = gone + 1
+      end
     end
     redis.call('ZREMRANGEBYSCORE', passes, '-inf', now)
-    redis.call('HINCRBY', meta, 'expired', gone)
-    redis.call('PEXPIREAT', expired, keep)
+    if gone > 0 then
+      redis.call('HINCRBY', meta, 'expired', gone)
+      redis.call('PEXPIREAT', expired, keep)
+    end
   end
   local m = redis.call('HMGET', meta, 'cursor', 'credit', 'last')
   local cursor, credit, last = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or starts
   -- Earned since the last admission (never negative: instances' clocks
   -- differ a little), at most one second's worth in hand.
   credit = math.min(credit + math.max(now - math.max(last, starts), 0) * rate / 1000, math.max(rate, 1))
-  local cap = math.floor(left * overbook) - redis.call('ZCARD', passes)
+  local cap = math.floor(left * overbook) - redis.call('HLEN', valid)
   local k = math.min(math.floor(credit), cap, redis.call('ZCARD', line) - cursor)
   if k > 0 then
     local turn = redis.call('ZRANGE', line, cursor, cursor + k - 1)
     for i = 1, #turn do
       redis.call('ZADD', passes, now + ttl, turn[i])
+      redis.call('HSET', valid, turn[i], now + ttl)
     end
     cursor = cursor + k
     credit = credit - k
     admitted = k
     redis.call('HINCRBY', meta, 'admitted', k)
     redis.call('PEXPIREAT', passes, keep)
+    redis.call('PEXPIREAT', valid, keep)
   end
   redis.call('HSET', meta, 'cursor', cursor, 'credit', string.format('%.6f', credit), 'last', math.max(now, last))
   redis.call('PEXPIREAT', meta, keep)
@@ -163,7 +175,7 @@ for i = 9, #ARGV, 2 do
     if rank then
       place = rank + 1
       if rank < cursor then
-        expiry = tonumber(redis.call('ZSCORE', passes, ticket)) or 0
+        expiry = tonumber(redis.call('HGET', valid, ticket)) or 0
         if expiry > now then
           status = 'admitted'
         elseif redis.call('SISMEMBER', expired, ticket) == 1 then

@@ -26,14 +26,14 @@
 -- ARGV[9]    id of the batch's order task (every order id of the batch
 --            names it: internal/orderid)
 -- ARGV[10]   number of requests n
--- ARGV[11]   index in KEYS of the SKU's waiting room passes (ZSET ticket ->
---            expiry, Unix ms), 0 when no request carries a pass; followed
---            by 8 values per request: user id, qty, order id, index in KEYS
---            of its request-id key (0 when it has none), index in KEYS of
---            its rate key (0 when there is no limit), the order's JSON
---            object, the expiry (Unix ms) of the pass the request spends
---            (0: no pass; the pass's own, as signed, which is its score)
---            and its ticket
+-- ARGV[11]   index in KEYS of the SKU's waiting room valid passes (HASH
+--            ticket -> expiry, Unix ms), 0 when no request carries a pass;
+--            followed by 8 values per request: user id, qty, order id,
+--            index in KEYS of its request-id key (0 when it has none),
+--            index in KEYS of its rate key (0 when there is no limit), the
+--            order's JSON object, the expiry (Unix ms) of the pass the
+--            request spends (0: no pass; the pass's own, as signed, which
+--            is its value) and its ticket
 -- The task's payload is the JSON array of the accepted orders' objects.
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
@@ -95,14 +95,14 @@ local function live_as_stock(key)
 end
 
 -- unspend puts back a pass spent by a request then refused, as it was:
--- nothing outside this script sees it gone. Removing a set's last member
--- removes the set, so a set made again lives as the stock hash does (the
+-- nothing outside this script sees it gone. Removing a hash's last field
+-- removes the hash, so a hash made again lives as the stock hash does (the
 -- room's keys end with the sale too).
 local function unspend(passes, exp, ticket)
   if not passes then
     return
   end
-  redis.call('ZADD', passes, exp, ticket)
+  redis.call('HSET', passes, ticket, exp)
   live_as_stock(passes)
 end
 
@@ -154,8 +154,8 @@ for i = 0, n - 1 do
   elseif ended then
     out[#out + 1] = 6
     out[#out + 1] = ''
-  elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('ZREM', passes, ticket) == 0) then
-    -- The one ZREM says the pass was valid and unused, and spends it; a
+  elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('HDEL', passes, ticket) == 0) then
+    -- The one HDEL says the pass was valid and unused, and spends it; a
     -- refusal below puts it back.
     out[#out + 1] = 7
     out[#out + 1] = ''
