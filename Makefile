@@ -30,7 +30,7 @@ services: ## start Redis, the Redis Cluster, the Sentinel set (each also speakin
 	./scripts/test-services.sh
 
 test: ## start the services, then run every test with the race detector
-	@eval "$$(./scripts/test-services.sh --env)" && $(GO) test -race -count=1 ./...
+	@eval "$$(./scripts/test-services.sh --env)" && $(GO) test -race -count=1 -timeout 30m ./...
 
 chaos: ## randomized fault run (internal/chaostest): make chaos DURATION=10m SEED=n
 	@eval "$$(./scripts/test-services.sh --env)" && SECKILL_CHAOS_DURATION='$(DURATION)' SECKILL_CHAOS_SEED='$(SEED)' \

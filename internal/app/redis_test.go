@@ -91,7 +91,10 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
-			// The server runs what reached it during the stall once it resumes.
+			// The server runs what reached it during the stall once it
+			// resumes (on a loaded machine, some time after), and only that.
+			require.Eventually(t, func() bool { return srv.Client().Exists(ctx, "n").Val() == 1 },
+				10*time.Second, 20*time.Millisecond, "the script reached the server")
 			time.Sleep(200 * time.Millisecond)
 			n, err := srv.Client().Get(ctx, "n").Int()
 			require.NoError(t, err)
@@ -127,6 +130,12 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
+			// The stalled buy runs once the server resumes (on a loaded
+			// machine, some time after).
+			require.Eventually(t, func() bool {
+				st, _, err := store.State(ctx, stock.Part{SKU: sku})
+				return err == nil && st.Left < 9
+			}, 10*time.Second, 20*time.Millisecond, "the stalled buy reached the server")
 			time.Sleep(200 * time.Millisecond)
 			st, ok, err := store.State(ctx, stock.Part{SKU: sku})
 			require.NoError(t, err)
