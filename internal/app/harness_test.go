@@ -126,6 +126,11 @@ func (s *deployment) start() {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t))
 	env["SECKILL_HTTP_ADDR"] = addr
+	if _, ok := env["SECKILL_HTTP_WRITE_TIMEOUT"]; !ok {
+		// A crowd of a test under the race detector on a loaded machine
+		// may wait past the shipped 10s; cut off, it would read EOF.
+		env["SECKILL_HTTP_WRITE_TIMEOUT"] = "60s"
+	}
 	cfg, err := config.Load(s.config, func(k string) string { return env[k] })
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -310,13 +311,23 @@ func (p *Process) Crash() (mark string, from []byte) {
 	return "", nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a port on 127.0.0.1 that is free now, chosen at random
+// in 10000-19999: below the kernel's ephemeral range (32768 and up on
+// Linux) and clear of the test services' ports. A port of the ephemeral
+// range may be taken by any outgoing connection between this call and the
+// bind of the server it is for, and the tests make outgoing connections by
+// the thousand.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	for range 1000 {
+		port := 10000 + rand.IntN(10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("free port: none free in 10000-19999")
+	return 0
 }
