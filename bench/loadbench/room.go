@@ -66,8 +66,8 @@ func (b *bench) roomRuns(out io.Writer) error {
 		if i%2 == 1 {
 			order = []variant{pass, plain, plain, pass}
 		}
+		b.passPool = int(1.5*max(r.join, r.soldOut*0.5)*b.cfg.duration.Seconds()) + 1000
 		for _, v := range order {
-			b.passPool = int(1.5*max(r.join, r.soldOut*0.5)*b.cfg.duration.Seconds()) + 1000
 			if err := b.inStock(out, v); err != nil {
 				return err
 			}
@@ -107,8 +107,8 @@ func (b *bench) roomRuns(out io.Writer) error {
 // roomLooks measures mode ("poll", "rejoin" or "join") on a SKU with a
 // waiting room: poll, roomPollers shoppers who joined before the run look
 // at their place round-robin; rejoin, they join again; join, every request
-// is a new shopper joining. The room
-// admits one shopper a second, so the crowd keeps waiting.
+// is a new shopper joining. The room admits one shopper a second, so the
+// crowd keeps waiting.
 func (b *bench) roomLooks(out io.Writer, mode string) (float64, error) {
 	p, a, err := b.server("room-"+mode, []string{"serve"})
 	if err != nil {
