@@ -270,8 +270,8 @@ func TestPassIsSpentOnce(t *testing.T) {
 }
 
 // A pass is spent only by a buy that takes units: a buy refused for the
-// limit or the units keeps it valid, and a pass sent twice in one batch
-// buys once.
+// limit or the units keeps it valid, in its batch too, and a pass sent
+// twice in one batch buys once.
 func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	f := newFixture(t, 10, 2, catalog.Room{Mode: catalog.RoomFIFO})
 	f.join("alice")
@@ -290,10 +290,11 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	assert.Equal(t, Admitted, f.peek("alice").Status, "not spent by a refused buy")
 	ttl, err := f.room.rdb.PTTL(t.Context(), stock.RoomPrefix(f.room.o.Prefix, f.sku.ID)+"valid").Result()
 	require.NoError(t, err)
-	assert.Positive(t, ttl, "the hash put back, from its last field, still ends")
-	res := buy(req(1, "a"), req(1, "b"))
-	require.NoError(t, res[0].Err)
-	assert.ErrorIs(t, res[1].Err, stock.ErrPassSpent, "spent by the first of the batch")
+	assert.Positive(t, ttl, "the hash left as it was, with its end")
+	res := buy(req(3, "over-limit-again"), req(1, "a"), req(1, "b"))
+	assert.ErrorIs(t, res[0].Err, stock.ErrLimitExceeded)
+	require.NoError(t, res[1].Err, "not spent by the refused buy before it in the batch")
+	assert.ErrorIs(t, res[2].Err, stock.ErrPassSpent, "spent by the one before it in the batch")
 	st := f.peek("alice")
 	assert.Equal(t, Closed, st.Status)
 	assert.Equal(t, "pass_used", st.Reason)
