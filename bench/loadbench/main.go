@@ -72,9 +72,10 @@ type config struct {
 	sqlFloor     bool
 	floorRows    int
 	floorWorkers int
-	// room and roomRounds: the waiting-room run (room.go).
+	// room, roomRounds and roomBuys: the waiting-room run (room.go).
 	room       bool
 	roomRounds int
+	roomBuys   bool
 }
 
 func main() {
@@ -112,6 +113,7 @@ func main() {
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", 2, "concurrent writers of -sql-floor")
 	flag.BoolVar(&cfg.room, "room", false, "run only the waiting-room run: a look at a room and a join against the sold-out answer and the ceiling, and a hot-SKU buy with and without a pass, in rounds")
 	flag.IntVar(&cfg.roomRounds, "room-rounds", 3, "rounds of the -room run")
+	flag.BoolVar(&cfg.roomBuys, "room-buys", false, "with -room, run only the hot-SKU buys with and without a pass, in rounds")
 	flag.Parse()
 	run := run
 	if cfg.sqlFloor {
@@ -157,8 +159,10 @@ type bench struct {
 	redisAddr   string
 	ownRedis    bool
 	replicaStop func()
-	// passPool is how many admitted shoppers a buy-with-a-pass run makes.
-	passPool int
+	// passPool is how many admitted shoppers a buy-with-a-pass run makes;
+	// fastestBuy is the highest rate of the room run's buy runs so far.
+	passPool   int
+	fastestBuy float64
 }
 
 // cpuUse samples the CPU time of the server, Redis and MySQL around a run.
