@@ -9,7 +9,7 @@
 --         file LB_PASSES.<thread> ("user<TAB>pass" per line), each line
 --         used once, read as the requests go (a table of them all would
 --         cost wrk's garbage collector more than the requests do)
--- done() prints the figures as one JSON line, as users.lua does.
+-- loadbench appends report.lua.
 local threads = 0
 
 function setup(thread)
@@ -57,13 +57,4 @@ function request()
     return wrk.format("POST", "/api/v1/skus/" .. sku .. "/queue", headers, "")
   end
   return wrk.format("GET", "/api/v1/skus/" .. sku .. "/queue", headers)
-end
-
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'LBJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,"max_us":%d,' ..
-    '"connect_errors":%d,"read_errors":%d,"write_errors":%d,"timeouts":%d,"non2xx":%d}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
-    latency:percentile(99), latency.max, e.connect, e.read, e.write, e.timeout, e.status))
 end

@@ -1,6 +1,6 @@
 -- wrk script of loadbench: every request is a buy by a user never seen
 -- before ("<LB_PREFIX>-<thread>-<n>"), spread round-robin over the SKU ids in
--- LB_SKUS (comma-separated). done() prints the figures as one JSON line.
+-- LB_SKUS (comma-separated). loadbench appends report.lua.
 local threads = 0
 
 function setup(thread)
@@ -25,13 +25,4 @@ function request()
   n = n + 1
   headers["X-User-ID"] = base .. n
   return wrk.format("POST", "/api/v1/orders", headers, '{"sku_id":' .. skus[(n % #skus) + 1] .. ',"qty":1}')
-end
-
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'LBJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,"max_us":%d,' ..
-    '"connect_errors":%d,"read_errors":%d,"write_errors":%d,"timeouts":%d,"non2xx":%d}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
-    latency:percentile(99), latency.max, e.connect, e.read, e.write, e.timeout, e.status))
 end

@@ -15,7 +15,10 @@ import (
 //go:embed users.lua
 var usersLua []byte
 
-// wrkResult is what users.lua's done() reports.
+//go:embed report.lua
+var reportLua []byte
+
+// wrkResult is what report.lua's done() reports.
 type wrkResult struct {
 	Requests      int64   `json:"requests"`
 	DurationUS    int64   `json:"duration_us"`
@@ -54,11 +57,12 @@ func (b *bench) wrk(url string, skus []int64, d time.Duration) (wrkResult, error
 		"LB_SKUS="+strings.Join(ids, ","), fmt.Sprintf("LB_PREFIX=%s-r%d", b.tag, b.runs))
 }
 
-// runScript runs wrk against url for d with the script lua (written to the
-// work directory as name) and env added to its environment.
+// runScript runs wrk against url for d with the script lua followed by
+// report.lua (written to the work directory as name) and env added to its
+// environment.
 func (b *bench) runScript(url, name string, lua []byte, d time.Duration, env ...string) (wrkResult, error) {
 	script := filepath.Join(b.dir, name)
-	if err := os.WriteFile(script, lua, 0o600); err != nil {
+	if err := os.WriteFile(script, append(append(lua[:len(lua):len(lua)], '\n'), reportLua...), 0o600); err != nil {
 		return wrkResult{}, err
 	}
 	//nolint:gosec // wrk from PATH, with arguments built here
