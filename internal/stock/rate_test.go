@@ -2,6 +2,7 @@ package stock
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,4 +74,35 @@ func TestShopperRateInTheBuyScript(t *testing.T) {
 			assert.ErrorIs(t, r.Err, ErrRateLimited, "request %d", i)
 		}
 	}
+}
+
+// A buy with a waiting room pass is not charged to the shopper's budget:
+// the pass lets in one buy, and the room paces its shoppers. The budget
+// is neither read nor written, and is whole for a buy without a pass.
+func TestABuyWithAPassIsNotCharged(t *testing.T) {
+	clk := testutil.NewClock(time.Now())
+	const sku = 24
+	ctx, store := testStore(t, StoreOptions{Now: clk.Now, PerUser: Rate{PerSecond: 2, Burst: 3}},
+		map[uint64]Config{sku: {Total: 100, Limit: 100, Expires: clk.Now().Add(time.Hour)}})
+	exp := clk.Now().Add(time.Minute)
+	reqs := make([]Request, 6)
+	for i := range reqs {
+		ticket := "t" + strconv.Itoa(i)
+		require.NoError(t, store.rdb.HSet(ctx, RoomPrefix(store.o.Prefix, sku)+"valid", ticket, exp.UnixMilli()).Err())
+		reqs[i] = Request{User: "alice", Qty: 1, Created: clk.Now(), Pass: Pass{Ticket: ticket, Expires: exp}}
+	}
+	_, res, err := store.Buy(ctx, Part{SKU: sku}, reqs, Guard{})
+	require.NoError(t, err)
+	for i, r := range res {
+		assert.NoError(t, r.Err, "request %d with a pass", i)
+	}
+	n, err := store.rdb.Exists(ctx, newKeys(store.o.Prefix, Part{SKU: sku}).rate("alice")).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "no budget written")
+
+	b := &buyer{ctx: ctx, t: t, store: store, now: clk.Now}
+	for i := range 3 {
+		require.NoError(t, b.buy(sku, "alice", "").Err, "request %d without a pass: the burst is whole", i)
+	}
+	assert.ErrorIs(t, b.buy(sku, "alice", "").Err, ErrRateLimited)
 }

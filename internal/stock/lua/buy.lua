@@ -30,8 +30,10 @@
 --            ticket -> expiry, Unix ms), 0 when no request carries a pass;
 --            followed by 8 values per request: user id, qty, order id,
 --            index in KEYS of its request-id key (0 when it has none),
---            index in KEYS of its rate key (0 when there is no limit), the
---            order's JSON object, the expiry (Unix ms) of the pass the
+--            index in KEYS of its rate key (0 when there is no limit, and
+--            for a request with a pass, which lets in one buy: the room
+--            paces its shoppers, not the rate limit), the order's JSON
+--            object, the expiry (Unix ms) of the pass the
 --            request spends (0: no pass; the pass's own, as signed, which
 --            is its value) and its ticket
 -- The task's payload is the JSON array of the accepted orders' objects.
@@ -128,7 +130,7 @@ for i = 0, n - 1 do
   end
   local prior = ridkey and redis.call('GET', ridkey)
   local wait = 0
-  if not prior and not ended and qty <= left and interval > 0 then
+  if not prior and not ended and qty <= left and ARGV[b + 4] ~= '0' then
     -- GCRA: the shopper's theoretical arrival time moves one interval per
     -- request; a request is refused while that would put it more than the
     -- burst allowance ahead of now. A shopper whose time is not ahead of now
