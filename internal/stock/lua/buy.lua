@@ -33,9 +33,9 @@
 --            index in KEYS of its rate key (0 when there is no limit, and
 --            for a request with a pass, which lets in one buy: the room
 --            paces its shoppers, not the rate limit), the order's JSON
---            object, the expiry (Unix ms) of the pass the
---            request spends (0: no pass; the pass's own, as signed, which
---            is its value) and its ticket
+--            object, the expiry (Unix ms) of the pass the request spends
+--            (0: no pass; the pass's own, as signed, which is its value)
+--            and its ticket
 -- The task's payload is the JSON array of the accepted orders' objects.
 -- Returns {status, left, code1, id1, code2, id2, ...}
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
