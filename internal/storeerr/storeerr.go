@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -24,12 +25,14 @@ import (
 // Redis that is loading, read-only (a replica, or a failover under way),
 // answering with another node for a slot (MOVED, ASK: a Cluster failover),
 // without a reachable master or cluster, over its client limit or out of
-// memory under noeviction; or a MySQL over its connection limit (1040) or
-// short of resources for one (1203, 1135).
+// memory under noeviction; a connection go-redis closed under a command
+// (a failover closes the old master's connections); or a MySQL over its
+// connection limit (1040) or short of resources for one (1203, 1135).
 func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
 	case errors.Is(err, replica.ErrNotReplicated), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
+		connStateError(err),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
@@ -49,4 +52,35 @@ func Unavailable(err error) bool {
 	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
 		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err)
+}
+
+// connStates are the errors of go-redis's connection states (its
+// internal/pool package): a connection closed, by a failover or a pool
+// hook, while a command was setting it up or using it. The package is
+// internal to go-redis, so its values cannot be compared: each is known by
+// its text, which TestConnStateErrorsAreGoRedis pins to the go-redis in
+// go.mod.
+var connStates = []string{
+	"invalid state transition",
+	"state machine is closed",
+	"state transition timeout",
+	"redis: timed out trying to mark connection as unusable",
+}
+
+// connStateError reports whether err, or an error it wraps, is one of
+// connStates itself (not merely a message that mentions one).
+func connStateError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if slices.Contains(connStates, err.Error()) {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		return connStateError(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), connStateError)
+	}
+	return false
 }

@@ -1,11 +1,17 @@
 package storeerr
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A MySQL out of connections refuses work for now: retry. A MySQL error
@@ -17,5 +23,38 @@ func TestMySQLOverItsLimitIsUnavailable(t *testing.T) {
 	}{{1040, true}, {1203, true}, {1135, true}, {1062, false}, {1146, false}} {
 		err := fmt.Errorf("catalog: get 7: %w", &mysql.MySQLError{Number: tc.number, Message: "x"})
 		assert.Equal(t, tc.want, Unavailable(err), "error %d", tc.number)
+	}
+}
+
+// A connection go-redis closed under a command (during a Sentinel failover
+// it fails the command with "invalid state transition", wrapped) is a
+// store that could not be reached; a message that only mentions such an
+// error is not.
+func TestAConnectionClosedUnderACommandIsUnavailable(t *testing.T) {
+	// As go-redis makes it: its internal sentinel value, wrapped twice.
+	closed := fmt.Errorf("%w: cannot transition from CLOSED to INITIALIZING (valid from: [CREATED])",
+		errors.New("invalid state transition"))
+	assert.True(t, Unavailable(fmt.Errorf("stock: request id of sku 1: %w", closed)))
+	assert.True(t, Unavailable(fmt.Errorf("stock: %w", errors.Join(errors.New("x"), errors.New("state machine is closed")))))
+	assert.False(t, Unavailable(errors.New("stock: invalid state transition of order 7")))
+	assert.False(t, Unavailable(nil))
+}
+
+// Each text connStates knows is an error value the go-redis in go.mod
+// defines, so that an upgrade that renames one fails here.
+func TestConnStateErrorsAreGoRedis(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/redis/go-redis/v9").Output()
+	require.NoError(t, err)
+	dir := filepath.Join(strings.TrimSpace(string(out)), "internal", "pool")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src.Write(b)
+	}
+	for _, text := range connStates {
+		assert.Contains(t, src.String(), "errors.New(\""+text+"\")", "go-redis %s", dir)
 	}
 }
