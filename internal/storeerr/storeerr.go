@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -32,7 +33,7 @@ func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
 	case errors.Is(err, replica.ErrNotReplicated), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded),
-		connStateError(err),
+		connError(err),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
@@ -54,33 +55,44 @@ func Unavailable(err error) bool {
 		redis.IsOOMError(err)
 }
 
-// connStates are the errors of go-redis's connection states (its
-// internal/pool package): a connection closed, by a failover or a pool
-// hook, while a command was setting it up or using it. The package is
-// internal to go-redis, so its values cannot be compared: each is known by
-// its text, which TestConnStateErrorsAreGoRedis pins to the go-redis in
-// go.mod.
-var connStates = []string{
+// connErrors are the texts of go-redis's own connection failures (its
+// pool's, kept in an internal package, and its client's, not exported): a
+// connection closed, by a failover or a pool hook, while a command was
+// setting it up or using it, or left unusable mid-reply. Their values
+// cannot be compared, so each is known by its text, which
+// TestConnErrorsAreGoRedis pins to the go-redis in go.mod. A text ending
+// in ": " is a prefix.
+var connErrors = []string{
 	"invalid state transition",
 	"state machine is closed",
 	"state transition timeout",
+	"unexpected read from socket",
 	"redis: timed out trying to mark connection as unusable",
+	"redis: connection pool has no free turn",
+	"redis: connection not available",
+	"redis: connection not available for write operation",
+	"redis: connection is not usable",
+	"redis: connection unusable (reply stream desynchronized)",
+	"connection in unexpected state after initialization: ",
 }
 
-// connStateError reports whether err, or an error it wraps, is one of
-// connStates itself (not merely a message that mentions one).
-func connStateError(err error) bool {
+// connError reports whether err, or an error it wraps, is one of
+// connErrors itself (not merely a message that mentions one).
+func connError(err error) bool {
 	if err == nil {
 		return false
 	}
-	if slices.Contains(connStates, err.Error()) {
+	msg := err.Error()
+	if slices.ContainsFunc(connErrors, func(text string) bool {
+		return msg == text || strings.HasSuffix(text, ": ") && strings.HasPrefix(msg, text)
+	}) {
 		return true
 	}
 	switch e := err.(type) {
 	case interface{ Unwrap() error }:
-		return connStateError(e.Unwrap())
+		return connError(e.Unwrap())
 	case interface{ Unwrap() []error }:
-		return slices.ContainsFunc(e.Unwrap(), connStateError)
+		return slices.ContainsFunc(e.Unwrap(), connError)
 	}
 	return false
 }

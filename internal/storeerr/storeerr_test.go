@@ -36,25 +36,36 @@ func TestAConnectionClosedUnderACommandIsUnavailable(t *testing.T) {
 		errors.New("invalid state transition"))
 	assert.True(t, Unavailable(fmt.Errorf("stock: request id of sku 1: %w", closed)))
 	assert.True(t, Unavailable(fmt.Errorf("stock: %w", errors.Join(errors.New("x"), errors.New("state machine is closed")))))
+	assert.True(t, Unavailable(fmt.Errorf("room: %w", errors.New("connection in unexpected state after initialization: CLOSED"))))
 	assert.False(t, Unavailable(errors.New("stock: invalid state transition of order 7")))
 	assert.False(t, Unavailable(nil))
 }
 
-// Each text connStates knows is an error value the go-redis in go.mod
-// defines, so that an upgrade that renames one fails here.
-func TestConnStateErrorsAreGoRedis(t *testing.T) {
+// Each text connErrors knows is one the go-redis in go.mod writes (a
+// string literal of its client or its pool), so that an upgrade that
+// rewords one fails here.
+func TestConnErrorsAreGoRedis(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/redis/go-redis/v9").Output()
 	require.NoError(t, err)
-	dir := filepath.Join(strings.TrimSpace(string(out)), "internal", "pool")
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	require.NoError(t, err)
+	dir := strings.TrimSpace(string(out))
 	var src strings.Builder
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for _, pattern := range []string{"*.go", filepath.Join("internal", "pool", "*.go")} {
+		files, err := filepath.Glob(filepath.Join(dir, pattern))
 		require.NoError(t, err)
-		src.Write(b)
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			src.Write(b)
+		}
 	}
-	for _, text := range connStates {
-		assert.Contains(t, src.String(), "errors.New(\""+text+"\")", "go-redis %s", dir)
+	for _, text := range connErrors {
+		literal := `"` + text + `")`
+		if prefix, ok := strings.CutSuffix(text, ": "); ok {
+			literal = `"` + prefix + `: %s"`
+		}
+		assert.True(t, strings.Contains(src.String(), literal), "go-redis %s writes no %s", dir, literal)
 	}
 }
