@@ -611,18 +611,28 @@ func (a *analysis) checkRequestIDs() {
 		}
 		if len(rows) > 1 {
 			sort.Slice(rows, func(i, j int) bool { return rows[i].created.Before(rows[j].created) })
-			ok := true
+			ok, live := true, false
 			for i := 1; i < len(rows); i++ {
 				prev := &op{call: rows[i-1].created, outOrder: rows[i-1].id}
-				if _, lost := forgotten(prev, rows[i].created); !lost && !a.goneBy(prev.outOrder, rows[i].created) {
-					ok = false
+				if _, lost := forgotten(prev, rows[i].created); lost || a.goneBy(prev.outOrder, rows[i].created) {
+					continue
 				}
+				// As for the answers above: the order before was accepted
+				// by a live primary being replaced, whose request-id key
+				// went with it.
+				if first, acked := a.acked[prev.outOrder]; acked && a.whileLive(first.call) {
+					live = true
+					continue
+				}
+				ok = false
 			}
 			var ids []string
 			for _, r := range rows {
 				ids = append(ids, fmt.Sprintf("%s(%s)", r.id, r.status))
 			}
 			switch {
+			case ok && live:
+				a.ridLive = append(a.ridLive, fmt.Sprintf("user %s rid %s has %d orders after the replacement of a live primary: %v", k.user, k.rid, len(rows), ids))
 			case ok:
 				a.ridLoss = append(a.ridLoss, fmt.Sprintf("user %s rid %s has %d orders after a data loss or a delete: %v", k.user, k.rid, len(rows), ids))
 			case a.lossBetween(rows[0].created, rows[len(rows)-1].created):

@@ -1,0 +1,45 @@
+package chaostest
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A request id whose first order a live primary accepted while the
+// Sentinels replaced it, replayed after into a second order, is explained
+// by the replacement, in the answers and in MySQL alike; with no such
+// replacement it is a violation.
+func TestARequestIDTheReplacementForgotIsExplained(t *testing.T) {
+	t0 := time.Unix(1_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, live := range []bool{true, false} {
+		first := &op{id: 1, kind: opBuy, user: "u1", sku: 1, qty: 1, rid: "r1", attempt: 1,
+			call: at(49.6), ret: at(49.7), status: http.StatusAccepted, outOrder: "o1"}
+		replay := &op{id: 2, kind: opBuy, user: "u1", sku: 1, qty: 1, rid: "r1", attempt: 2,
+			call: at(50.6), ret: at(50.7), status: http.StatusAccepted, outOrder: "o2"}
+		rows := map[string]*orderRow{
+			"o1": {id: "o1", sku: 1, user: "u1", rid: "r1", qty: 1, status: "cancelled", created: at(49.65)},
+			"o2": {id: "o2", sku: 1, user: "u1", rid: "r1", qty: 1, status: "expired", created: at(50.65)},
+		}
+		// A freeze past the Sentinels' down-after: they promoted a replica
+		// while the old primary went on answering.
+		freeze := fault{kind: "primary-freeze", from: at(48), to: at(48.9), failover: true, live: live, switched: at(49.5)}
+		a := &analysis{l: &lane{viol: &violations{}}, ops: []*op{first, replay}, faults: []fault{freeze},
+			final: &snapshot{orders: rows}, known: rows, acked: map[string]*op{"o1": first, "o2": replay}}
+		a.checkRequestIDs()
+		if live {
+			assert.Empty(t, a.l.viol.all())
+			assert.Len(t, a.ridLive, 2, "the replay, and the two orders in MySQL")
+		} else {
+			kinds := map[string]int{}
+			for _, v := range a.l.viol.all() {
+				kinds[v.kind]++
+			}
+			assert.Equal(t, map[string]int{"request_id": 2}, kinds, "the replay, and the two orders in MySQL")
+			assert.Empty(t, a.ridLive)
+		}
+	}
+}
