@@ -28,7 +28,9 @@ import (
 // without a reachable master or cluster, over its client limit or out of
 // memory under noeviction; a connection go-redis closed under a command
 // (a failover closes the old master's connections); or a MySQL over its
-// connection limit (1040) or short of resources for one (1203, 1135).
+// connection limit (1040) or short of resources for one (1203, 1135), or
+// that rolled a transaction back for a deadlock (1213) or a lock wait
+// timed out (1205; the transaction then rolls back as it returns).
 func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
@@ -41,7 +43,7 @@ func Unavailable(err error) bool {
 		return true
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203 || me.Number == 1135) {
+	if errors.As(err, &me) && slices.Contains([]uint16{1040, 1203, 1135, 1213, 1205}, me.Number) {
 		return true
 	}
 	if _, moved := redis.IsMovedError(err); moved {

@@ -14,13 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A MySQL out of connections refuses work for now: retry. A MySQL error
-// about the request itself is not.
+// A MySQL out of connections, or one that rolled back a transaction for a
+// deadlock or a lock wait, refuses work for now: retry. A MySQL error about
+// the request itself is not.
 func TestMySQLOverItsLimitIsUnavailable(t *testing.T) {
 	for _, tc := range []struct {
 		number uint16
 		want   bool
-	}{{1040, true}, {1203, true}, {1135, true}, {1062, false}, {1146, false}} {
+	}{{1040, true}, {1203, true}, {1135, true}, {1213, true}, {1205, true}, {1062, false}, {1146, false}} {
 		err := fmt.Errorf("catalog: get 7: %w", &mysql.MySQLError{Number: tc.number, Message: "x"})
 		assert.Equal(t, tc.want, Unavailable(err), "error %d", tc.number)
 	}
