@@ -90,7 +90,7 @@ func connError(err error) bool {
 	}) {
 		return true
 	}
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // walks the chain itself, one error at a time
 	case interface{ Unwrap() error }:
 		return connError(e.Unwrap())
 	case interface{ Unwrap() []error }:
