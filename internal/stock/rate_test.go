@@ -106,3 +106,45 @@ func TestABuyWithAPassIsNotCharged(t *testing.T) {
 	}
 	assert.ErrorIs(t, b.buy(sku, "alice", "").Err, ErrRateLimited)
 }
+
+// A buy whose pass is refused — spent already, expired, or never given —
+// is charged like a buy without one: the pass no longer paces its holder,
+// and a spent pass still passes the instance's signature check until its
+// expiry. The budget is kept per shopper, so the accepted pass costs
+// nothing and the refusals count from the first.
+func TestABuyWhosePassIsRefusedIsCharged(t *testing.T) {
+	clk := testutil.NewClock(time.Now())
+	const sku = 25
+	ctx, store := testStore(t, StoreOptions{Now: clk.Now, PerUser: Rate{PerSecond: 2, Burst: 3}},
+		map[uint64]Config{sku: {Total: 100, Limit: 1, Expires: clk.Now().Add(time.Hour)}})
+	exp := clk.Now().Add(time.Minute)
+	require.NoError(t, store.rdb.HSet(ctx, RoomPrefix(store.o.Prefix, sku)+"valid", "t1", exp.UnixMilli()).Err())
+	buy := func(ticket string, exp time.Time) Result {
+		t.Helper()
+		_, res, err := store.Buy(ctx, Part{SKU: sku},
+			[]Request{{User: "alice", Qty: 1, Created: clk.Now(), Pass: Pass{Ticket: ticket, Expires: exp}}}, Guard{})
+		require.NoError(t, err)
+		return res[0]
+	}
+	require.NoError(t, buy("t1", exp).Err, "the pass lets in its buy")
+
+	var codes []string
+	for range 6 {
+		switch err := buy("t1", exp).Err; {
+		case errors.Is(err, ErrPassSpent):
+			codes = append(codes, "spent")
+		case errors.Is(err, ErrRateLimited):
+			codes = append(codes, "limited")
+		default:
+			t.Fatalf("a spent pass: %v", err)
+		}
+	}
+	assert.Equal(t, []string{"spent", "spent", "spent", "limited", "limited", "limited"}, codes,
+		"the burst of 3, then refused by the budget")
+
+	clk.Advance(time.Hour)
+	assert.ErrorIs(t, buy("t2", clk.Now().Add(-time.Second)).Err, ErrPassSpent, "refilled: an expired pass is refused as such")
+	assert.ErrorIs(t, buy("t3", clk.Now().Add(time.Minute)).Err, ErrPassSpent, "a pass never given")
+	assert.ErrorIs(t, buy("t4", clk.Now().Add(time.Minute)).Err, ErrPassSpent)
+	assert.ErrorIs(t, buy("t5", clk.Now().Add(time.Minute)).Err, ErrRateLimited, "the fourth refusal at once")
+}

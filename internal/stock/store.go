@@ -251,7 +251,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 			ridIndex = len(keys)
 		}
 		rateIndex := 0
-		if interval > 0 && r.Pass.Ticket == "" { // a pass lets in one buy: not charged
+		if interval > 0 { // charged unless a valid pass lets the buy in
 			keys = append(keys, k.rate(r.User))
 			rateIndex = len(keys)
 		}

@@ -30,9 +30,9 @@
 --            ticket -> expiry, Unix ms), 0 when no request carries a pass;
 --            followed by 8 values per request: user id, qty, order id,
 --            index in KEYS of its request-id key (0 when it has none),
---            index in KEYS of its rate key (0 when there is no limit, and
---            for a request with a pass, which lets in one buy: the room
---            paces its shoppers, not the rate limit), the order's JSON
+--            index in KEYS of its rate key (0 when there is no limit; a
+--            request whose pass is valid is not charged: the pass lets in
+--            one buy and the room paces its shoppers), the order's JSON
 --            object, the expiry (Unix ms) of the pass the request spends
 --            (0: no pass; the pass's own, as signed, which is its value)
 --            and its ticket
@@ -51,7 +51,9 @@
 --           spent by the buy it lets in, with the units)
 -- In that order, ended first after replays: a replay is answered first and
 -- is never charged to the rate limit; ended and sold-out answers are not
--- charged either. A request for more than is left is answered 4 rather
+-- charged either. A request whose pass is refused is charged, and answered
+-- 5 rather than 7 past the budget: a spent pass still passes the
+-- instance's signature check until its expiry. A request for more than is left is answered 4 rather
 -- than 3 when the shopper's units would pass the limit too.
 local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -129,8 +131,16 @@ for i = 0, n - 1 do
     ridkey = KEYS[tonumber(ARGV[b + 3])]
   end
   local prior = ridkey and redis.call('GET', ridkey)
+  -- A pass is spent here, by the one HDEL that says it was valid and
+  -- unused; a refusal below puts it back. A request it lets in is not
+  -- charged, one whose pass is refused is.
+  local spent, refused = false, false
+  if passes and not prior and not ended then
+    spent = tonumber(pexp) > tonumber(now) and redis.call('HDEL', passes, ticket) == 1
+    refused = not spent
+  end
   local wait = 0
-  if not prior and not ended and qty <= left and ARGV[b + 4] ~= '0' then
+  if not prior and not ended and not spent and (qty <= left or refused) and ARGV[b + 4] ~= '0' then
     -- GCRA: the shopper's theoretical arrival time moves one interval per
     -- request; a request is refused while that would put it more than the
     -- burst allowance ahead of now. A shopper whose time is not ahead of now
@@ -156,11 +166,14 @@ for i = 0, n - 1 do
   elseif ended then
     out[#out + 1] = 6
     out[#out + 1] = ''
-  elseif passes and (tonumber(pexp) <= tonumber(now) or redis.call('HDEL', passes, ticket) == 0) then
-    -- The one HDEL says the pass was valid and unused, and spends it; a
-    -- refusal below puts it back.
-    out[#out + 1] = 7
-    out[#out + 1] = ''
+  elseif refused then
+    if wait > 0 then
+      out[#out + 1] = 5
+      out[#out + 1] = string.format('%d', wait)
+    else
+      out[#out + 1] = 7
+      out[#out + 1] = ''
+    end
   elseif qty > left then
     -- A shopper whose units would pass the limit anyway is told so: a SKU
     -- split into buckets moves units to a bucket short of them, and must
