@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/clockcheck"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/drain"
 	"github.com/seckill/seckill/internal/lock"
@@ -62,6 +63,7 @@ type App struct {
 	orderMetrics *order.Metrics
 	drainMetrics *drain.Metrics
 	perAddress   order.Limiter
+	clock        *clockcheck.Checker // this instance's clock against Redis's
 
 	closers []func()
 }
@@ -164,6 +166,7 @@ func (a *App) build() error {
 	a.drainMetrics = drain.NewMetrics(a.Registry)
 	a.Orders = order.NewStore(a.DB, outbox.NewWriter(cfg.Events.On()))
 	a.closer = order.NewCloser(a.Orders, a.Stock, a.orderMetrics, nil)
+	a.clock = clockcheck.New(a.Redis, cfg.Redis.KeyPrefix, a.Registry, clockcheck.Options{Log: a.Log})
 	return nil
 }
 

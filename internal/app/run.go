@@ -37,6 +37,15 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	if err := a.Sales.RebuildMissing(ctx); err != nil {
 		return fmt.Errorf("rebuild redis state: %w", err)
 	}
+	// Every process reads its clock for the sale window, the rate budgets
+	// and the waiting rooms: its offset from Redis's is watched.
+	clockCtx, stopClock := context.WithCancel(context.Background())
+	var clockDone sync.WaitGroup
+	clockDone.Go(func() { a.clock.Run(clockCtx) })
+	defer func() {
+		stopClock()
+		clockDone.Wait()
+	}()
 	serveErr := make(chan error, 1)
 	stopAPI := func() {}
 	if opts.API {
