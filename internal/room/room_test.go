@@ -366,3 +366,52 @@ func TestARoomOfRateZeroFollowsTheBackendsPace(t *testing.T) {
 	f.peek("u199")
 	assert.EqualValues(t, 10+120, admitted(), "twice the backend's best second")
 }
+
+// A room whose Redis state is lost after its draw (a Redis restarted
+// without persistence, with the stock rebuilt from SQL) starts again
+// empty: a ticket and a pass given before the loss are gone, a look
+// answers no ticket, the pass buys nothing, and shoppers who join again
+// queue first come, first served. The shopper who bought before the loss
+// is stopped by the per-shopper limit, which the rebuild keeps.
+func TestARoomLostAfterItsDrawStartsAgainInJoinOrder(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{})
+	for _, u := range []string{"alice", "bob", "carol"} {
+		f.join(u)
+	}
+	f.clock.Advance(time.Minute + time.Second)
+	for _, u := range []string{"alice", "bob", "carol"} {
+		require.Equal(t, Admitted, f.peek(u).Status, u)
+	}
+	require.NoError(t, f.buy("alice", f.peek("alice").Pass, "").Err)
+	bobsPass := f.peek("bob").Pass
+
+	// The loss: the room's keys go. The stock stays as the rebuild from
+	// SQL would make it again (alice's unit sold, her count kept).
+	rdb := f.room.rdb
+	k := f.room.keys(f.sku.ID)
+	require.NoError(t, rdb.Del(t.Context(), k.meta, k.who, k.pre, k.line, k.passes, k.expired, k.valid).Err())
+
+	_, err := f.room.Peek(t.Context(), f.sku.ID, "bob")
+	require.ErrorIs(t, err, ErrNoTicket, "bob's ticket went with the state")
+	assert.ErrorIs(t, f.buy("bob", bobsPass, "").Err, stock.ErrPassSpent, "so did his pass")
+
+	carol, bob, alice := f.join("carol"), f.join("bob"), f.join("alice")
+	assert.EqualValues(t, 1, carol.Position, "join order, behind a draw of nothing")
+	assert.EqualValues(t, 2, bob.Position)
+	assert.EqualValues(t, 3, alice.Position)
+	f.clock.Advance(time.Second)
+	for _, u := range []string{"carol", "bob"} {
+		st := f.peek(u)
+		require.Equal(t, Admitted, st.Status, u)
+		require.NoError(t, f.buy(u, st.Pass, "").Err, u)
+	}
+	st := f.peek("alice")
+	require.Equal(t, Admitted, st.Status)
+	assert.ErrorIs(t, f.buy("alice", st.Pass, "").Err, stock.ErrLimitExceeded, "she bought before the loss")
+
+	f.clock.Advance(time.Hour)
+	d, err := f.room.Published(t.Context(), f.sku.ID)
+	require.NoError(t, err)
+	assert.Empty(t, d.PreQueue)
+	assert.Equal(t, []string{carol.Ticket, bob.Ticket, alice.Ticket}, d.Later)
+}
