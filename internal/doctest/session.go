@@ -58,10 +58,12 @@ __seckill_server() {
 	case $addr in :*) addr=127.0.0.1$addr ;; esac
 	[ "$kind" = serve ] && __seckill_stop "$addr"
 	rec=$__doc_dir/servers/$BASHPID.$RANDOM
+	# Each record is written whole (a .tmp renamed): a reader never sees
+	# one empty.
 	( command seckill "$@" >"$rec.log" 2>&1 &
 	  echo "$! $kind $addr" >"$rec.tmp" && mv "$rec.tmp" "$rec"
 	  wait $!
-	  echo $? >"$rec.exit" ) &
+	  echo $? >"$rec.exit.tmp" && mv "$rec.exit.tmp" "$rec.exit" ) &
 	for i in $(seq 1 1200); do
 		if [ -f "$rec.exit" ]; then
 			echo "seckill $* exited with $(cat "$rec.exit") before it was ready:" >&2
