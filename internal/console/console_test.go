@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,6 +129,58 @@ func TestAWrongTokenIsRefusedAndSaysNothingElse(t *testing.T) {
 	assert.Equal(t, http.StatusSeeOther, other.Code, "another address is not held back")
 	clock.Advance(time.Minute)
 	assert.Equal(t, http.StatusSeeOther, login(h, token, nil).Code, "a minute later")
+}
+
+// stalledBody is a form body whose bytes arrive only once release is
+// closed: a client that sends its headers, then its body later.
+type stalledBody struct {
+	r       io.Reader
+	release chan struct{}
+	started chan struct{}
+	once    sync.Once
+}
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+	return b.r.Read(p)
+}
+
+// The limit of 10 wrong tokens a minute per address holds for logins that
+// arrive together: each is counted before its token is read, so a client
+// that sends many logins and holds their bodies back gets 10 guesses, not
+// one per connection.
+func TestTheLoginLimitHoldsForLoginsArrivingTogether(t *testing.T) {
+	_, h := newTest(t, token, testutil.NewClock(time.Now()))
+	const n = 100
+	release := make(chan struct{})
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		b := &stalledBody{r: strings.NewReader(url.Values{"token": {"wrong-" + string(rune('a'+i%26))}}.Encode()),
+			release: release, started: make(chan struct{})}
+		answered := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(answered)
+			codes <- do(h, "POST", "/console/login", b, nil).Code
+		}()
+		select {
+		case <-b.started: // let through: the handler waits for the body
+		case <-answered: // refused before its body was read
+		}
+	}
+	close(release)
+	wg.Wait()
+	close(codes)
+	guesses := 0
+	for c := range codes {
+		if c == http.StatusUnauthorized {
+			guesses++
+		}
+	}
+	assert.LessOrEqual(t, guesses, 10, "wrong tokens checked from one address within the minute")
 }
 
 func TestPagesFeedAndAPINeedASession(t *testing.T) {

@@ -22,22 +22,23 @@ func (c *Console) loginPage(ctx *gin.Context) {
 
 // login takes the admin token from the form and answers a session cookie.
 // A wrong token is 401 and says nothing but that; after 10 wrong tokens
-// from one address in a minute, its logins are 429 until the minute ends.
+// from one address in a minute (counted as they arrive, before their token
+// is read), its logins are 429 until the minute ends.
 func (c *Console) login(ctx *gin.Context) {
 	addr := ctx.ClientIP()
-	if wait, blocked := c.failures.blocked(addr); blocked {
+	if wait, ok := c.failures.attempt(addr); !ok {
 		ctx.Header("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		c.render(ctx, http.StatusTooManyRequests, "login", pageData{Title: "Log in",
 			Error: "Too many wrong tokens from your address: wait a minute and try again."})
 		return
 	}
 	if !sameToken(ctx.PostForm("token"), c.token) {
-		c.failures.fail(addr)
 		c.log.Warn("console: login with a wrong admin token", "client", addr)
 		c.render(ctx, http.StatusUnauthorized, "login", pageData{Title: "Log in",
 			Error: "That is not the admin token. It is admin.token (SECKILL_ADMIN_TOKEN), or in embedded mode the admin_token of the EMBEDDED MODE warning in the server's log."})
 		return
 	}
+	c.failures.forgive(addr)
 	_, value := c.sessions.issue()
 	http.SetCookie(ctx.Writer, cookie(value, int(c.sessions.ttl.Seconds()), overTLS(ctx.Request)))
 	c.log.Info("console: admin logged in", "client", addr)

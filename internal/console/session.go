@@ -118,10 +118,13 @@ func sameToken(got, want string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// failures counts wrong tokens per client address: after maxFailures in a
-// window, the address's logins are refused until the window ends, so the
-// admin token cannot be guessed at the speed of the network. It holds at
-// most maxAddresses addresses; when full it starts over.
+// failures counts logins per client address: after max in a window whose
+// token was not right, the address's logins are refused until the window
+// ends, so the admin token cannot be guessed at the speed of the network.
+// A login is counted before its token is read (attempt) and forgiven once
+// it is right, so that logins arriving together cannot all pass the
+// limit. It holds at most maxAddresses addresses: when full, it forgets
+// those whose window ended, and starts over only if none had.
 type failures struct {
 	mu     sync.Mutex
 	window time.Duration
@@ -141,34 +144,39 @@ func newFailures(limit int, window time.Duration, now func() time.Time) *failure
 	return &failures{window: window, max: limit, now: now, seen: map[string]*tries{}}
 }
 
-// blocked reports whether addr has used up its wrong tokens, and for how
-// much longer.
-func (f *failures) blocked(addr string) (time.Duration, bool) {
+// attempt counts a login from addr, unless addr has used up its logins:
+// then it answers how much longer it must wait, and false.
+func (f *failures) attempt(addr string) (time.Duration, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := f.now()
 	t, ok := f.seen[addr]
-	if !ok {
-		return 0, false
-	}
-	left := t.since.Add(f.window).Sub(f.now())
-	if left <= 0 {
-		delete(f.seen, addr)
-		return 0, false
-	}
-	return left, t.n >= f.max
-}
-
-// fail counts one wrong token from addr.
-func (f *failures) fail(addr string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.seen[addr]
-	if !ok || !f.now().Before(t.since.Add(f.window)) {
+	if !ok || !now.Before(t.since.Add(f.window)) {
 		if len(f.seen) >= maxAddresses {
-			clear(f.seen)
+			for a, t := range f.seen {
+				if !now.Before(t.since.Add(f.window)) {
+					delete(f.seen, a)
+				}
+			}
+			if len(f.seen) >= maxAddresses {
+				clear(f.seen)
+			}
 		}
-		t = &tries{since: f.now()}
+		t = &tries{since: now}
 		f.seen[addr] = t
 	}
+	if t.n >= f.max {
+		return t.since.Add(f.window).Sub(now), false
+	}
 	t.n++
+	return 0, true
+}
+
+// forgive takes back the count of a login from addr whose token was right.
+func (f *failures) forgive(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.seen[addr]; ok && t.n > 0 {
+		t.n--
+	}
 }
