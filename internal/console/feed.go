@@ -97,6 +97,10 @@ type feed struct {
 	idle    time.Time // when the last subscriber left
 	history map[uint64][]Point
 	audits  map[uint64]json.RawMessage // the last audit of each watched SKU
+	// watchedAt is when each SKU with a history was last watched: its
+	// history is kept for Linger after, so that a reload of its page
+	// finds it while other pages keep the sampler running.
+	watchedAt map[uint64]time.Time
 	// ctx ends the reads in progress when the feed closes.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,7 +110,7 @@ type feed struct {
 func newFeed(sales Sales, o feedOptions) *feed {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &feed{sales: sales, o: o, subs: map[*subscriber]struct{}{}, ctx: ctx, cancel: cancel,
-		history: map[uint64][]Point{}, audits: map[uint64]json.RawMessage{}}
+		history: map[uint64][]Point{}, audits: map[uint64]json.RawMessage{}, watchedAt: map[uint64]time.Time{}}
 }
 
 // subscribe connects a console watching sku (0: the sales page) and starts
@@ -170,14 +174,17 @@ func (f *feed) watched() (list bool, skus map[uint64]bool, ok bool) {
 		f.running = false
 		clear(f.history)
 		clear(f.audits)
+		clear(f.watchedAt)
 		return false, nil, false
 	}
 	skus = map[uint64]bool{}
+	now := f.o.Now()
 	for s := range f.subs {
 		if s.sku == 0 {
 			list = true
 		} else {
 			skus[s.sku] = true
+			f.watchedAt[s.sku] = now
 		}
 	}
 	return list, skus, true
@@ -207,7 +214,7 @@ func (f *feed) publish(sku uint64, event string, v any) {
 }
 
 // record adds p to sku's history and forgets the history of SKUs nobody
-// watches.
+// has watched for Linger.
 func (f *feed) record(sku uint64, p Point, watched map[uint64]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -216,10 +223,12 @@ func (f *feed) record(sku uint64, p Point, watched map[uint64]bool) {
 		h = h[len(h)-f.o.History:]
 	}
 	f.history[sku] = h
-	for id := range f.history {
-		if !watched[id] {
+	now := f.o.Now()
+	for id, at := range f.watchedAt {
+		if !watched[id] && now.Sub(at) >= f.o.Linger {
 			delete(f.history, id)
 			delete(f.audits, id)
+			delete(f.watchedAt, id)
 		}
 	}
 }
