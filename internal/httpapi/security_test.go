@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -319,4 +320,16 @@ func TestListQueries(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, send(h, "POST", "/admin/skus/1/end", nil, nil).Code)
 	assert.Equal(t, http.StatusOK, send(h, "POST", "/admin/skus/1/end", nil, admin).Code)
 	assert.Equal(t, http.StatusBadRequest, send(h, "POST", "/admin/skus/0/end", nil, admin).Code)
+}
+
+// The admin token is compared as SHA-256 sums, so that a wrong token's
+// length cannot be timed: a prefix, a longer token and the empty one are
+// all just wrong.
+func TestSameSecretComparesSums(t *testing.T) {
+	const token = "admin-token-0123456789abcdef-0123456789"
+	want := sha256.Sum256([]byte(token))
+	assert.True(t, sameSecret(token, want))
+	for _, wrong := range []string{"", token[:10], token[:len(token)-1], token + "x", strings.ToUpper(token)} {
+		assert.False(t, sameSecret(wrong, want), "%q", wrong)
+	}
 }
