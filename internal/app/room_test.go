@@ -243,3 +243,17 @@ func TestWaitingRoomBadSettings(t *testing.T) {
 	r = s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "pass": string(make([]byte, 300))})
 	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
 }
+
+// Giving a SKU its own room again changes nothing (README), also with an
+// opens_at finer than the milliseconds MySQL keeps.
+func TestTheSameRoomAgainWithAnOpensAtFinerThanMySQLs(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	now := time.Now().UTC().Truncate(time.Second)
+	body := skuBody(map[string]any{"id": 9301,
+		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+		"waiting_room": map[string]any{"opens_at": now.Add(30*time.Minute + 1234*time.Microsecond)}})
+	r := s.do(0, "POST", "/admin/skus", "", body)
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	r = s.do(0, "POST", "/admin/skus", "", body)
+	assert.Equal(t, http.StatusOK, r.Status, "the same body again: %s", r.Raw)
+}

@@ -86,9 +86,10 @@ func (r *RoomSpec) validate() error {
 	return nil
 }
 
-// settings is r with its defaults, as a SKU keeps it, without a seed.
+// settings is r with its defaults, as a SKU keeps it, without a seed:
+// opens_at to the millisecond, as MySQL keeps it.
 func (r *RoomSpec) settings() Room {
-	out := Room{OpensAt: new(r.OpensAt.UTC()), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
+	out := Room{OpensAt: new(r.OpensAt.UTC().Truncate(time.Millisecond)), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
 		PassTTLMS: time.Duration(r.PassTTL).Milliseconds(), Overbook: r.Overbook}
 	if out.Mode == "" {
 		out.Mode = RoomRandom
@@ -114,10 +115,11 @@ func (r *RoomSpec) room() (Room, error) {
 }
 
 // same reports whether r asks for the room cur has (a seed file given
-// again).
+// again). Times within a millisecond are the same: MySQL keeps
+// milliseconds, and may have rounded what it was given.
 func (r *RoomSpec) same(cur Room) bool {
 	want := r.settings()
-	return cur.On() && want.OpensAt.Equal(*cur.OpensAt) && want.Mode == cur.Mode &&
+	return cur.On() && want.OpensAt.Sub(*cur.OpensAt).Abs() < time.Millisecond && want.Mode == cur.Mode &&
 		want.AdmitPerSecond == cur.AdmitPerSecond && want.PassTTLMS == cur.PassTTLMS && want.Overbook == cur.Overbook
 }
 
