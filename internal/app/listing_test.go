@@ -244,3 +244,33 @@ func TestReplayAnswersTheOrdersStatusNow(t *testing.T) {
 	assert.Equal(t, id, paid.Str("order_id"))
 	assert.Equal(t, "paid", paid.Str("status"))
 }
+
+// A sale ended before it started keeps a window of no length (before its
+// waiting room's opening, if it has one), and its other fields can still
+// change: the window is judged only by a change that moves it.
+func TestASaleEndedBeforeItStartedCanStillChange(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	now := time.Now().UTC().Truncate(time.Second)
+	r := s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": 9201,
+		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+		"waiting_room": map[string]any{"opens_at": now.Add(30 * time.Minute)}}))
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	r = s.do(0, "POST", "/admin/skus/9201/end", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	r = s.do(0, "PUT", "/admin/skus/9201/stock", "", map[string]any{"stock": 20})
+	assert.Equal(t, http.StatusOK, r.Status, "set stock after end: %s", r.Raw)
+	r = s.do(0, "PATCH", "/admin/skus/9201", "", map[string]any{"name": "Renamed"})
+	assert.Equal(t, http.StatusOK, r.Status, "rename after end: %s", r.Raw)
+
+	r = s.do(0, "PATCH", "/admin/skus/9201", "", map[string]any{"ends_at": now.Add(3 * time.Hour)})
+	assert.Equal(t, http.StatusBadRequest, r.Status, "a window moved is judged: %s", r.Raw)
+
+	// Without a room too.
+	r = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": 9202,
+		"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour)}))
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	r = s.do(0, "POST", "/admin/skus/9202/end", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	r = s.do(0, "PUT", "/admin/skus/9202/stock", "", map[string]any{"stock": 20})
+	assert.Equal(t, http.StatusOK, r.Status, "set stock after end (no room): %s", r.Raw)
+}

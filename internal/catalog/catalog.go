@@ -231,8 +231,8 @@ func (s *Spec) New(now time.Time) (SKU, error) {
 
 // Apply returns cur changed by s: the fields s gives, the others as they
 // are. It refuses, changing nothing, a field out of range or an ID other
-// than cur's (ErrInvalid), a window that no longer ends after it starts
-// (ErrInvalid), a bucket count other than cur's (ErrBucketsFixed) and a
+// than cur's (ErrInvalid), a window it moves that would not end after it
+// starts (ErrInvalid), a bucket count other than cur's (ErrBucketsFixed) and a
 // stock below what cur has sold (ErrBelowSold).
 func (s *Spec) Apply(cur SKU) (SKU, error) {
 	if err := s.Validate(); err != nil {
@@ -272,11 +272,15 @@ func (s *Spec) Apply(cur SKU) (SKU, error) {
 	if s.LimitCountsCancelled != nil {
 		next.LimitCountsCancelled = *s.LimitCountsCancelled
 	}
-	if !next.EndsAt.After(next.StartsAt) {
+	// The window is judged when s moves it: a sale ended before it started
+	// (EndSale) keeps a window of no length, before its room's opening,
+	// and its other fields may still change.
+	moved := s.StartsAt != nil || s.EndsAt != nil
+	if moved && !next.EndsAt.After(next.StartsAt) {
 		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s",
 			next.StartsAt.Format(time.RFC3339), next.EndsAt.Format(time.RFC3339))
 	}
-	if next.Room.On() && next.Room.OpensAt.After(next.StartsAt) {
+	if moved && next.Room.On() && next.Room.OpensAt.After(next.StartsAt) {
 		return SKU{}, invalidf("starts_at must be at or after the waiting room's opens_at (%s)", next.Room.OpensAt.Format(time.RFC3339))
 	}
 	if next.StockTotal < cur.Sold {
