@@ -69,3 +69,36 @@ func TestSeedAFileOverTheAdminAPI(t *testing.T) {
 	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{})) })
 	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
 }
+
+// A seed is judged whole before anything is written, also where only the
+// stored SKU, or an earlier row of the same file, shows a row is refused:
+// nothing is written, not even the SKUs before it.
+func TestASeedRefusedByWhatASKUHoldsWritesNothing(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	now := time.Now().UTC().Truncate(time.Second)
+	r := s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": 9101}))
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	newSKU := func(id int) string {
+		return fmt.Sprintf("- {id: %d, name: New, price_cents: 1, stock: 1, per_user_limit: 1, starts_at: %s, ends_at: %s}\n",
+			id, now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
+	}
+
+	// 9101 ends before the start the file gives it.
+	r = s.seedFile("application/yaml", newSKU(9102)+fmt.Sprintf("- {id: 9101, starts_at: %s}\n", now.Add(30*24*time.Hour).Format(time.RFC3339)))
+	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+	assert.Contains(t, r.Str("detail"), "sku 2 (id 9101)")
+	assert.Contains(t, r.Str("detail"), "ends_at must be after starts_at")
+	// 9103 is new, and the file then gives it another bucket count.
+	r = s.seedFile("application/yaml", newSKU(9102)+newSKU(9103)+"- {id: 9103, buckets: 3}\n")
+	assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
+	assert.Equal(t, "buckets_fixed", r.Str("error"), r.Raw)
+
+	for _, id := range []int{9102, 9103} {
+		got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", id), "", nil)
+		assert.Equal(t, http.StatusNotFound, got.Status, "a refused seed wrote sku %d: %s", id, got.Raw)
+	}
+	// The same file without its bad rows is written whole.
+	r = s.seedFile("application/yaml", newSKU(9102)+newSKU(9103)+"- {id: 9103, stock: 5}\n")
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	assert.EqualValues(t, 5, s.do(0, "GET", "/api/v1/skus/9103", "", nil).Num("stock"))
+}

@@ -106,11 +106,16 @@ Left out, an existing SKU keeps its setting.`,
 				return err
 			}
 			defer a.Close()
-			if err := seedfile.CheckNew(cmd.Context(), a.Catalog, specs, file == ""); err != nil {
-				if errors.Is(err, catalog.ErrInvalid) {
-					return usageError{err}
+			for _, check := range []func() error{
+				func() error { return seedfile.CheckNew(cmd.Context(), a.Catalog, specs, file == "") },
+				func() error { return a.Sales.CheckSeed(cmd.Context(), specs) },
+			} {
+				if err := check(); err != nil {
+					if errors.Is(err, catalog.ErrInvalid) {
+						return usageError{err}
+					}
+					return err
 				}
-				return err
 			}
 			enc := json.NewEncoder(e.stdout)
 			for i, s := range specs {

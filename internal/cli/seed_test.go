@@ -153,5 +153,9 @@ func TestSeedOfAnExistingSKUChangesOnlyWhatIsGiven(t *testing.T) {
 	}
 	_, err = run("seed", "--id", "5", "--stock", "1", "--buckets", "4")
 	assert.Equal(t, ExitFailure, ExitCode(err), "%v", err)
+	// A file whose last row SKU 5 refuses (its window would end before it
+	// starts) writes none of its rows.
+	_, err = run("seed", "--file", writeFile(t, "late.yaml", "- {id: 5, stock: 30}\n- {id: 5, starts_at: 2037-01-01T00:00:00Z}\n"))
+	assert.Equal(t, ExitBadConfig, ExitCode(err), "%v", err)
 	assert.Equal(t, want, readSKU(t, db, 5), "the refused seeds wrote nothing")
 }
