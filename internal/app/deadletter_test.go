@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -271,4 +272,49 @@ func TestTheQueueReportSetsDeadlinesApart(t *testing.T) {
 	assert.Zero(t, q.Num("delayed"), "no order waits for the drain: %s", q.Raw)
 	assert.Positive(t, q.Num("deadlines"), q.Raw)
 	assert.Nil(t, q.Body["oldest_due"], q.Raw)
+}
+
+// GET /admin/skus/{id}/dead pages through every dead letter of a SKU,
+// bucket after bucket, past the first 1,000 of a bucket too.
+func TestDeadLettersPageFarIntoEveryBucket(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true})
+	sku := s.seedBuckets(5, 1, 2)
+	ctx := t.Context()
+	kill := func(bucket, n int) []string {
+		q := s.apps[0].Stock.Queue(stock.Part{SKU: sku, Bucket: bucket})
+		tasks := make([]queue.Task, n)
+		ids := make([]string, n)
+		for i := range tasks {
+			ids[i] = fmt.Sprintf("paging-%d-%04d", bucket, i)
+			tasks[i] = queue.Task{ID: ids[i], Type: "paging", Payload: []byte("{}"), MaxAttempts: 1}
+		}
+		_, err := q.EnqueueBatch(ctx, tasks)
+		require.NoError(t, err)
+		for left := n; left > 0; {
+			claimed, err := q.Claim(ctx, 500, time.Minute)
+			require.NoError(t, err)
+			require.NotEmpty(t, claimed)
+			for _, c := range claimed {
+				dead, err := q.Nack(ctx, c, errors.New("injected"))
+				require.NoError(t, err)
+				require.True(t, dead)
+			}
+			left -= len(claimed)
+		}
+		return ids
+	}
+	first, second := kill(0, 1005), kill(1, 10)
+	page := func(offset, n int) []string {
+		r := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/dead?offset=%d&n=%d", sku, offset, n), "", nil)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		var ids []string
+		for _, d := range r.Body["dead"].([]any) {
+			ids = append(ids, d.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	assert.ElementsMatch(t, append(first[1000:], second[:5]...), page(1000, 10), "across the buckets, past 1,000")
+	assert.ElementsMatch(t, second[2:], page(1007, 100), "in the second bucket only")
+	assert.Empty(t, page(1015, 10), "past the last")
+	assert.Len(t, page(0, 1000), 1000)
 }

@@ -115,20 +115,32 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 		return nil, err
 	}
 	offset, n = max(offset, 0), min(max(n, 0), queue.MaxList)
-	var list []queue.Info
+	out := make([]TaskView, 0, n)
 	for _, p := range stock.Parts(sku, k.Buckets) {
-		if len(list) >= offset+n {
+		if len(out) >= n {
 			break
 		}
-		more, err := s.store.Lookup(p).ListDead(ctx, 0, offset+n-len(list))
+		q := s.store.Lookup(p)
+		if offset > 0 {
+			// A bucket wholly before offset is skipped by its count; the
+			// page starts in the first one that has more.
+			st, err := q.Stats(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if int(st.Dead) <= offset {
+				offset -= int(st.Dead)
+				continue
+			}
+		}
+		more, err := q.ListDead(ctx, offset, n-len(out))
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, more...)
-	}
-	out := make([]TaskView, 0, n)
-	for _, in := range list[min(offset, len(list)):] {
-		out = append(out, taskView(in))
+		offset = 0
+		for _, in := range more {
+			out = append(out, taskView(in))
+		}
 	}
 	return out, nil
 }
