@@ -53,8 +53,9 @@
 -- is never charged to the rate limit; ended and sold-out answers are not
 -- charged either. A request whose pass is refused is charged, and answered
 -- 5 rather than 7 past the budget: a spent pass still passes the
--- instance's signature check until its expiry. A request for more than is left is answered 4 rather
--- than 3 when the shopper's units would pass the limit too.
+-- instance's signature check until its expiry. A request for more than is
+-- left is answered 4 rather than 3 when the shopper's units would pass the
+-- limit too.
 local ready, data, meta, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local stock, buyers, lockkey, paused = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local token, fence, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
