@@ -70,7 +70,7 @@ func (s *Service) CheckSeed(ctx context.Context, specs []catalog.Spec) error {
 			case errors.Is(err, catalog.ErrNotFound):
 				next, err := spec.New(now)
 				if err != nil {
-					return fmt.Errorf("%s: %w", seedfile.Name(i, spec), err)
+					return fmt.Errorf("seed %s: %w", seedfile.Label(i, spec), err)
 				}
 				state[spec.ID] = next
 				continue
@@ -81,7 +81,7 @@ func (s *Service) CheckSeed(ctx context.Context, specs []catalog.Spec) error {
 		}
 		next, err := spec.Apply(cur)
 		if err != nil {
-			return fmt.Errorf("%s: %w", seedfile.Name(i, spec), err)
+			return fmt.Errorf("seed %s: %w", seedfile.Label(i, spec), err)
 		}
 		state[spec.ID] = next
 	}
