@@ -163,7 +163,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`nav a[href="/console/new"]`)))
 	b.until("the create page", `location.pathname === "/console/new"`)
 	b.fits("the create page")
-	local := func(at time.Time) string { return at.Local().Format("2006-01-02T15:04:05") }
+	// A datetime-local input reads back a time of 0 seconds without them
+	// ("…T15:04"), and chromedp's SetValue checks what it reads back.
+	local := func(at time.Time) string {
+		if at.Second() == 0 {
+			at = at.Add(time.Second)
+		}
+		return at.Local().Format("2006-01-02T15:04:05")
+	}
 	now := time.Now()
 	b.do(
 		chromedp.SendKeys(chromedp.ID("f-name"), "Console Phone"),
