@@ -224,6 +224,10 @@ func TestPaymentNotificationsThatMustNotPay(t *testing.T) {
 
 	r = s.notify(0, payment{webhookID: "m9", paymentID: "p9", orderID: fmt.Sprintf("%d-06h102kcdfan8t3h000fsreq", sku), amount: 1, currency: "EUR"})
 	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+	// Not an order id, though MySQL's comparison, which ignores trailing
+	// spaces, would find the order by it.
+	r = s.notify(0, payment{webhookID: "m10", paymentID: "p10", orderID: id + "  ", amount: 99900, currency: "EUR"})
+	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
 	for name, b := range map[string]string{
 		"not JSON":         `{"type":`,
 		"another type":     `{"type":"payment.failed","data":{"order_id":"x","amount_cents":1,"currency":"EUR","payment_id":"p"}}`,

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/outbox"
 )
 
@@ -150,6 +151,11 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 func (s *Service) ApplyPayment(ctx context.Context, n PaymentNotice) (*PaymentResult, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
+	}
+	if _, _, _, ok := orderid.Parse(n.OrderID); !ok {
+		// Not an order id, though SQL's comparison, which ignores
+		// trailing spaces, might find an order by it.
+		return nil, fmt.Errorf("%w: no order %q", ErrNotFound, n.OrderID)
 	}
 	if r, err := s.recorded(ctx, s.db, n); r != nil || err != nil {
 		return r, err
