@@ -8,9 +8,11 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/storeerr"
 )
 
 // Reconcile rebuilds sku's Redis state from SQL and the orders still queued:
@@ -32,6 +34,12 @@ func (s *Service) Reconcile(ctx context.Context, id uint64) (*Report, error) {
 	return r, err
 }
 
+// rebuildTries and rebuildRetry bound the attempts of a rebuild that
+// fails on an unavailable store: about 6 s in all, inside the pause.
+const rebuildTries = 5
+
+var rebuildRetry = backoff.Exponential{Min: 200 * time.Millisecond, Max: 2 * time.Second}
+
 // reconcile is Reconcile under the SKU's admin lock.
 func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 	const pause = 30 * time.Second
@@ -40,13 +48,29 @@ func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 		return nil, err
 	}
 	parts := stock.Parts(id, sku.Buckets)
-	token, err := s.store.Pause(ctx, parts, pause)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.rebuild(ctx, id, parts, token); err != nil {
-		_ = s.store.Unpause(context.WithoutCancel(ctx), parts, token)
-		return nil, err
+	// A rebuild that a stalled Redis stops part-way leaves the buckets it
+	// wrote holding their shoppers' units and bucket 0 as it was: nothing
+	// oversells, but the buckets' totals no longer add up to SQL's, and a
+	// later stock change computes its delta from them. So one that fails
+	// on an unavailable store is made again, whole, while it may still run.
+	for attempt := 0; ; attempt++ {
+		token, err := s.store.Pause(ctx, parts, pause)
+		if err == nil {
+			if err = s.rebuild(ctx, id, parts, token); err != nil {
+				_ = s.store.Unpause(context.WithoutCancel(ctx), parts, token)
+			}
+		}
+		if err == nil {
+			break
+		}
+		if attempt+1 >= rebuildTries || !storeerr.Unavailable(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(rebuildRetry.Jittered(attempt)):
+		}
 	}
 	s.o.Log.Info("redis state rebuilt from sql", "sku", id)
 	if err := s.rescheduleDeadlines(ctx, id); err != nil {
