@@ -106,16 +106,15 @@ Left out, an existing SKU keeps its setting.`,
 				return err
 			}
 			defer a.Close()
-			for _, check := range []func() error{
-				func() error { return seedfile.CheckNew(cmd.Context(), a.Catalog, specs, file == "") },
-				func() error { return a.Sales.CheckSeed(cmd.Context(), specs) },
-			} {
-				if err := check(); err != nil {
-					if errors.Is(err, catalog.ErrInvalid) {
-						return usageError{err}
-					}
-					return err
-				}
+			err = seedfile.CheckNew(cmd.Context(), a.Catalog, specs, file == "")
+			if err == nil {
+				err = a.Sales.CheckSeed(cmd.Context(), specs)
+			}
+			if errors.Is(err, catalog.ErrInvalid) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
 			}
 			enc := json.NewEncoder(e.stdout)
 			for i, s := range specs {
