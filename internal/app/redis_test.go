@@ -2,11 +2,13 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,17 +133,24 @@ func TestRedisScriptRunsOnceWhenTheReplyTimesOut(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "want a timeout, got %v", err)
 			// The stalled buy runs once the server resumes (on a loaded
-			// machine, some time after).
-			require.Eventually(t, func() bool {
-				st, _, err := store.State(ctx, stock.Part{SKU: sku})
+			// machine, some time after). It is watched through a client
+			// of the default timeouts: on a loaded machine the 100ms one
+			// may time out read after read.
+			check := stock.NewStore(srv.Client(), stock.StoreOptions{Prefix: "t:"})
+			var last atomic.Value // the condition runs in a goroutine of its own
+			if !assert.Eventually(t, func() bool {
+				st, _, err := check.State(ctx, stock.Part{SKU: sku})
+				last.Store(fmt.Sprintf("left %d, err %v", st.Left, err))
 				return err == nil && st.Left < 9
-			}, 10*time.Second, 20*time.Millisecond, "the stalled buy reached the server")
+			}, 10*time.Second, 20*time.Millisecond) {
+				t.Fatalf("the stalled buy (%v) never reached the server: %v", err, last.Load())
+			}
 			time.Sleep(200 * time.Millisecond)
-			st, ok, err := store.State(ctx, stock.Part{SKU: sku})
+			st, ok, err := check.State(ctx, stock.Part{SKU: sku})
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.Equal(t, int64(8), st.Left, "each buy took its unit once")
-			qs, err := store.Queue(stock.Part{SKU: sku}).Stats(ctx)
+			qs, err := check.Queue(stock.Part{SKU: sku}).Stats(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, int64(2), qs.Due+qs.Delayed, "one order task per buy")
 		})
