@@ -196,6 +196,9 @@ func (s *Service) EndSale(ctx context.Context, id uint64) (*SKUView, error) {
 		now := s.o.Now().UTC().Truncate(time.Millisecond)
 		next := *cur
 		if now.Before(cur.EndsAt) {
+			if err := s.mendTotals(ctx, cur); err != nil {
+				return err
+			}
 			next.EndsAt = now
 			if now.Before(cur.StartsAt) {
 				next.StartsAt = now

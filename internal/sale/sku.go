@@ -267,6 +267,9 @@ func (s *Service) SetStock(ctx context.Context, id uint64, stock int64) (*SKUVie
 // recounted under the new rule. Run it under exclusive.
 func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Config, write func(context.Context) (*catalog.SKU, error)) (*catalog.SKU, int64, error) {
 	defer s.cache.Forget(cur.ID)
+	if err := s.mendTotals(ctx, cur); err != nil {
+		return nil, 0, err
+	}
 	cut := next.Total < cur.StockTotal
 	lost := false
 	var left int64
@@ -313,6 +316,27 @@ func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Confi
 		}
 	}
 	return sku, left, nil
+}
+
+// mendTotals rebuilds the Redis state of sku, split into buckets, from SQL
+// when the buckets' totals do not add up to SQL's stock: a rebuild that a
+// stalled Redis stopped part-way leaves them so (the buckets it wrote hold
+// what their shoppers took, units lent to them still counted by the
+// lender), and stock.Configure computes a change's delta from them. A SKU
+// Redis has lost is left to the caller (stock.ErrStateLost). Run it under
+// exclusive.
+func (s *Service) mendTotals(ctx context.Context, sku *catalog.SKU) error {
+	if sku.Buckets <= 1 {
+		return nil
+	}
+	st, ok, err := s.store.Sum(ctx, sku.ID, sku.Buckets)
+	if err != nil || !ok || st.Total == sku.StockTotal {
+		return err
+	}
+	s.o.Log.Warn("redis buckets do not add up to the stock in sql: rebuilding them",
+		"sku", sku.ID, "redis_total", st.Total, "sql_total", sku.StockTotal)
+	_, err = s.reconcile(ctx, sku.ID)
+	return err
 }
 
 // exclusive runs f while holding sku's admin lock: stock changes and

@@ -70,7 +70,9 @@ func (c Config) endsMs() int64 {
 // their shoppers need (Lend). A change of several buckets is not atomic:
 // one that fails part-way has changed some buckets and not others, which
 // can only leave fewer units on sale than SQL has (until the change is
-// made again or the SKU is reconciled), never more.
+// made again or the SKU is reconciled), never more. The change of each
+// bucket is computed from the buckets' totals, so they must add up to the
+// SKU's stock (sale rebuilds a SKU whose totals do not first).
 func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created bool) (int64, error) {
 	if c.Buckets <= 1 {
 		left, _, err := s.configure(ctx, Part{SKU: sku}, c, configSet, c.Total, created)
