@@ -178,7 +178,7 @@ func (s *Store) configure(ctx context.Context, p Part, c Config, mode string, n 
 	}
 	// A change an admin is told of is on the replicas first: a failover
 	// must not bring back an ended sale or a total that was cut.
-	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused}, n, c.Limit, create, c.Expires.UnixMilli(), c.endsMs(), mode, c.keep())
+	cmd, err := s.o.Replicas.Run(ctx, configureScript, []string{k.stock, k.paused, k.buyers, k.returned, k.lent, k.received}, n, c.Limit, create, c.Expires.UnixMilli(), c.endsMs(), mode, c.keep())
 	if err != nil {
 		return 0, 0, fmt.Errorf("stock: configure sku %d: %w", sku, err)
 	}

@@ -7,6 +7,11 @@
 --
 -- KEYS[1] stock hash (ver is bumped by every change: see Store.Snapshot)
 -- KEYS[2] pause marker, set while the state is being rebuilt
+-- KEYS[3..6] buyers hash, returned set, lent hash, received set: the rest
+--         of the state, which ends when the stock hash does (ARGV[4] moves
+--         them all: a returned set or buyers hash that ended first would
+--         let a repeated return give units back twice, or past shoppers
+--         buy past the limit)
 -- ARGV[1] units: the total (mode set), units to add to the total and to
 --         left (add), or the most units to cut from left and the total (cut)
 -- ARGV[2] per-user limit (0 = none)
@@ -55,5 +60,9 @@ else
 end
 redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit, 'ends', ARGV[5], 'keep', ARGV[7])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+for i = 1, 6 do
+  if i ~= 2 then
+    redis.call('PEXPIREAT', KEYS[i], ARGV[4])
+  end
+end
 return {2, left, applied}
