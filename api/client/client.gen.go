@@ -2476,11 +2476,16 @@ type ClientInterface interface {
 	// /admin/skus` takes (`application/yaml`). Each SKU is written as
 	// `POST /admin/skus` writes it: an `id` that exists is updated with
 	// the fields given (an empty cell, or a key left out, is not given),
-	// any other is created. Every SKU is checked before any is written: a
-	// field out of range, or a new SKU without every required field, is
-	// 400 `invalid_request` naming it, and nothing is written. A write
-	// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
-	// it stay written and the detail says how many. The file is at most
+	// any other is created. Every SKU is checked before any is written,
+	// against what is stored and as the file leaves it: a field out of
+	// range, a new SKU without every required field, or a change its SKU
+	// refuses (a window that would not end after it starts, another
+	// waiting room: 400 `invalid_request`; another bucket count: 409
+	// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
+	// is refused naming it, and nothing is written. A write that fails
+	// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
+	// stops the seed; the SKUs before it stay written and the detail says
+	// how many. The file is at most
 	// `http.max_body_bytes` (16 KiB by default).
 	//
 	// Takes any type of body and a specified content type.
@@ -3355,11 +3360,16 @@ func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPayment
 // /admin/skus` takes (`application/yaml`). Each SKU is written as
 // `POST /admin/skus` writes it: an `id` that exists is updated with
 // the fields given (an empty cell, or a key left out, is not given),
-// any other is created. Every SKU is checked before any is written: a
-// field out of range, or a new SKU without every required field, is
-// 400 `invalid_request` naming it, and nothing is written. A write
-// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
-// it stay written and the detail says how many. The file is at most
+// any other is created. Every SKU is checked before any is written,
+// against what is stored and as the file leaves it: a field out of
+// range, a new SKU without every required field, or a change its SKU
+// refuses (a window that would not end after it starts, another
+// waiting room: 400 `invalid_request`; another bucket count: 409
+// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
+// is refused naming it, and nothing is written. A write that fails
+// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
+// stops the seed; the SKUs before it stay written and the detail says
+// how many. The file is at most
 // `http.max_body_bytes` (16 KiB by default).
 //
 // Takes any type of body and a specified content type.
@@ -6091,11 +6101,16 @@ type ClientWithResponsesInterface interface {
 	// /admin/skus` takes (`application/yaml`). Each SKU is written as
 	// `POST /admin/skus` writes it: an `id` that exists is updated with
 	// the fields given (an empty cell, or a key left out, is not given),
-	// any other is created. Every SKU is checked before any is written: a
-	// field out of range, or a new SKU without every required field, is
-	// 400 `invalid_request` naming it, and nothing is written. A write
-	// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
-	// it stay written and the detail says how many. The file is at most
+	// any other is created. Every SKU is checked before any is written,
+	// against what is stored and as the file leaves it: a field out of
+	// range, a new SKU without every required field, or a change its SKU
+	// refuses (a window that would not end after it starts, another
+	// waiting room: 400 `invalid_request`; another bucket count: 409
+	// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
+	// is refused naming it, and nothing is written. A write that fails
+	// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
+	// stops the seed; the SKUs before it stay written and the detail says
+	// how many. The file is at most
 	// `http.max_body_bytes` (16 KiB by default).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -9627,11 +9642,16 @@ func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context,
 // /admin/skus` takes (`application/yaml`). Each SKU is written as
 // `POST /admin/skus` writes it: an `id` that exists is updated with
 // the fields given (an empty cell, or a key left out, is not given),
-// any other is created. Every SKU is checked before any is written: a
-// field out of range, or a new SKU without every required field, is
-// 400 `invalid_request` naming it, and nothing is written. A write
-// that fails (409 `below_sold`, 503) stops the seed; the SKUs before
-// it stay written and the detail says how many. The file is at most
+// any other is created. Every SKU is checked before any is written,
+// against what is stored and as the file leaves it: a field out of
+// range, a new SKU without every required field, or a change its SKU
+// refuses (a window that would not end after it starts, another
+// waiting room: 400 `invalid_request`; another bucket count: 409
+// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
+// is refused naming it, and nothing is written. A write that fails
+// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
+// stops the seed; the SKUs before it stay written and the detail says
+// how many. The file is at most
 // `http.max_body_bytes` (16 KiB by default).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
