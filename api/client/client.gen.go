@@ -676,7 +676,8 @@ type AdminOrder struct {
 
 	// Status `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
 	// `paid` → `cancelled` by support staff; `failed` if the database
-	// stock guard refused the order.
+	// stock guard refused the order, or an operator dropped it
+	// (deleted its dead letter) before it was written.
 	Status AdminOrderStatus `json:"status"`
 
 	// UserId The shopper who bought it.
@@ -689,7 +690,8 @@ type AdminOrderRefund string
 
 // AdminOrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
 // `paid` → `cancelled` by support staff; `failed` if the database
-// stock guard refused the order.
+// stock guard refused the order, or an operator dropped it
+// (deleted its dead letter) before it was written.
 type AdminOrderStatus string
 
 // AdminOrderList defines model for AdminOrderList.
@@ -719,7 +721,8 @@ type AdminSKU struct {
 	// expire, cannot buy again past the limit; the units go back on sale
 	// for others. false: only what the shopper holds counts, and a cancel
 	// or an expiry gives them their count back. An order an operator voids
-	// (its dead letter deleted) gives the count back either way.
+	// (its dead letter deleted; it is recorded `failed`) gives the count back
+	// either way.
 	LimitCountsCancelled LimitCountsCancelled `json:"limit_counts_cancelled"`
 	Name                 string               `json:"name"`
 
@@ -913,7 +916,8 @@ type HealthStatus string
 // expire, cannot buy again past the limit; the units go back on sale
 // for others. false: only what the shopper holds counts, and a cancel
 // or an expiry gives them their count back. An order an operator voids
-// (its dead letter deleted) gives the count back either way.
+// (its dead letter deleted; it is recorded `failed`) gives the count back
+// either way.
 type LimitCountsCancelled = bool
 
 // NotReady defines model for NotReady.
@@ -948,13 +952,15 @@ type Order struct {
 	SkuId      SKUId `json:"sku_id"`
 
 	// Status `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
-	// `failed` if the database stock guard refused the order.
+	// `failed` if the database stock guard refused the order, or an
+	// operator dropped it (deleted its dead letter) before it was written.
 	Status OrderStatus `json:"status"`
 	UserId string      `json:"user_id"`
 }
 
 // OrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
-// `failed` if the database stock guard refused the order.
+// `failed` if the database stock guard refused the order, or an
+// operator dropped it (deleted its dead letter) before it was written.
 type OrderStatus string
 
 // OrderEvent An order event, the body of its delivery: the same bytes on every
@@ -1496,7 +1502,8 @@ type SeededSKU struct {
 	// expire, cannot buy again past the limit; the units go back on sale
 	// for others. false: only what the shopper holds counts, and a cancel
 	// or an expiry gives them their count back. An order an operator voids
-	// (its dead letter deleted) gives the count back either way.
+	// (its dead letter deleted; it is recorded `failed`) gives the count back
+	// either way.
 	LimitCountsCancelled LimitCountsCancelled `json:"limit_counts_cancelled"`
 	Name                 string               `json:"name"`
 	PerUserLimit         int                  `json:"per_user_limit"`
@@ -2696,10 +2703,13 @@ type ClientInterface interface {
 
 	// DeleteDeadLetter Delete a dead letter
 	//
-	// Drops the dead letter for good. Dropping an accepted order that never
-	// reached SQL gives its units back on sale (once) and the shopper's order
-	// is gone; an order that is in SQL keeps its units. 404 `unknown_sku` for
-	// an unknown SKU, `not_found` when there is no dead letter with this id.
+	// Drops the dead letter for good. An accepted order of it that never
+	// reached SQL is recorded there as `failed` (its shopper sees it failed;
+	// `order.failed` is sent), then its units go back on sale, once; a worker
+	// that writes it late finds it failed and changes nothing. An order that
+	// is in SQL keeps its units, one a worker is still writing included (the
+	// drop waits for the worker's transaction). 404 `unknown_sku` for an
+	// unknown SKU, `not_found` when there is no dead letter with this id.
 	//
 	// Corresponds with DELETE /admin/skus/{id}/dead/{task_id} (the `DeleteDeadLetter` operationId).
 	DeleteDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3670,10 +3680,13 @@ func (c *Client) ListDeadLetters(ctx context.Context, id SKUIdParam, params *Lis
 
 // DeleteDeadLetter Delete a dead letter
 //
-// Drops the dead letter for good. Dropping an accepted order that never
-// reached SQL gives its units back on sale (once) and the shopper's order
-// is gone; an order that is in SQL keeps its units. 404 `unknown_sku` for
-// an unknown SKU, `not_found` when there is no dead letter with this id.
+// Drops the dead letter for good. An accepted order of it that never
+// reached SQL is recorded there as `failed` (its shopper sees it failed;
+// `order.failed` is sent), then its units go back on sale, once; a worker
+// that writes it late finds it failed and changes nothing. An order that
+// is in SQL keeps its units, one a worker is still writing included (the
+// drop waits for the worker's transaction). 404 `unknown_sku` for an
+// unknown SKU, `not_found` when there is no dead letter with this id.
 //
 // Corresponds with DELETE /admin/skus/{id}/dead/{task_id} (the `DeleteDeadLetter` operationId).
 func (c *Client) DeleteDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6327,10 +6340,13 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteDeadLetterWithResponse Delete a dead letter
 	//
-	// Drops the dead letter for good. Dropping an accepted order that never
-	// reached SQL gives its units back on sale (once) and the shopper's order
-	// is gone; an order that is in SQL keeps its units. 404 `unknown_sku` for
-	// an unknown SKU, `not_found` when there is no dead letter with this id.
+	// Drops the dead letter for good. An accepted order of it that never
+	// reached SQL is recorded there as `failed` (its shopper sees it failed;
+	// `order.failed` is sent), then its units go back on sale, once; a worker
+	// that writes it late finds it failed and changes nothing. An order that
+	// is in SQL keeps its units, one a worker is still writing included (the
+	// drop waits for the worker's transaction). 404 `unknown_sku` for an
+	// unknown SKU, `not_found` when there is no dead letter with this id.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9922,10 +9938,13 @@ func (c *ClientWithResponses) ListDeadLettersWithResponse(ctx context.Context, i
 
 // DeleteDeadLetterWithResponse Delete a dead letter
 //
-// Drops the dead letter for good. Dropping an accepted order that never
-// reached SQL gives its units back on sale (once) and the shopper's order
-// is gone; an order that is in SQL keeps its units. 404 `unknown_sku` for
-// an unknown SKU, `not_found` when there is no dead letter with this id.
+// Drops the dead letter for good. An accepted order of it that never
+// reached SQL is recorded there as `failed` (its shopper sees it failed;
+// `order.failed` is sent), then its units go back on sale, once; a worker
+// that writes it late finds it failed and changes nothing. An order that
+// is in SQL keeps its units, one a worker is still writing included (the
+// drop waits for the worker's transaction). 404 `unknown_sku` for an
+// unknown SKU, `not_found` when there is no dead letter with this id.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -157,14 +157,15 @@ func (a *App) build() error {
 	if err := a.buildRooms(replicas); err != nil {
 		return err
 	}
+	a.Orders = order.NewStore(a.DB, outbox.NewWriter(cfg.Events.On()))
 	a.Sales = sale.NewService(a.DB, a.Catalog, a.cache, a.Stock, a.Locks, sale.Options{
 		PaymentTimeout: cfg.Order.PaymentTimeout,
 		Log:            a.Log,
 		Rooms:          a.Rooms,
+		Orders:         a.Orders,
 	})
 	a.orderMetrics = order.NewMetrics(a.Registry)
 	a.drainMetrics = drain.NewMetrics(a.Registry)
-	a.Orders = order.NewStore(a.DB, outbox.NewWriter(cfg.Events.On()))
 	a.closer = order.NewCloser(a.Orders, a.Stock, a.orderMetrics, nil)
 	a.clock = clockcheck.New(a.Redis, cfg.Redis.KeyPrefix, a.Registry, clockcheck.Options{Log: a.Log})
 	return nil

@@ -14,8 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // deadLetter buys one unit and fails its order task until it is a dead
@@ -317,4 +320,124 @@ func TestDeadLettersPageFarIntoEveryBucket(t *testing.T) {
 	assert.ElementsMatch(t, second[2:], page(1007, 100), "in the second bucket only")
 	assert.Empty(t, page(1015, 10), "past the last")
 	assert.Len(t, page(0, 1000), 1000)
+}
+
+// A worker whose lease ran out may still be writing an order when an
+// operator drops its dead letter: its row and its unit in sold are
+// written, not yet committed. The drop does not take the order for one
+// that never reached MySQL and put its unit back on sale: it waits for the
+// worker's transaction, finds the order written, and the order keeps its
+// unit, so no other shopper is sold it (to have their order refused by
+// the stock guard later).
+func TestADeadLettersDropWaitsForALateWorkersInsert(t *testing.T) {
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{"SECKILL_ORDER_MAX_ATTEMPTS": "1"}})
+	a := s.apps[0]
+	ctx := t.Context()
+	sku := s.seed(1, 1)
+	r := s.buy(0, sku, "alice", 1)
+	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+	oid := r.Str("order_id")
+	q := a.Stock.Queue(stock.PartOf(sku, oid))
+	claimed, err := q.Claim(ctx, 10, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	tasks, err := stock.DecodeOrders(claimed[0].Payload)
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	row := order.FromTask(tasks[0], 15*time.Minute, time.Now().UTC())
+	// The worker's insert (order.Store.Insert), stalled before its commit.
+	tx := a.DB.Begin()
+	require.NoError(t, tx.Error)
+	require.NoError(t, tx.Create(&row).Error)
+	require.NoError(t, tx.Exec("UPDATE skus SET sold = sold + 1 WHERE id = ? AND sold + 1 <= stock_total", sku).Error)
+
+	time.Sleep(400 * time.Millisecond) // past the worker's lease
+	_, dead, err := q.Recover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, dead)
+	deleted := make(chan testutil.Reply, 1)
+	go func() {
+		deleted <- s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, claimed[0].ID), "", nil)
+	}()
+	var d testutil.Reply
+	select {
+	case d = <-deleted:
+		assert.Fail(t, "the drop did not wait for the worker's transaction", "%d %s", d.Status, d.Raw)
+		require.NoError(t, tx.Commit().Error)
+	case <-time.After(500 * time.Millisecond): // the drop waits on the order's row
+		require.NoError(t, tx.Commit().Error) // the late worker commits
+		d = <-deleted
+	}
+	require.Equal(t, http.StatusOK, d.Status, d.Raw)
+
+	assert.Equal(t, "pending_payment", s.do(0, "GET", "/api/v1/orders/"+oid, "alice", nil).Str("status"),
+		"alice's order is in MySQL and stays hers")
+	b := s.buy(0, sku, "bob", 1)
+	assert.Equal(t, "sold_out", b.Str("error"), "alice holds the only unit: %s", b.Raw)
+	rep := s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(0), *rep.RedisLeft)
+	assert.Equal(t, int64(1), rep.Sold)
+	assert.Zero(t, rep.Failed)
+}
+
+// A dropped order is recorded in MySQL as failed before its units go back
+// on sale: its shopper sees it failed, and a worker whose lease ran out
+// that writes it late finds it written and counts nothing (the task is
+// done, not dead-lettered again).
+func TestADroppedOrderIsRecordedAsFailed(t *testing.T) {
+	rcv := startReceiver(t)
+	s := startSale(t, saleOpts{noWorkers: true, env: map[string]string{
+		"SECKILL_ORDER_MAX_ATTEMPTS":    "1",
+		"SECKILL_EVENTS_WEBHOOK_URL":    rcv.srv.URL,
+		"SECKILL_EVENTS_WEBHOOK_SECRET": eventSecret,
+		"SECKILL_EVENTS_BACKOFF_MIN":    "50ms",
+	}})
+	a := s.apps[0]
+	ctx := t.Context()
+	sku := s.seed(1, 1)
+	task, oid := deadLetter(t, s, sku, "alice")
+	q := a.Stock.Queue(stock.PartOf(sku, oid))
+	in, err := q.Inspect(ctx, task)
+	require.NoError(t, err)
+
+	r := s.do(0, "DELETE", fmt.Sprintf("/admin/skus/%d/dead/%s", sku, task), "", nil)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	got := s.do(0, "GET", "/api/v1/orders/"+oid, "alice", nil)
+	require.Equal(t, http.StatusOK, got.Status, got.Raw)
+	assert.Equal(t, "failed", got.Str("status"))
+	rep := s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Equal(t, int64(1), *rep.RedisLeft, "alice's unit is back on sale")
+	assert.Equal(t, int64(1), rep.Failed)
+	assert.Zero(t, rep.Sold)
+
+	// The late worker's delivery of the same task.
+	_, err = q.Enqueue(ctx, queue.Task{ID: task, Type: in.Type, Payload: in.Payload, MaxAttempts: 1})
+	require.NoError(t, err)
+	s.workers = true
+	s.start()
+	require.Eventually(t, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Due+st.InFlight == 0
+	}, 30*time.Second, 20*time.Millisecond)
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, st.Dead, "the late write is done, not dead-lettered")
+	assert.Equal(t, "failed", s.do(0, "GET", "/api/v1/orders/"+oid, "alice", nil).Str("status"))
+	rep = s.audit(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	assert.Zero(t, rep.Sold, "the late write counted nothing")
+	assert.Equal(t, int64(1), rep.Orders)
+	assert.Equal(t, int64(1), *rep.RedisLeft)
+	rcv.wait(map[string][]string{oid: {outbox.OrderFailed}})
+	events, err := outbox.Audit(ctx, a.DB, time.Now(), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, events.OK(), "the failed order has its event: %+v", events)
+
+	// The unit is sold once more, to whoever buys it next.
+	b := s.buy(0, sku, "bob", 1)
+	require.Equal(t, http.StatusAccepted, b.Status, b.Raw)
+	s.waitStatus("bob", b.Str("order_id"), "pending_payment")
+	assert.Equal(t, "sold_out", s.buy(0, sku, "carol", 1).Str("error"))
 }

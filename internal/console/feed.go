@@ -345,8 +345,8 @@ func perSecond(last map[uint64]count, v sale.AdminSKUView, now time.Time) *float
 	if !ok || dt <= 0 {
 		return nil
 	}
-	// A dead letter deleted takes its orders out of the count: no
-	// negative rate.
+	// The queue and SQL are read one after the other, so an order drained
+	// in between can make the count step back: no negative rate.
 	ops := max(0, float64(c.orders-prev.orders)/dt)
 	return &ops
 }

@@ -58,17 +58,7 @@ func (d *Drainer) persist(ctx context.Context, tasks []stock.OrderTask) error {
 }
 
 func (d *Drainer) row(t stock.OrderTask, now time.Time) order.Order {
-	created := time.UnixMilli(t.CreatedMS).UTC()
-	o := order.Order{
-		OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
-		Status: order.StatusPendingPayment, Fence: t.Fence, CreatedAt: created, PersistedAt: now,
-		ExpiresAt: created.Add(d.o.PaymentTimeout), UpdatedAt: now,
-	}
-	if t.RequestID != "" {
-		rid := t.RequestID
-		o.RequestID = &rid
-	}
-	return o
+	return order.FromTask(t, d.o.PaymentTimeout, now)
 }
 
 // scheduleDeadlines enqueues the payment deadlines of a batch's orders

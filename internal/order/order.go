@@ -26,7 +26,9 @@ const (
 	StatusPaid           = "paid"
 	StatusCancelled      = "cancelled"
 	StatusExpired        = "expired"
-	StatusFailed         = "failed" // refused by the SQL stock guard; units returned
+	// StatusFailed: never the shopper's; its units are returned. SQL's
+	// stock guard refused it, or an operator dropped its dead letter.
+	StatusFailed = "failed"
 )
 
 // Errors. The HTTP layer maps each to a status code.
@@ -97,6 +99,22 @@ type Order struct {
 
 // TableName is orders.
 func (Order) TableName() string { return "orders" }
+
+// FromTask is the row of the order in task t, pending payment, as it is
+// written at now; it is due paymentTimeout after it was taken.
+func FromTask(t stock.OrderTask, paymentTimeout time.Duration, now time.Time) Order {
+	created := time.UnixMilli(t.CreatedMS).UTC()
+	o := Order{
+		OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
+		Status: StatusPendingPayment, Fence: t.Fence, CreatedAt: created, PersistedAt: now,
+		ExpiresAt: created.Add(paymentTimeout), UpdatedAt: now,
+	}
+	if t.RequestID != "" {
+		rid := t.RequestID
+		o.RequestID = &rid
+	}
+	return o
+}
 
 // View is what a shopper sees of an order.
 type View struct {

@@ -208,6 +208,38 @@ func (s *Store) InsertOneByOne(ctx context.Context, rows []Order, now time.Time)
 	return fresh, refused, failed, nil
 }
 
+// InsertDropped writes o, the order of a task an operator dropped (its
+// dead letter deleted), as failed, with its order.failed event and
+// nothing in sold, so that it can never be written live: a worker whose
+// lease ran out that writes it late finds it written and counts nothing
+// (Insert's careful way). It reports whether it wrote the row. False with
+// no error: SQL has the order, a worker wrote it, and it keeps its units.
+// A worker's insert not yet committed holds order_id's unique key: this
+// one waits for it, and fails on the key if the worker commits.
+func (s *Store) InsertDropped(ctx context.Context, o Order, now time.Time) (bool, error) {
+	o.ID = 0
+	o.Status, o.ClosedAt, o.UpdatedAt = StatusFailed, &now, now
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		row := o
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return s.event(tx, outbox.OrderFailed, &supportRow{Order: o}, now)
+	})
+	if err == nil {
+		return true, nil
+	}
+	// The unique key, or any other error: SQL says whether it has it.
+	have, rerr := ExistingIDs(s.db.WithContext(ctx), []string{o.OrderID})
+	if rerr != nil {
+		return false, errors.Join(err, rerr)
+	}
+	if have[o.OrderID] {
+		return false, nil
+	}
+	return false, err
+}
+
 // notWritten returns the rows whose order_id is not in SQL yet, and the
 // SKUs of those written with status failed.
 func notWritten(tx *gorm.DB, rows []Order) ([]Order, map[uint64]bool, error) {

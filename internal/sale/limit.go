@@ -15,9 +15,9 @@ var heldStatuses = []string{order.StatusPendingPayment, order.StatusPaid}
 
 // limitStatuses are the statuses of the orders whose units count against a
 // shopper's per-user limit of sku: those they hold and, when the SKU's
-// limit counts them, their cancelled and expired ones. A failed order (SQL's
-// stock guard refused it) never counts, nor does one an operator voided
-// (its dead letter deleted: it never reached SQL).
+// limit counts them, their cancelled and expired ones. A failed order never
+// counts: SQL's stock guard refused it, or an operator voided it (deleted
+// its dead letter before it reached SQL).
 func limitStatuses(sku *catalog.SKU) []string {
 	if !sku.LimitCountsCancelled {
 		return heldStatuses

@@ -174,13 +174,17 @@ func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error 
 	return err
 }
 
-// DeleteDead drops a dead letter for good. Dropping accepted orders that
-// never reached SQL gives their units back, once, after the letter is gone
-// (a requeue racing the delete wins or loses as a whole); those shoppers'
-// orders are then gone. An order that is in SQL keeps its units. It runs
-// under the SKU's admin lock, as stock changes and rebuilds do: a rebuild
-// between the delete and the return would count the units as free and the
-// return would add them again.
+// DeleteDead drops a dead letter for good. An accepted order of the letter
+// that is not in SQL is recorded there as failed, after the letter is gone
+// (a requeue racing the delete wins or loses as a whole), and then its
+// units go back on sale, once: its shopper sees it failed, and a worker
+// whose lease ran out that writes it late finds it written and counts
+// nothing. An order that is in SQL keeps its units, one a late worker is
+// still writing included: the failed row waits for the worker's
+// transaction and is refused if it commits. It runs under the SKU's admin
+// lock, as stock changes and rebuilds do: a rebuild between the delete and
+// the return would count the units as free and the return would add them
+// again.
 func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 	k, err := s.skus.Get(ctx, sku)
 	if err != nil {
@@ -203,12 +207,13 @@ func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id s
 	}
 	var orders []stock.OrderTask
 	var unreadable error
+	var inSQL map[string]bool
 	if in.Type == stock.TaskCreate {
 		if orders, unreadable = stock.DecodeOrders(in.Payload); len(orders) == 0 && unreadable != nil {
 			return unreadable
 		}
 		// Read before the delete, so a store that is down changes nothing.
-		if _, err := s.written(ctx, orders); err != nil {
+		if inSQL, err = s.written(ctx, orders); err != nil {
 			return err
 		}
 	}
@@ -221,31 +226,52 @@ func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id s
 	if len(orders) == 0 {
 		return nil
 	}
-	// Read again: a worker whose lease ran out may have written them late.
-	inSQL, err := s.written(ctx, orders)
-	if err != nil {
-		return err
+	// Record each order not in SQL as failed before its units go back:
+	// a worker whose lease ran out may be writing it late, and only a
+	// row SQL took makes the drop final.
+	now := s.o.Now().UTC()
+	var dropped []stock.OrderTask
+	var unrecorded error
+	for _, t := range orders {
+		if !inSQL[t.OrderID] {
+			ok, err := s.o.Orders.InsertDropped(ctx, order.FromTask(t, s.o.PaymentTimeout, now), now)
+			if err != nil {
+				unrecorded = err
+				break
+			}
+			if ok {
+				dropped = append(dropped, t)
+				continue
+			}
+		}
+		s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
+			"order_id", t.OrderID, "sku", t.SKU)
 	}
 	var stranded error
-	for _, t := range orders {
-		if inSQL[t.OrderID] {
-			s.o.Log.Warn("dead letter dropped by an operator; its order is in sql and keeps its units",
-				"order_id", t.OrderID, "sku", t.SKU)
-			continue
-		}
+	for _, t := range dropped {
 		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty, stock.ReturnVoid); err != nil {
 			stranded = err
 			break
 		}
-		s.o.Log.Warn("dead-lettered order dropped by an operator; its units are back on sale",
+		s.o.Log.Warn("dead-lettered order dropped by an operator; recorded as failed, its units are back on sale",
 			"order_id", t.OrderID, "sku", t.SKU, "qty", t.Qty)
+	}
+	if unrecorded != nil {
+		// An order SQL neither took as failed nor has may yet be written
+		// by a late worker: a rebuild now would count its units as free.
+		// They stay taken until an operator reconciles the SKU.
+		s.o.Log.Error("dead letter dropped with orders not recorded as failed; their units stay taken until the sku is reconciled",
+			"sku", sku, "err", unrecorded.Error(), "return", fmt.Sprint(stranded), "unreadable", fmt.Sprint(unreadable))
+		return fmt.Errorf("sale: dead letter %q dropped, its orders not all recorded as failed (reconcile sku %d): %w",
+			id, sku, errors.Join(unrecorded, stranded))
 	}
 	if unreadable == nil && stranded == nil {
 		return nil
 	}
 	// Orders of the letter that could not be read, or whose units could
 	// not be given back (the letter is gone already), hold units no order
-	// names now: the state rebuilt from SQL and the queues frees them.
+	// names now: the state rebuilt from SQL and the queues frees them
+	// (SQL has the dropped ones as failed).
 	s.o.Log.Warn("dead letter dropped with units not given back; rebuilding the sku's redis state",
 		"sku", sku, "unreadable", fmt.Sprint(unreadable), "return", fmt.Sprint(stranded))
 	if _, err := s.reconcile(ctx, sku); err != nil {

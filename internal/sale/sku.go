@@ -41,6 +41,9 @@ type Options struct {
 	// Rooms audits the waiting room of a SKU that has one; nil: not
 	// checked.
 	Rooms Rooms
+	// Orders writes the orders table (a dropped dead letter's orders, as
+	// failed); nil: a store of the service's db that writes no events.
+	Orders *order.Store
 }
 
 // Rooms checks a SKU's waiting room against its buyers (internal/room).
@@ -67,6 +70,9 @@ func NewService(db *gorm.DB, skus *catalog.Store, cache *catalog.Cache, store *s
 	o.Log = cmp.Or(o.Log, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Orders == nil {
+		o.Orders = order.NewStore(db, nil)
 	}
 	return &Service{db: db, skus: skus, cache: cache, store: store, locks: locks, o: o, list: &listing{}}
 }
