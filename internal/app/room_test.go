@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/room"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 const roomKey = "app-test-room-pass-key-0123456789abcdef"
@@ -256,4 +257,28 @@ func TestTheSameRoomAgainWithAnOpensAtFinerThanMySQLs(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
 	r = s.do(0, "POST", "/admin/skus", "", body)
 	assert.Equal(t, http.StatusOK, r.Status, "the same body again: %s", r.Raw)
+}
+
+// A room whose SKU's stock state Redis lost is rebuilt from SQL once a
+// visit finds it missing: no buy can reach Redis to start the rebuild, as
+// a shopper needs a pass for that, and no pass is issued meanwhile.
+func TestARoomWhoseStockStateWasLostIsRebuilt(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(5, 2*time.Second, map[string]any{"admit_per_second": 10, "pass_ttl": "5s", "overbook": 1})
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	require.Equal(t, http.StatusOK, s.do(0, "POST", queue, "alice", nil).Status)
+
+	ctx := t.Context()
+	rdb := s.apps[0].Redis
+	keys, err := rdb.Keys(ctx, fmt.Sprintf("%s{sku:%d}*", s.env["SECKILL_REDIS_KEY_PREFIX"], sku)).Result()
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(ctx, keys...).Err())
+	time.Sleep(2 * time.Second) // past starts_at
+
+	var last testutil.Reply
+	require.Eventually(t, func() bool {
+		last = s.do(0, "POST", queue, "carol", nil)
+		return last.Status == http.StatusOK
+	}, 15*time.Second, 200*time.Millisecond, "joins after the loss")
+	assert.True(t, s.audit(sku).Consistent)
 }

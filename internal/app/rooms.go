@@ -30,6 +30,9 @@ func (a *App) buildRooms(replicas *replica.Waiter) error {
 		AdmitPerSecond: a.Cfg.Room.AdmitPerSecond,
 		Pace:           a.Pace,
 		Metrics:        room.NewMetrics(a.Registry),
+		// a.Sales, built next (it audits the rooms), by the time a
+		// shopper visits.
+		OnStateLost: func(sku uint64) { a.Sales.OnStateLost(sku) },
 	})
 	return nil
 }

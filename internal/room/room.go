@@ -110,6 +110,11 @@ type Options struct {
 	Keep    time.Duration
 	Now     func() time.Time
 	Metrics *Metrics
+	// OnStateLost is called, in a goroutine of its own and once at a time
+	// per SKU, when a visit finds the SKU's stock state missing in Redis:
+	// it should rebuild it. A room's shoppers cannot start the rebuild by
+	// buying, as a buy needs a pass and none is issued meanwhile.
+	OnStateLost func(sku uint64)
 }
 
 // Room serves the waiting rooms of every SKU.
@@ -120,6 +125,8 @@ type Room struct {
 	signer  *Signer
 	o       Options
 	drawing singleflight.Group
+	// restoring runs OnStateLost once at a time per SKU.
+	restoring singleflight.Group
 }
 
 // New returns the rooms of skus, kept in rdb, writing through scripts,
@@ -272,6 +279,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 	case -2:
 		return nil, errDrawDue
 	case -3:
+		r.stateLost(sku.ID)
 		return nil, fmt.Errorf("%w: sku %d", ErrStateLost, sku.ID)
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
@@ -366,6 +374,17 @@ func (r *Room) CheckPass(sku *catalog.SKU, user, pass string) (stock.Pass, error
 		return stock.Pass{}, err
 	}
 	return stock.Pass{Ticket: ticket, Expires: exp}, nil
+}
+
+// stateLost starts OnStateLost for sku unless it is running already.
+func (r *Room) stateLost(sku uint64) {
+	if r.o.OnStateLost == nil {
+		return
+	}
+	r.restoring.DoChan(strconv.FormatUint(sku, 10), func() (any, error) {
+		r.o.OnStateLost(sku)
+		return nil, nil
+	})
 }
 
 // newTicket is a ticket: "t" and 26 random base32 characters, so that
