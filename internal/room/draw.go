@@ -50,7 +50,7 @@ func Drawn(seed string, tickets []string) []string {
 	return out
 }
 
-// drawTimeout bounds a tick that may draw the pre-queue.
+// drawTimeout bounds a draw of the pre-queue, and a tick that may draw.
 const drawTimeout = 30 * time.Second
 
 // drawChunk is how many tickets one Redis call reads or writes in a draw.
@@ -61,11 +61,22 @@ const drawChunk = 5000
 // queues behind it), and is the same whoever runs it, so an instance that
 // dies mid-draw leaves it to the next; instances take turns on a lease,
 // and each process draws a SKU once at a time.
+//
+// Every caller in this process waits on the one draw, which runs until it
+// ends or drawTimeout, whoever gives up: a caller whose request ends must
+// not end it for the others.
 func (r *Room) draw(ctx context.Context, sku *catalog.SKU) error {
-	_, err, _ := r.drawing.Do(strconv.FormatUint(sku.ID, 10), func() (any, error) {
+	done := r.drawing.DoChan(strconv.FormatUint(sku.ID, 10), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drawTimeout)
+		defer cancel()
 		return nil, r.drawOnce(ctx, sku)
 	})
-	return err
+	select {
+	case res := <-done:
+		return res.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (r *Room) drawOnce(ctx context.Context, sku *catalog.SKU) error {

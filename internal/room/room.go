@@ -214,8 +214,11 @@ func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *S
 func (r *Room) script(ctx context.Context, sku *catalog.SKU, users []string, op string, now time.Time) (*reply, error) {
 	for attempt := 0; ; attempt++ {
 		rep, err := r.run(ctx, sku, users, op, now)
-		if !errors.Is(err, errDrawDue) || attempt > 0 {
+		if !errors.Is(err, errDrawDue) {
 			return rep, err
+		}
+		if attempt > 0 { // drawn, and due again: Redis lost the draw meanwhile
+			return nil, fmt.Errorf("%w: sku %d: the draw is due again", ErrBusy, sku.ID)
 		}
 		if err := r.draw(ctx, sku); err != nil {
 			return nil, err

@@ -415,3 +415,28 @@ func TestARoomLostAfterItsDrawStartsAgainInJoinOrder(t *testing.T) {
 	assert.Empty(t, d.PreQueue)
 	assert.Equal(t, []string{carol.Ticket, bob.Ticket, alice.Ticket}, d.Later)
 }
+
+// The draw a crowd of visits waits on is not ended by the visit that
+// started it giving up: the others still get their places.
+func TestADrawOutlivesTheVisitThatStartedIt(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{})
+	f.join("alice")
+	f.join("bob")
+	f.clock.Advance(time.Minute)
+	// Another instance holds the draw's lease: this one's draw waits.
+	k := f.room.keys(f.sku.ID)
+	require.NoError(t, f.room.rdb.Set(t.Context(), k.drawLock, "other", 0).Err())
+	first, cancel := context.WithCancel(t.Context())
+	firstDone, secondDone := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := f.room.Peek(first, f.sku.ID, "alice"); firstDone <- err }()
+	time.Sleep(100 * time.Millisecond)
+	go func() { _, err := f.room.Peek(t.Context(), f.sku.ID, "bob"); secondDone <- err }()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-firstDone, context.Canceled)
+	require.NoError(t, f.room.rdb.Del(t.Context(), k.drawLock).Err())
+	require.NoError(t, <-secondDone)
+	st, err := f.room.Peek(t.Context(), f.sku.ID, "bob")
+	require.NoError(t, err)
+	assert.Positive(t, st.Position, "drawn")
+}
