@@ -1227,9 +1227,10 @@ type QueueStatus struct {
 	// same ticket.
 	Status QueueStatusStatus `json:"status"`
 
-	// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
-	// say nothing of its shopper or of when it joined.
-	Ticket Ticket `json:"ticket"`
+	// Ticket The shopper's ticket. Absent only from a `closed` answer whose
+	// `reason` is `sale_ended`: after the end the room answers
+	// without looking the shopper up.
+	Ticket *Ticket `json:"ticket,omitempty"`
 }
 
 // QueueStatusReason When `closed`: `pass_used` (the pass bought an order),

@@ -282,3 +282,25 @@ func TestARoomWhoseStockStateWasLostIsRebuilt(t *testing.T) {
 	}, 15*time.Second, 200*time.Millisecond, "joins after the loss")
 	assert.True(t, s.audit(sku).Consistent)
 }
+
+// A sale ended before its room opened is over: the room answers that, not
+// that it opens later.
+func TestARoomOfASaleEndedBeforeItOpenedIsClosed(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	now := time.Now().UTC()
+	r := s.do(0, "POST", "/admin/skus", "", map[string]any{"name": "Sneaker", "price_cents": 12000, "stock": 5,
+		"per_user_limit": 1, "starts_at": now.Add(2 * time.Hour), "ends_at": now.Add(3 * time.Hour),
+		"waiting_room": map[string]any{"opens_at": now.Add(time.Hour)}})
+	require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+	sku := uint64(r.Num("id"))
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	assert.Equal(t, "room_not_open", s.do(0, "POST", queue, "alice", nil).Str("error"))
+
+	require.Equal(t, http.StatusOK, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", sku), "", nil).Status)
+	for _, method := range []string{"POST", "GET"} {
+		got := s.do(0, method, queue, "alice", nil)
+		require.Equal(t, http.StatusOK, got.Status, got.Raw)
+		assert.Equal(t, room.Closed, got.Str("status"), got.Raw)
+		assert.Equal(t, "sale_ended", got.Str("reason"), got.Raw)
+	}
+}

@@ -54,8 +54,10 @@ func writeStatus(c *gin.Context, st room.Status) {
 	b = strconv.AppendInt(b, st.Ahead, 10)
 	b = append(b, `,"retry_after_ms":`...)
 	b = strconv.AppendInt(b, st.RetryAfterMS, 10)
-	b = append(b, `,"ticket":`...)
-	b = appendJSONString(b, st.Ticket)
+	if st.Ticket != "" {
+		b = append(b, `,"ticket":`...)
+		b = appendJSONString(b, st.Ticket)
+	}
 	if st.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = appendJSONString(b, st.Reason)

@@ -67,9 +67,10 @@ type Status struct {
 	// pre-queue is drawn at the start of the sale.
 	Position int64 `json:"position"`
 	// Ahead is how many tickets are still to be admitted before it.
-	Ahead        int64  `json:"ahead"`
-	RetryAfterMS int64  `json:"retry_after_ms"`
-	Ticket       string `json:"ticket"`
+	Ahead        int64 `json:"ahead"`
+	RetryAfterMS int64 `json:"retry_after_ms"`
+	// Ticket is the shopper's ticket; none in an answer after the end.
+	Ticket string `json:"ticket,omitempty"`
 	// Pass is the pass to buy with while admitted; PassExpiresAt its end.
 	Pass          string     `json:"pass,omitempty"`
 	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
@@ -199,12 +200,13 @@ func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *S
 		return nil, time.Time{}, nil, ErrNoRoom
 	}
 	now := r.o.Now()
+	if !now.Before(sku.EndsAt) {
+		// Nothing to join or wait for: no ticket is issued after the end,
+		// also of a sale ended before its room was to open.
+		return sku, now, &Status{Status: Closed, Reason: "sale_ended"}, nil
+	}
 	if now.Before(*sku.Room.OpensAt) {
 		return nil, time.Time{}, nil, fmt.Errorf("%w: it opens at %s", ErrNotOpen, sku.Room.OpensAt.UTC().Format(time.RFC3339))
-	}
-	if !now.Before(sku.EndsAt) {
-		// Nothing to join or wait for: no ticket is issued after the end.
-		return sku, now, &Status{Status: Closed, Reason: "sale_ended"}, nil
 	}
 	return sku, now, nil, nil
 }
