@@ -49,7 +49,7 @@ type analysis struct {
 	limitLoss   []string // shoppers over the limit with an order that was in Redis at a loss
 	unacked     int      // orders in MySQL whose request got no clear answer
 	// What an operator's delete of a dead letter excuses.
-	gone    []string // 202 orders not in MySQL: deleted with their dead letter
+	gone    []string // 202 orders deleted with their dead letter (recorded failed, or not in MySQL)
 	ridGone []string // request ids whose replay after the delete got another answer
 	ridLive []string // request ids whose order the replacement of a live primary lost, replayed
 }
@@ -88,7 +88,7 @@ func (l *lane) analyze() []linResult {
 			continue
 		}
 		for _, t := range d.orders {
-			if a.final.orders[t.OrderID] != nil {
+			if row := a.final.orders[t.OrderID]; row != nil && !droppedBy(row, o.call) {
 				continue
 			}
 			if at, ok := a.deleted[t.OrderID]; !ok || o.call.Before(at) {
@@ -153,6 +153,15 @@ func (a *analysis) callOf(id string) time.Time {
 		return row.created
 	}
 	return time.Time{}
+}
+
+// droppedBy reports whether row is the failed row that an operator's
+// delete of its dead letter, sent at call, wrote: a drop records each
+// order of the letter that is not in MySQL as failed, after the call. A
+// row the stock guard refused was written by a worker whose batch began
+// before its task was dead-lettered.
+func droppedBy(row *orderRow, call time.Time) bool {
+	return row.status == "failed" && !row.persisted.Before(call.Add(-time.Millisecond))
 }
 
 // goneBy reports whether an operator's delete of the order's dead letter
@@ -310,6 +319,8 @@ func (a *analysis) checkAcked() {
 			a.l.viol.addSKU(o.sku, "lost", "%s: accepted, not in MySQL, and no data loss or delete of its dead letter explains it", o)
 		case row.user != o.user || row.sku != o.sku || row.qty != o.qty:
 			a.l.viol.addSKU(o.sku, "order", "%s: MySQL has user %s sku %d qty %d", o, row.user, row.sku, row.qty)
+		case row.status == "failed" && a.goneBy(id, time.Now()):
+			a.gone = append(a.gone, fmt.Sprintf("%s (%s; recorded failed)", id, o))
 		case row.status == "failed" && exposed:
 			a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (%s; %s)", id, o, f))
 		case row.status == "failed" && a.collateral(row, o.call):
@@ -446,7 +457,9 @@ func (a *analysis) resolveUnacked() {
 			continue
 		}
 		if row.status == "failed" {
-			if f, ok := a.exposed(id, row.created); ok {
+			if a.goneBy(id, time.Now()) {
+				a.gone = append(a.gone, id+" (unanswered; recorded failed)")
+			} else if f, ok := a.exposed(id, row.created); ok {
 				a.refusedLoss = append(a.refusedLoss, fmt.Sprintf("%s (unanswered; %s)", id, f))
 			} else if a.collateral(row, row.created) {
 				a.refusedAfter = append(a.refusedAfter, id+" (unanswered)")

@@ -224,7 +224,8 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 		}
 	}
 	// The orders of the dead letters deleted in the segment that never
-	// reached MySQL: their units come back.
+	// reached MySQL live (the delete records them failed): their units
+	// come back.
 	deleted := map[*op][]int{}
 	for _, o := range segOps {
 		if o.kind != opDeadDel {
@@ -235,7 +236,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			continue
 		}
 		for _, t := range d.orders {
-			if a.final.orders[t.OrderID] == nil {
+			if row := a.final.orders[t.OrderID]; row == nil || droppedBy(row, o.call) {
 				deleted[o] = append(deleted[o], b.order(t.OrderID, t.User, t.Qty, t.RequestID))
 			}
 		}
