@@ -60,9 +60,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'total', total, 'left', left, 'limit', limit, 'ends', ARGV[5], 'keep', ARGV[7])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-for i = 1, 6 do
-  if i ~= 2 then
-    redis.call('PEXPIREAT', KEYS[i], ARGV[4])
-  end
+for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do
+  redis.call('PEXPIREAT', key, ARGV[4])
 end
 return {2, left, applied}
