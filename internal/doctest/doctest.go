@@ -1,7 +1,9 @@
 // Package doctest runs the examples of the documentation as a reader would:
-// the shell blocks of README.md, docs/*.md and loadtest/README.md, and the
-// Example of every `seckill` command's --help, taken from those texts when
-// the tests run, never from a copy.
+// the shell blocks of every Markdown file of the repository (MarkdownFiles
+// lists them) and the Example of every `seckill` command's --help, taken
+// from those texts when the tests run, never from a copy. It also checks
+// the links of the documentation (Checker): every link of a Markdown file,
+// and every document that Go code, YAML, scripts and configurations name.
 //
 // # What is an example
 //
@@ -32,10 +34,11 @@
 // Each example runs in a bash session whose working directory is the
 // repository's root and whose environment has no SECKILL_* variable. A
 // Markdown block marked "session NAME" shares its session with the other
-// blocks of that name, in the order of the files (README.md, docs/*.md by
-// name, loadtest/README.md) and of the blocks in them, as one terminal a
-// reader follows; any other block, and each command's Example, has a session
-// of its own. Sessions run one after the other, against one Redis
+// blocks of that name, in the order of the files (README.md first, then the
+// others as a walk of the tree finds them: a folder's entries by name, a
+// subfolder's files in its place) and of the blocks in them, as one
+// terminal a reader follows, across files too; any other block, and each
+// command's Example, has a session of its own. Sessions run one after the other, against one Redis
 // (127.0.0.1:6379) and one MariaDB (127.0.0.1:3306, root without a
 // password) from scripts/test-services.sh, which is what the examples name.
 // The database the README tells the reader to create (seckill, with the

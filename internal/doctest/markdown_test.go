@@ -3,7 +3,7 @@ package doctest
 import (
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,30 +12,27 @@ import (
 	"github.com/seckill/seckill/internal/testutil"
 )
 
-// markdownFiles are the files whose examples run, in the order sessions
-// follow them.
-func markdownFiles(t *testing.T, root string) []string {
-	t.Helper()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+// TestMarkdownFiles lists the Markdown files of testdata/order, a
+// repository in small, against testdata/order.want: the order in which
+// sessions follow them.
+func TestMarkdownFiles(t *testing.T) {
+	files, err := MarkdownFiles(filepath.Join("testdata", "order"))
 	require.NoError(t, err)
-	sort.Strings(docs)
-	files := []string{"README.md"}
-	for _, d := range docs {
-		rel, err := filepath.Rel(root, d)
-		require.NoError(t, err)
-		files = append(files, rel)
-	}
-	return append(files, filepath.Join("loadtest", "README.md"))
+	want, err := os.ReadFile(filepath.Join("testdata", "order.want"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), strings.Join(files, "\n")+"\n")
 }
 
-// TestMarkdownExamples runs every shell example of README.md, docs/*.md and
-// loadtest/README.md that is not marked "not run", as the package comment
-// says, and checks that every other example is marked with a reason.
+// TestMarkdownExamples runs every shell example of the repository's
+// Markdown files that is not marked "not run", as the package comment says,
+// and checks that every other example is marked with a reason.
 func TestMarkdownExamples(t *testing.T) {
 	root, err := testutil.ModuleRoot()
 	require.NoError(t, err)
+	files, err := MarkdownFiles(root)
+	require.NoError(t, err)
 	var blocks []Block
-	for _, f := range markdownFiles(t, root) {
+	for _, f := range files {
 		bs, err := Markdown(root, f)
 		assert.NoError(t, err)
 		blocks = append(blocks, bs...)
