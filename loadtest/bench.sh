@@ -3,7 +3,7 @@
 # is missing (apt-get), starts the test services (scripts/test-services.sh),
 # then runs bench/loadbench, which builds seckill, starts its own servers, a
 # private redis-server and its own MariaDB database, measures and prints the
-# table of BENCHMARKS.md "## Load". Extra arguments go to loadbench, e.g.
+# table of BENCHMARKS.md#load. Extra arguments go to loadbench, e.g.
 #   loadtest/bench.sh -d 5s -drain 50000      # shorter
 #   loadtest/bench.sh -h                      # every flag
 set -euo pipefail

@@ -9,7 +9,7 @@
 //
 //   BASE_URL=http://localhost:8080 ADMIN_TOKEN=... VUS=2000 STOCK=10 k6 run loadtest/flash-sale.js
 //
-// With ROOM=1 the SKU has a waiting room (README, "A fair sale") that
+// With ROOM=1 the SKU has a waiting room (docs/shop/waiting-room.md) that
 // opens at setup: every shopper joins it at once, is drawn at the start,
 // polls as Retry-After says and buys with the pass it is given; the room
 // answers sold_out to the rest once the units are gone. ROOM_RATE sets

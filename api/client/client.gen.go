@@ -1676,7 +1676,7 @@ type WaitingRoomSpec struct {
 	// the last minute (every instance's drain together), never below
 	// `room.admit_per_second` (100 by default). A fixed rate is at most
 	// the buys per second the backend sustains, divided by the units a
-	// buyer takes (docs/OPERATIONS.md, "Waiting rooms").
+	// buyer takes (docs/operate/runbook.md#waiting-rooms).
 	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
 
 	// Mode How a waiting room orders its line. `random`: the tickets of those

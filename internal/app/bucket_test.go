@@ -303,7 +303,7 @@ func TestUnpaidOrdersOfBucketsExpireOnce(t *testing.T) {
 // shopper; busy says nothing happened and is retried after a pause, as
 // Retry-After asks; unavailable (a store stalled: outcome unknown, as a
 // loaded machine may give) is retried with the request id it carries, as
-// the README says, to learn the outcome. Every shopper ends with their limit, no unit is left in
+// docs/shop/api.md#buying says, to learn the outcome. Every shopper ends with their limit, no unit is left in
 // any bucket, and the audit is consistent. SECKILL_BUCKET_RUNS sets how
 // many sales run one after the other (default 3).
 func TestABucketedCrowdGetsEveryUnitOverTheAPI(t *testing.T) {

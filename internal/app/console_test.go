@@ -140,7 +140,7 @@ func (b *tab) fits(page string) {
 // created through the form (the API's own message first), a flash sale
 // watched live, a dead letter requeued, a change without the CSRF token
 // refused, the sale ended; at 1280x800 and on a 390-px-wide phone. With
-// SECKILL_CONSOLE_SCREENSHOT=docs/console.png it saves the live view of
+// SECKILL_CONSOLE_SCREENSHOT=docs/admin/console.png it saves the live view of
 // the sale there.
 func TestConsoleInABrowser(t *testing.T) {
 	testutil.SkipShort(t, "drives a browser against a server on Redis and MariaDB")

@@ -245,7 +245,7 @@ func TestWaitingRoomBadSettings(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
 }
 
-// Giving a SKU its own room again changes nothing (README), also with an
+// Giving a SKU its own room again changes nothing (docs/shop/waiting-room.md#settings), also with an
 // opens_at finer than the milliseconds MySQL keeps.
 func TestTheSameRoomAgainWithAnOpensAtFinerThanMySQLs(t *testing.T) {
 	s := startSale(t, saleOpts{})

@@ -25,11 +25,11 @@ import (
 
 // A sale runs over TLS on each TLS deployment — standalone, Cluster and
 // Sentinel (to the Sentinels and to the primary) — configured by the example
-// file of docs/OPERATIONS.md, whose addresses and certificate files the
+// file of docs/operate/deploy.md, whose addresses and certificate files the
 // environment replaces. Every one of these servers refuses plain connections.
 func TestSaleOverTLS(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "seckill.yaml")
-	require.NoError(t, os.WriteFile(file, testutil.DocExample(t, "docs/OPERATIONS.md", "tls-example"), 0o600))
+	require.NoError(t, os.WriteFile(file, testutil.DocExample(t, "docs/operate/deploy.md", "tls-example"), 0o600))
 	for _, kind := range testsvc.TLSDeployments {
 		t.Run(kind, func(t *testing.T) {
 			s := startSale(t, saleOpts{tls: kind, config: file})

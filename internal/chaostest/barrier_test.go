@@ -99,13 +99,13 @@ func (l *lane) audit(sku uint64) (report, error) {
 // dead letters deleted or requeued, the queues drained, the SKUs
 // reconciled if Redis lost its data, then the audit (after a failover or
 // a move that never landed, reconciled first when what it finds is an
-// undersell the README allows) and `seckill verify`; last, MySQL is read
+// undersell docs/design/guarantees.md allows) and `seckill verify`; last, MySQL is read
 // for the next phase's starting state.
 // barrierTries is how often a barrier sends an unanswered cancel, stock
 // change or reconcile again, 0.1 to 0.3s apart: past the 30s pause a
 // rebuild stopped part-way (its process killed, or its Redis failed over)
 // leaves on a SKU, which answers busy until the pause expires
-// (docs/SCALING.md).
+// (docs/design/buckets.md).
 const barrierTries = 200
 
 func (l *lane) barrier(n int, lost, failedOver bool) {
@@ -173,13 +173,14 @@ func (l *lane) barrier(n int, lost, failedOver bool) {
 
 // checkRest audits sku at rest. A SKU that does not add up is reconciled,
 // as an operator would, and the audit read again; it is a violation unless
-// the README allows what the audit found: units of a move between buckets
+// docs/design/guarantees.md allows what the audit found: units of a move between buckets
 // that never landed (in_flight, exactly the moves still unsettled in
 // Redis), or units a failover took off sale (returns the old primary had
 // not replicated: redis_left too low, never too high). It reports whether
 // the SKU had to be repaired after a violation. After the replacement of a
 // live primary (live) Redis may have more units left than MySQL says too:
-// the old primary's last sales are gone (docs/SCALING.md).
+// the old primary's last sales are gone
+// (docs/design/guarantees.md#across-a-failover-rediswait_replicas).
 func (l *lane) checkRest(n int, sku *skuInfo, failedOver, live bool) (repaired bool) {
 	r, ok := l.waitConsistent(sku.id, 3*time.Second)
 	if ok {

@@ -69,7 +69,7 @@ func loadSettings(t *testing.T) settings {
 }
 
 // TestChaos is the randomized fault run: see the package comment and
-// docs/FAULTS.md. Three deployments ("lanes") run side by side, each with
+// docs/design/faults.md. Three deployments ("lanes") run side by side, each with
 // its own Redis, database, seckill processes, shoppers and faults: a
 // standalone Redis without persistence, a Redis Cluster with SKUs split
 // into stock buckets, and a Sentinel set with two replicas and

@@ -24,13 +24,13 @@
 // lane's run is cut into phases; between two phases the workload and the
 // faults stop, the dead letters are cleared, the queues drain and the
 // invariants are checked at rest. At the end each lane's history is checked
-// against the contract in README.md: orders in MySQL against the 202
+// against the contract of docs/design/guarantees.md: orders in MySQL against the 202
 // answers (a lost 202 is excused only by a data loss of the standalone
 // Redis or an operator's delete of its dead letter), request ids, per-user
 // limits, cancel and pay outcomes, refused tokens, the audit and `seckill
 // verify`, and the linearizability of each SKU's buys, cancels, expiries,
 // stock changes, stock reads, reconciles and dead-letter deletes against
 // one counter of units (github.com/anishathalye/porcupine); a history it
-// finds illegal or cannot decide fails the run. docs/FAULTS.md describes
+// finds illegal or cannot decide fails the run. docs/design/faults.md describes
 // the run and its model. The package has no non-test code.
 package chaostest

@@ -150,8 +150,9 @@ type fault struct {
 	// Sentinels' down-after, or SENTINEL FAILOVER). It went on answering,
 	// with a replica that had not been repointed yet acknowledging its
 	// writes, until the Sentinels made it a replica: what it took in
-	// between is gone, wait_replicas or not (docs/SCALING.md). switched is
-	// when the run saw the new primary.
+	// between is gone, wait_replicas or not
+	// (docs/design/guarantees.md#across-a-failover-rediswait_replicas).
+	// switched is when the run saw the new primary.
 	live     bool
 	switched time.Time
 	// committed are the orders in MySQL just before a data loss; an

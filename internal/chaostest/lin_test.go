@@ -15,7 +15,8 @@ import (
 )
 
 const (
-	// soldOutRecheck is how stale a sold_out answer may be by the README
+	// soldOutRecheck is how stale a sold_out answer may be by
+	// docs/design/guarantees.md#what-is-guaranteed
 	// ("at most 1 s"): a process answers from its flag for 1s after its
 	// last buy saw the SKU sold out, unless told earlier that units came
 	// back.
@@ -241,7 +242,7 @@ func (a *analysis) checkSegment(n int, sku *skuInfo) linResult {
 			}
 		}
 	}
-	// Sold-out answers of a SKU split into buckets that docs/SCALING.md
+	// Sold-out answers of a SKU split into buckets that docs/design/buckets.md
 	// allows although the model has units left: while a stock cut went
 	// from bucket to bucket (not atomic: a cut takes units bucket after
 	// bucket, and a refused one holds them until it gives them back). Units

@@ -94,7 +94,7 @@ func (a *analysis) summary(lin []linResult) {
 	list("  accepted after the loss, refused for an order from before it", a.refusedAfter)
 	list("  request ids forgotten by the loss", a.ridLoss)
 	list("  shoppers over the limit through an order from before the loss", a.limitLoss)
-	fmt.Fprintf(&b, "  explained by the replacement of a live Sentinel primary (not violations; docs/SCALING.md):\n")
+	fmt.Fprintf(&b, "  explained by the replacement of a live Sentinel primary (not violations; docs/design/guarantees.md):\n")
 	list("  accepted while the old primary still answered, not in MySQL", a.lostLive)
 	list("  refused by the stock guard after the replacement began", a.refusedLive)
 	list("  request ids the replacement forgot, replayed into another order", a.ridLive)
@@ -108,7 +108,7 @@ func (a *analysis) summary(lin []linResult) {
 	}
 	l.deadMu.Unlock()
 	fmt.Fprintf(&b, "  dead letters listed: %d, holding %d orders; orders deleted with them: %d\n", letters, inLetters, len(a.deleted))
-	list("reconciled at a barrier, as the README allows (not violations)", l.repairs)
+	list("reconciled at a barrier, as docs/design/guarantees.md allows (not violations)", l.repairs)
 
 	var checked, unchecked, excused, splits int
 	var slowest time.Duration

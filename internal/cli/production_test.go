@@ -19,7 +19,7 @@ import (
 // it (defaults, the file, then the environment; every variable known; the
 // shopper identity and the payment confirmation settled), with the secrets
 // set in the environment the way the file's header shows, and is what
-// docs/PRODUCTION.md asks for.
+// docs/operate/production.md asks for.
 func TestProductionExampleConfig(t *testing.T) {
 	root, err := testutil.ModuleRoot()
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ renames SKU 1 and leaves its price, stock, limit and window as they are.
 
 buckets (--buckets, 1 to 64) splits a SKU's stock in Redis over that many
 hash tags, so that one hot SKU's buys spread over as many Redis Cluster
-shards (see docs/SCALING.md). It is fixed when the SKU is created: left out
+shards (see docs/design/buckets.md). It is fixed when the SKU is created: left out
 (or 0), a new SKU gets 1 and an existing one keeps its count; another count
 for an existing SKU is refused and nothing is written.
 

@@ -228,11 +228,11 @@ func TestRedisTLSErrorsQuoteNoFileContent(t *testing.T) {
 	}
 }
 
-// The example in docs/OPERATIONS.md loads, with its file paths replaced by
+// The example in docs/operate/deploy.md loads, with its file paths replaced by
 // the environment as a deployment may do. (internal/app runs the sale on it.)
 func TestDocumentedTLSExampleLoads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seckill.yaml")
-	require.NoError(t, os.WriteFile(path, testutil.DocExample(t, "docs/OPERATIONS.md", "tls-example"), 0o600))
+	require.NoError(t, os.WriteFile(path, testutil.DocExample(t, "docs/operate/deploy.md", "tls-example"), 0o600))
 	p := writePKI(t)
 	c, err := Load(path, env(map[string]string{
 		"SECKILL_REDIS_TLS_CA_FILE":   p.ca,

@@ -33,7 +33,7 @@ func (fakeSales) Audit(_ context.Context, id uint64) (*sale.Report, error) {
 	return &sale.Report{SKU: id}, nil
 }
 
-// A reload keeps the chart's history (docs/OPERATIONS.md): the console
+// A reload keeps the chart's history (docs/admin/console.md): the console
 // leaves and comes back a moment later, while another console watching
 // another sale keeps the sampler running.
 func TestAReloadKeepsTheHistoryWhileAnotherSaleIsWatched(t *testing.T) {

@@ -12,7 +12,7 @@
 // /metrics as they were.
 //
 // Each scenario logs one line of figures, "FAULT scenario=... accepted=...",
-// that docs/FAULTS.md and BENCHMARKS.md report. Stores the scenarios kill or
+// that docs/design/faults.md and BENCHMARKS.md report. Stores the scenarios kill or
 // stop are private to the test (a redis-server or a mariadbd of its own);
 // the shared test services are only used through a unique prefix or
 // database. The package has no non-test code.

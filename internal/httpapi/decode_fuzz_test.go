@@ -27,7 +27,7 @@ import (
 )
 
 // token is the documented form of user and request ids: 1 to 64 letters,
-// digits or - _ . : @ (README, "API").
+// digits or - _ . : @ (docs/shop/api.md#shopper-identity).
 var token = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
 
 // hostile are bodies every decoder must refuse or bound.

@@ -27,6 +27,6 @@
 // buys from their home bucket (Home), where their limit, request ids and
 // rate budget are kept; a bucket that runs short borrows units from the
 // others in two steps (lua/lend.lua, lua/receive.lua) that can leave units
-// in flight, never in two buckets at once. docs/SCALING.md has the proof
+// in flight, never in two buckets at once. docs/design/buckets.md has the proof
 // sketch.
 package stock

@@ -1,5 +1,5 @@
 -- +goose Up
--- Order events for the shop (docs/OPERATIONS.md, Events): each written in
+-- Order events for the shop (docs/shop/payments-and-events.md#order-events): each written in
 -- the transaction of the order's change that causes it, and delivered from
 -- here to the configured receivers, at least once, in order per order.
 --

@@ -1,5 +1,5 @@
 -- +goose Up
--- A SKU's waiting room (README, "A fair sale"), NULL room_opens_at for a
+-- A SKU's waiting room (docs/shop/waiting-room.md), NULL room_opens_at for a
 -- SKU without one. room_opens_at: shoppers may join from then; those who
 -- join before starts_at are drawn at starts_at. room_mode: random (the
 -- pre-queue is shuffled with room_seed) or fifo. room_admit_per_second:
