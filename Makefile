@@ -67,8 +67,8 @@ up: ## docker compose: MySQL 8, Redis 7 and seckill
 down: ## docker compose down
 	docker compose down
 
-k6: ## install k6 from the Go module proxy
-	$(GO) install go.k6.io/k6@$(K6_VERSION)
+k6: ## install k6 from the Go module proxy into bin/k6, where loadtest/README.md calls it
+	GOBIN=$(CURDIR)/bin $(GO) install go.k6.io/k6@$(K6_VERSION)
 
 loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/flash-sale.js briefly, verify
 	K6_VERSION=$(K6_VERSION) ./scripts/loadtest-smoke.sh

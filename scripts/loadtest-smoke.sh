@@ -9,8 +9,8 @@
 #   VUS=1000 STOCK=50 scripts/loadtest-smoke.sh
 #   ROOM=1 scripts/loadtest-smoke.sh     # the crowd goes through a waiting room
 #
-# k6 is installed with `go install go.k6.io/k6@$K6_VERSION` when the binary in
-# GOBIN (or GOPATH/bin) is missing or another version.
+# k6 is installed with `go install go.k6.io/k6@$K6_VERSION` into bin/, where
+# `make k6` puts it, when bin/k6 is missing or another version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,13 +22,12 @@ log() { echo "loadtest-smoke: $*" >&2; }
 
 eval "$(scripts/test-services.sh --env)"
 
-gobin=$(go env GOBIN)
-if [[ -z "$gobin" ]]; then gobin="$(go env GOPATH)/bin"; fi
+gobin="$PWD/bin"
 k6="$gobin/k6"
 if ! "$k6" version 2>/dev/null | grep -q "^k6 ${K6_VERSION} "; then
 	log "installing k6 ${K6_VERSION} into $gobin (go install; a few minutes from a cold build cache)"
 	start=$(date +%s)
-	go install "go.k6.io/k6@${K6_VERSION}"
+	GOBIN="$gobin" go install "go.k6.io/k6@${K6_VERSION}"
 	log "k6 installed in $(($(date +%s) - start))s"
 fi
 

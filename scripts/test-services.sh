@@ -22,6 +22,12 @@
 # and chromium with chromium-driver for the console's browser test.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
+#
+# --only LIST starts only the services named, comma-separated, of redis (the
+# standalone :6379), redlock, cluster, sentinel, tls (the three TLS sets)
+# and mysql, installs only what they need (no nats-server, no chromium), and
+# prints only their variables: `scripts/test-services.sh --only redis,mysql`
+# is what a load test needs.
 
 # start_tls_services changes the port variables in a subshell, on purpose.
 # shellcheck disable=SC2030,SC2031
@@ -49,7 +55,33 @@ TLS_SENTINEL_PORTS=(26410 26411 26412)
 TLS=0
 
 quiet=0
-if [[ "${1:-}" == "--env" ]]; then quiet=1; fi
+only=""
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--env) quiet=1 ;;
+	--only)
+		only=${2:-}
+		shift
+		;;
+	--only=*) only=${1#--only=} ;;
+	*)
+		echo "test-services: unknown argument $1 (want --env, --only LIST)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+SERVICES=(redis redlock cluster sentinel tls mysql)
+if [[ -n $only ]]; then
+	for name in ${only//,/ }; do
+		if [[ " ${SERVICES[*]} " != *" $name "* ]]; then
+			echo "test-services: --only $only: unknown service $name (want some of ${SERVICES[*]})" >&2
+			exit 2
+		fi
+	done
+fi
+# wants <service>: whether this run starts it (every one without --only).
+wants() { [[ -z $only || ",$only," == *",$1,"* ]]; }
 log() { if [[ $quiet == 0 ]]; then echo "test-services: $*"; else echo "test-services: $*" >&2; fi; }
 
 apt_updated=0
@@ -463,15 +495,17 @@ start_mysql() {
 }
 
 mkdir -p "$STATE_DIR"
-need_redis
-need_nats
-need_chromium
-start_redis "$REDIS_PORT"
-for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done
-start_cluster
-start_sentinel_set
-start_tls_services
-start_mysql
+if wants redis || wants redlock || wants cluster || wants sentinel || wants tls; then need_redis; fi
+if [[ -z $only ]]; then
+	need_nats
+	need_chromium
+fi
+if wants redis; then start_redis "$REDIS_PORT"; fi
+if wants redlock; then for port in "${REDLOCK_PORTS[@]}"; do start_redis "$port"; done; fi
+if wants cluster; then start_cluster; fi
+if wants sentinel; then start_sentinel_set; fi
+if wants tls; then start_tls_services; fi
+if wants mysql; then start_mysql; fi
 
 join() {
 	local IFS=,
@@ -488,13 +522,16 @@ for port in "${TLS_CLUSTER_PORTS[@]}"; do tls_cluster_addrs+=("127.0.0.1:$port")
 tls_sentinel_addrs=()
 for port in "${TLS_SENTINEL_PORTS[@]}"; do tls_sentinel_addrs+=("127.0.0.1:$port"); done
 
-cat <<EOF
-export SECKILL_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
-export SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(join "${cluster_addrs[@]}")
-export SECKILL_TEST_REDLOCK_ADDRS=$(join "${redlock_addrs[@]}")
-export SECKILL_TEST_REDIS_SENTINEL_ADDRS=$(join "${sentinel_addrs[@]}")
-export SECKILL_TEST_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER
-export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'
+if wants redis; then echo "export SECKILL_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT"; fi
+if wants cluster; then echo "export SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(join "${cluster_addrs[@]}")"; fi
+if wants redlock; then echo "export SECKILL_TEST_REDLOCK_ADDRS=$(join "${redlock_addrs[@]}")"; fi
+if wants sentinel; then
+	echo "export SECKILL_TEST_REDIS_SENTINEL_ADDRS=$(join "${sentinel_addrs[@]}")"
+	echo "export SECKILL_TEST_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER"
+fi
+if wants mysql; then echo "export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'"; fi
+if wants tls; then
+	cat <<EOF
 export SECKILL_TEST_REDIS_TLS_ADDR=127.0.0.1:$TLS_REDIS_PORT
 export SECKILL_TEST_REDIS_TLS_CLUSTER_ADDRS=$(join "${tls_cluster_addrs[@]}")
 export SECKILL_TEST_REDIS_TLS_SENTINEL_ADDRS=$(join "${tls_sentinel_addrs[@]}")
@@ -503,3 +540,4 @@ export SECKILL_TEST_REDIS_TLS_CA_FILE=$TLS_DIR/ca.crt
 export SECKILL_TEST_REDIS_TLS_CERT_FILE=$TLS_DIR/client.crt
 export SECKILL_TEST_REDIS_TLS_KEY_FILE=$TLS_DIR/client.key
 EOF
+fi
