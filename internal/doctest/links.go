@@ -203,36 +203,32 @@ func (c *Checker) anchorsOf(file string) (map[string]bool, error) {
 // testdata and bin/.
 func RepositoryLinks(root string) ([]Link, error) {
 	var links []Link
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	fsys := os.DirFS(root)
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" || rel == "bin" {
-				return filepath.SkipDir
+			if d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" || p == "bin" {
+				return fs.SkipDir
 			}
 			return nil
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		if strings.HasSuffix(rel, ".md") {
-			links = append(links, MarkdownLinks(rel, string(data))...)
+		if strings.HasSuffix(p, ".md") {
+			links = append(links, MarkdownLinks(p, string(data))...)
 			return nil
 		}
 		if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
 			return nil // binary
 		}
-		links = append(links, References(rel, data)...)
+		links = append(links, References(p, data)...)
 		return nil
 	})
 	return links, err
