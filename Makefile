@@ -15,7 +15,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short chaos services lint fmt generate console up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
+.PHONY: help run build test test-short chaos services lint fmt generate console apidocs up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ generate: ## regenerate the API client (api/client) from api/openapi.yaml with o
 
 console: ## rebuild the admin console's script and stylesheet (internal/console/assets, committed and embedded) from npm
 	cd internal/console/web && npm ci && npm run build
+
+apidocs: ## rebuild the API reference's script (internal/apidocs/assets/redoc.js, committed and embedded) from npm
+	cd internal/apidocs/web && npm ci && npm run build
 
 up: ## docker compose: MySQL 8, Redis 7 and seckill
 	docker compose up --build -d

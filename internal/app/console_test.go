@@ -31,26 +31,7 @@ type tab struct {
 // closes it when the test ends.
 func newTab(t *testing.T) *tab {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(testsvc.Chromium(t)), chromedp.UserDataDir(t.TempDir()))
-	for _, f := range testsvc.ChromiumFlags {
-		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if ok {
-			opts = append(opts, chromedp.Flag(name, value))
-		} else {
-			opts = append(opts, chromedp.Flag(name, true))
-		}
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	// The first action starts the browser, which lives as long as the
-	// context it is given: this one, not a step's with its timeout.
-	require.NoError(t, chromedp.Do(ctx))
-	return &tab{t: t, ctx: ctx}
+	return &tab{t: t, ctx: testsvc.Browser(t)}
 }
 
 // do runs steps, each within a minute.

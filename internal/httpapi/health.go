@@ -26,6 +26,16 @@ func handleOpenAPI(log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
+// handleFrontDoor sends a browser that opens the server's root to the
+// admin console when it is on, to the API reference otherwise.
+func handleFrontDoor(consoleOn bool) gin.HandlerFunc {
+	to := "/docs"
+	if consoleOn {
+		to = "/console"
+	}
+	return func(c *gin.Context) { c.Redirect(http.StatusFound, to) }
+}
+
 // handleHealthz is the liveness probe: the process serves requests.
 func handleHealthz(mode, version string) gin.HandlerFunc {
 	return func(c *gin.Context) {

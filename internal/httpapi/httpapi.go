@@ -1,6 +1,6 @@
 // Package httpapi is seckill's REST API: the shopper endpoints under /api/v1,
-// the admin endpoints under /admin, and the operational ones (/healthz,
-// /readyz, /metrics). Every route is in routes.go; handlers take their
+// the admin endpoints under /admin, the operational ones (/healthz,
+// /readyz, /metrics) and the API reference (/docs). Every route is in routes.go; handlers take their
 // dependencies as arguments; errors turn into HTTP status codes and the JSON
 // body {"error": code, "detail": text} in one place (errors.go).
 package httpapi

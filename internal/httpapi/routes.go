@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seckill/seckill/internal/apidocs"
 	"github.com/seckill/seckill/internal/config"
 )
 
@@ -13,6 +14,10 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	r.GET("/readyz", handleReadyz(d.Ready, d.Report, d.Log))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	r.GET("/openapi.json", handleOpenAPI(d.Log))
+	r.GET("/", handleFrontDoor(d.Admin != nil && d.AdminToken != "" && d.Console != nil))
+	docs := r.Group("/docs", apidocs.Headers)
+	docs.GET("", apidocs.Page("/openapi.json"))
+	docs.GET("/assets/:file", apidocs.Asset)
 
 	api := r.Group("/api/v1")
 	if d.Sales != nil {
