@@ -1134,14 +1134,14 @@ type PlaceOrderRequest struct {
 	// (403 `pass_required` without it, 403 `pass_invalid` for one
 	// that is not valid), ignored for any other SKU. An empty one
 	// counts as none; over 256 bytes is 400.
-	Pass *string `json:"pass,omitempty"`
+	Pass string `json:"pass,omitempty"`
 
 	// Qty Units to buy; also at most the SKU's per_user_limit (409 `limit_exceeded` beyond).
 	Qty int `json:"qty"`
 
 	// RequestId Idempotency key chosen by the client; a retry with the same one returns the same order.
-	RequestId *string `json:"request_id,omitempty"`
-	SkuId     SKUId   `json:"sku_id"`
+	RequestId string `json:"request_id,omitempty"`
+	SkuId     SKUId  `json:"sku_id"`
 }
 
 // Placed An accepted order (202). A new order is `queued`; a retry with the
@@ -1227,9 +1227,8 @@ type QueueStatus struct {
 	// same ticket.
 	Status QueueStatusStatus `json:"status"`
 
-	// Ticket The shopper's ticket. Absent only from a `closed` answer whose
-	// `reason` is `sale_ended`: after the end the room answers
-	// without looking the shopper up.
+	// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
+	// say nothing of its shopper or of when it joined.
 	Ticket *Ticket `json:"ticket,omitempty"`
 }
 
@@ -1428,7 +1427,7 @@ type SKUSpec struct {
 	Buckets *int `json:"buckets,omitempty"`
 
 	// EndsAt RFC 3339, after starts_at, year 9000 or earlier. Required for a new SKU.
-	EndsAt time.Time `json:"ends_at,omitempty,omitzero"`
+	EndsAt *time.Time `json:"ends_at,omitempty"`
 
 	// Hidden true leaves the SKU out of the shop's list (`GET /api/v1/skus`);
 	// it is on sale all the same to whoever has its id (load tests seed
@@ -1448,16 +1447,16 @@ type SKUSpec struct {
 	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty"`
 
 	// Name Required for a new SKU.
-	Name string `json:"name,omitempty,omitzero"`
+	Name *string `json:"name,omitempty"`
 
 	// PerUserLimit Most units one shopper may buy. Required for a new SKU.
-	PerUserLimit int `json:"per_user_limit,omitempty,omitzero"`
+	PerUserLimit *int `json:"per_user_limit,omitempty"`
 
 	// PriceCents Unit price in cents. Required for a new SKU; 0 is a free sale, and only when given.
 	PriceCents *int64 `json:"price_cents,omitempty"`
 
 	// StartsAt RFC 3339, year 2000 or later. Required for a new SKU.
-	StartsAt time.Time `json:"starts_at,omitempty,omitzero"`
+	StartsAt *time.Time `json:"starts_at,omitempty"`
 
 	// Stock The units put on sale. Required for a new SKU; for an existing one,
 	// never below the units already sold (409 `below_sold`).
@@ -1677,14 +1676,14 @@ type WaitingRoomSpec struct {
 	// `room.admit_per_second` (100 by default). A fixed rate is at most
 	// the buys per second the backend sustains, divided by the units a
 	// buyer takes (docs/OPERATIONS.md, "Waiting rooms").
-	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
+	AdmitPerSecond int `json:"admit_per_second,omitempty"`
 
 	// Mode How a waiting room orders its line. `random`: the tickets of those
 	// who joined before `starts_at` (the pre-queue) are drawn in a random
 	// order at the start, with a seed the SKU committed to in advance; the
 	// tickets of later joiners follow in the order they joined. `fifo`:
 	// every ticket in the order it joined, from `opens_at`.
-	Mode *WaitingRoomMode `json:"mode,omitempty"`
+	Mode WaitingRoomMode `json:"mode,omitempty"`
 
 	// OpensAt From when shoppers may join, RFC 3339, years 2000 to 9000; at or
 	// before `starts_at` (and a change of `starts_at` to before it is
@@ -1693,10 +1692,10 @@ type WaitingRoomSpec struct {
 
 	// Overbook The valid unused passes are at most the units left times this,
 	// 1 to 10. Absent, 1.2.
-	Overbook *float64 `json:"overbook,omitempty"`
+	Overbook float64 `json:"overbook,omitempty"`
 
 	// PassTtl How long a pass is valid, a Go duration from `5s` to `1h`. Absent, `60s`.
-	PassTtl *string `json:"pass_ttl,omitempty"`
+	PassTtl string `json:"pass_ttl,omitempty"`
 }
 
 // Cursor defines model for Cursor.
