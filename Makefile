@@ -1,8 +1,11 @@
 # seckill — common tasks. `make help` lists them.
 GO       ?= go
 BIN      ?= bin/seckill
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X github.com/seckill/seckill/internal/buildinfo.Version=$(VERSION)
+# The binary reports internal/buildinfo.Release, the newest release of
+# CHANGELOG.md, and the commit it was built from; VERSION, when set
+# (make build VERSION=1.2.3-rc1), replaces the release.
+VERSION  ?=
+LDFLAGS  := -s -w $(if $(VERSION),-X github.com/seckill/seckill/internal/buildinfo.Version=$(VERSION))
 K6_VERSION ?= v1.8.1
 # golangci-lint, built from the Go module proxy at this version into bin/.
 GOLANGCI_LINT_VERSION := v2.15.0

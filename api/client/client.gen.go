@@ -1134,14 +1134,14 @@ type PlaceOrderRequest struct {
 	// (403 `pass_required` without it, 403 `pass_invalid` for one
 	// that is not valid), ignored for any other SKU. An empty one
 	// counts as none; over 256 bytes is 400.
-	Pass *string `json:"pass,omitempty"`
+	Pass string `json:"pass,omitempty"`
 
 	// Qty Units to buy; also at most the SKU's per_user_limit (409 `limit_exceeded` beyond).
 	Qty int `json:"qty"`
 
 	// RequestId Idempotency key chosen by the client; a retry with the same one returns the same order.
-	RequestId *string `json:"request_id,omitempty"`
-	SkuId     SKUId   `json:"sku_id"`
+	RequestId string `json:"request_id,omitempty"`
+	SkuId     SKUId  `json:"sku_id"`
 }
 
 // Placed An accepted order (202). A new order is `queued`; a retry with the
@@ -1227,9 +1227,8 @@ type QueueStatus struct {
 	// same ticket.
 	Status QueueStatusStatus `json:"status"`
 
-	// Ticket The shopper's ticket. Absent only from a `closed` answer whose
-	// `reason` is `sale_ended`: after the end the room answers
-	// without looking the shopper up.
+	// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
+	// say nothing of its shopper or of when it joined.
 	Ticket *Ticket `json:"ticket,omitempty"`
 }
 
@@ -1428,7 +1427,7 @@ type SKUSpec struct {
 	Buckets *int `json:"buckets,omitempty"`
 
 	// EndsAt RFC 3339, after starts_at, year 9000 or earlier. Required for a new SKU.
-	EndsAt time.Time `json:"ends_at,omitempty,omitzero"`
+	EndsAt *time.Time `json:"ends_at,omitempty"`
 
 	// Hidden true leaves the SKU out of the shop's list (`GET /api/v1/skus`);
 	// it is on sale all the same to whoever has its id (load tests seed
@@ -1448,16 +1447,16 @@ type SKUSpec struct {
 	LimitCountsCancelled *bool `json:"limit_counts_cancelled,omitempty"`
 
 	// Name Required for a new SKU.
-	Name string `json:"name,omitempty,omitzero"`
+	Name *string `json:"name,omitempty"`
 
 	// PerUserLimit Most units one shopper may buy. Required for a new SKU.
-	PerUserLimit int `json:"per_user_limit,omitempty,omitzero"`
+	PerUserLimit *int `json:"per_user_limit,omitempty"`
 
 	// PriceCents Unit price in cents. Required for a new SKU; 0 is a free sale, and only when given.
 	PriceCents *int64 `json:"price_cents,omitempty"`
 
 	// StartsAt RFC 3339, year 2000 or later. Required for a new SKU.
-	StartsAt time.Time `json:"starts_at,omitempty,omitzero"`
+	StartsAt *time.Time `json:"starts_at,omitempty"`
 
 	// Stock The units put on sale. Required for a new SKU; for an existing one,
 	// never below the units already sold (409 `below_sold`).
@@ -1677,14 +1676,14 @@ type WaitingRoomSpec struct {
 	// `room.admit_per_second` (100 by default). A fixed rate is at most
 	// the buys per second the backend sustains, divided by the units a
 	// buyer takes (docs/operate/runbook.md#waiting-rooms).
-	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
+	AdmitPerSecond int `json:"admit_per_second,omitempty"`
 
 	// Mode How a waiting room orders its line. `random`: the tickets of those
 	// who joined before `starts_at` (the pre-queue) are drawn in a random
 	// order at the start, with a seed the SKU committed to in advance; the
 	// tickets of later joiners follow in the order they joined. `fifo`:
 	// every ticket in the order it joined, from `opens_at`.
-	Mode *WaitingRoomMode `json:"mode,omitempty"`
+	Mode WaitingRoomMode `json:"mode,omitempty"`
 
 	// OpensAt From when shoppers may join, RFC 3339, years 2000 to 9000; at or
 	// before `starts_at` (and a change of `starts_at` to before it is
@@ -1693,10 +1692,10 @@ type WaitingRoomSpec struct {
 
 	// Overbook The valid unused passes are at most the units left times this,
 	// 1 to 10. Absent, 1.2.
-	Overbook *float64 `json:"overbook,omitempty"`
+	Overbook float64 `json:"overbook,omitempty"`
 
 	// PassTtl How long a pass is valid, a Go duration from `5s` to `1h`. Absent, `60s`.
-	PassTtl *string `json:"pass_ttl,omitempty"`
+	PassTtl string `json:"pass_ttl,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -2282,8 +2281,8 @@ type HttpRequestDoer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// Client which conforms to the OpenAPI3 specification for this service.
-type Client struct {
+// RawClient which conforms to the OpenAPI3 specification for this service.
+type RawClient struct {
 	// The endpoint of the server conforming to this interface, with scheme,
 	// https://api.deepmap.com for example. This can contain a path relative
 	// to the server, such as https://api.deepmap.com/dev-test, and all the
@@ -2300,12 +2299,12 @@ type Client struct {
 }
 
 // ClientOption allows setting custom parameters during construction
-type ClientOption func(*Client) error
+type ClientOption func(*RawClient) error
 
-// Creates a new Client, with reasonable defaults
-func NewClient(server string, opts ...ClientOption) (*Client, error) {
+// Creates a new RawClient, with reasonable defaults
+func NewClient(server string, opts ...ClientOption) (*RawClient, error) {
 	// create a client with sane default values
-	client := Client{
+	client := RawClient{
 		Server: server,
 	}
 	// mutate client and add all optional params
@@ -2328,7 +2327,7 @@ func NewClient(server string, opts ...ClientOption) (*Client, error) {
 // WithHTTPClient allows overriding the default Doer, which is
 // automatically created using http.Client. This is useful for tests.
 func WithHTTPClient(doer HttpRequestDoer) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.Client = doer
 		return nil
 	}
@@ -2337,7 +2336,7 @@ func WithHTTPClient(doer HttpRequestDoer) ClientOption {
 // WithRequestEditorFn allows setting up a callback function, which will be
 // called right before sending the request. This can be used to mutate the request.
 func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.RequestEditors = append(c.RequestEditors, fn)
 		return nil
 	}
@@ -3180,7 +3179,7 @@ type ClientInterface interface {
 // `invalid_request`.
 //
 // Corresponds with GET /admin/events (the `AdminListEvents` operationId).
-func (c *Client) AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -3207,7 +3206,7 @@ func (c *Client) AdminListEvents(ctx context.Context, params *AdminListEventsPar
 // `events.retention`). No request body.
 //
 // Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
-func (c *Client) AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminRedeliverEventRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -3241,7 +3240,7 @@ func (c *Client) AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors
 // 400 `invalid_request`.
 //
 // Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
-func (c *Client) AdminListOrders(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminListOrders(ctx context.Context, params *AdminListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListOrdersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -3261,7 +3260,7 @@ func (c *Client) AdminListOrders(ctx context.Context, params *AdminListOrdersPar
 // by its id alone. A malformed or unknown id is 404 `not_found`.
 //
 // Corresponds with GET /admin/orders/{order_id} (the `AdminGetOrder` operationId).
-func (c *Client) AdminGetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminGetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminGetOrderRequest(c.Server, orderId)
 	if err != nil {
 		return nil, err
@@ -3292,7 +3291,7 @@ func (c *Client) AdminGetOrder(ctx context.Context, orderId OrderId, reqEditors 
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
-func (c *Client) AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminCancelOrderRequestWithBody(c.Server, orderId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3323,7 +3322,7 @@ func (c *Client) AdminCancelOrderWithBody(ctx context.Context, orderId OrderId, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /admin/orders/{order_id}/cancel (the `AdminCancelOrder` operationId).
-func (c *Client) AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminCancelOrder(ctx context.Context, orderId OrderId, body AdminCancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminCancelOrderRequest(c.Server, orderId, body)
 	if err != nil {
 		return nil, err
@@ -3351,7 +3350,7 @@ func (c *Client) AdminCancelOrder(ctx context.Context, orderId OrderId, body Adm
 // 400 `invalid_request`.
 //
 // Corresponds with GET /admin/payments (the `AdminListPayments` operationId).
-func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminListPayments(ctx context.Context, params *AdminListPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListPaymentsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -3386,7 +3385,7 @@ func (c *Client) AdminListPayments(ctx context.Context, params *AdminListPayment
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
-func (c *Client) SeedSKUsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) SeedSKUsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSeedSKUsRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3407,7 +3406,7 @@ func (c *Client) SeedSKUsWithBody(ctx context.Context, contentType string, body 
 // without `next_cursor` is the last.
 //
 // Corresponds with GET /admin/skus (the `AdminListSKUs` operationId).
-func (c *Client) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListSKUsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -3452,7 +3451,7 @@ func (c *Client) AdminListSKUs(ctx context.Context, params *AdminListSKUsParams,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
-func (c *Client) UpsertSKUWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) UpsertSKUWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpsertSKURequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3497,7 +3496,7 @@ func (c *Client) UpsertSKUWithBody(ctx context.Context, contentType string, body
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /admin/skus (the `UpsertSKU` operationId).
-func (c *Client) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpsertSKURequest(c.Server, body)
 	if err != nil {
 		return nil, err
@@ -3541,7 +3540,7 @@ func (c *Client) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody, r
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
-func (c *Client) PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSKURequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3585,7 +3584,7 @@ func (c *Client) PatchSKUWithBody(ctx context.Context, id SKUIdParam, contentTyp
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
-func (c *Client) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSKURequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -3629,7 +3628,7 @@ func (c *Client) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJSONR
 // Takes a body of the `application/merge-patch+json` content type.
 //
 // Corresponds with PATCH /admin/skus/{id} (the `PatchSKU` operationId).
-func (c *Client) PatchSKUWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchSKUWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SKUIdParam, body PatchSKUApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSKURequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -3649,7 +3648,7 @@ func (c *Client) PatchSKUWithApplicationMergePatchPlusJSONBody(ctx context.Conte
 // `consistent` is false and `violations` says why when they do not hold.
 //
 // Corresponds with GET /admin/skus/{id}/audit (the `AuditSKU` operationId).
-func (c *Client) AuditSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AuditSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuditSKURequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -3667,7 +3666,7 @@ func (c *Client) AuditSKU(ctx context.Context, id SKUIdParam, reqEditors ...Requ
 // they are kept until an operator requeues or deletes them.
 //
 // Corresponds with GET /admin/skus/{id}/dead (the `ListDeadLetters` operationId).
-func (c *Client) ListDeadLetters(ctx context.Context, id SKUIdParam, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListDeadLetters(ctx context.Context, id SKUIdParam, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListDeadLettersRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -3690,7 +3689,7 @@ func (c *Client) ListDeadLetters(ctx context.Context, id SKUIdParam, params *Lis
 // unknown SKU, `not_found` when there is no dead letter with this id.
 //
 // Corresponds with DELETE /admin/skus/{id}/dead/{task_id} (the `DeleteDeadLetter` operationId).
-func (c *Client) DeleteDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) DeleteDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteDeadLetterRequest(c.Server, id, taskId)
 	if err != nil {
 		return nil, err
@@ -3709,7 +3708,7 @@ func (c *Client) DeleteDeadLetter(ctx context.Context, id SKUIdParam, taskId Tas
 // request body.
 //
 // Corresponds with POST /admin/skus/{id}/dead/{task_id}/requeue (the `RequeueDeadLetter` operationId).
-func (c *Client) RequeueDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) RequeueDeadLetter(ctx context.Context, id SKUIdParam, taskId TaskId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRequeueDeadLetterRequest(c.Server, id, taskId)
 	if err != nil {
 		return nil, err
@@ -3731,7 +3730,7 @@ func (c *Client) RequeueDeadLetter(ctx context.Context, id SKUIdParam, taskId Ta
 // Another change of the same SKU running is 503 `busy`. No request body.
 //
 // Corresponds with POST /admin/skus/{id}/end (the `EndSale` operationId).
-func (c *Client) EndSale(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) EndSale(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEndSaleRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -3748,7 +3747,7 @@ func (c *Client) EndSale(ctx context.Context, id SKUIdParam, reqEditors ...Reque
 // The depths of the SKU's queue and its next pending tasks by due time.
 //
 // Corresponds with GET /admin/skus/{id}/queue (the `GetQueue` operationId).
-func (c *Client) GetQueue(ctx context.Context, id SKUIdParam, params *GetQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetQueue(ctx context.Context, id SKUIdParam, params *GetQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetQueueRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -3768,7 +3767,7 @@ func (c *Client) GetQueue(ctx context.Context, id SKUIdParam, params *GetQueuePa
 // change or rebuild of the SKU running is 503 `busy`. No request body.
 //
 // Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
-func (c *Client) ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReconcileSKURequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -3791,7 +3790,7 @@ func (c *Client) ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
-func (c *Client) SetStockWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) SetStockWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetStockRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3814,7 +3813,7 @@ func (c *Client) SetStockWithBody(ctx context.Context, id SKUIdParam, contentTyp
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
-func (c *Client) SetStock(ctx context.Context, id SKUIdParam, body SetStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) SetStock(ctx context.Context, id SKUIdParam, body SetStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetStockRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -3835,7 +3834,7 @@ func (c *Client) SetStock(ctx context.Context, id SKUIdParam, body SetStockJSONR
 // next one; a page without `next_cursor` is the last.
 //
 // Corresponds with GET /api/v1/orders (the `ListOrders` operationId).
-func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrdersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -3890,7 +3889,7 @@ func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEd
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/orders (the `PlaceOrder` operationId).
-func (c *Client) PlaceOrderWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PlaceOrderWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPlaceOrderRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3945,7 +3944,7 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/orders (the `PlaceOrder` operationId).
-func (c *Client) PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPlaceOrderRequest(c.Server, body)
 	if err != nil {
 		return nil, err
@@ -3964,7 +3963,7 @@ func (c *Client) PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBody,
 // unknown id, gets 404 `not_found`.
 //
 // Corresponds with GET /api/v1/orders/{order_id} (the `GetOrder` operationId).
-func (c *Client) GetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOrderRequest(c.Server, orderId)
 	if err != nil {
 		return nil, err
@@ -3985,7 +3984,7 @@ func (c *Client) GetOrder(ctx context.Context, orderId OrderId, reqEditors ...Re
 // for an expired or failed one. No request body.
 //
 // Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
-func (c *Client) CancelOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CancelOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOrderRequest(c.Server, orderId)
 	if err != nil {
 		return nil, err
@@ -4020,7 +4019,7 @@ func (c *Client) CancelOrder(ctx context.Context, orderId OrderId, reqEditors ..
 // failed or past its payment deadline.
 //
 // Corresponds with POST /api/v1/orders/{order_id}/pay (the `PayOrder` operationId).
-func (c *Client) PayOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PayOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPayOrderRequest(c.Server, orderId)
 	if err != nil {
 		return nil, err
@@ -4043,7 +4042,7 @@ func (c *Client) PayOrder(ctx context.Context, orderId OrderId, reqEditors ...Re
 // is not listed; `GET /api/v1/skus/{id}` shows it.
 //
 // Corresponds with GET /api/v1/skus (the `ListSKUs` operationId).
-func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSKUsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -4061,7 +4060,7 @@ func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditor
 // identity needed.
 //
 // Corresponds with GET /api/v1/skus/{id} (the `GetSKU` operationId).
-func (c *Client) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSKURequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -4095,7 +4094,7 @@ func (c *Client) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...Reques
 // `no_waiting_room`.
 //
 // Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
-func (c *Client) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWaitingRoomDrawRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -4119,7 +4118,7 @@ func (c *Client) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEdito
 // `no_ticket`; 503 `busy` (`Retry-After: 1`) or `unavailable`.
 //
 // Corresponds with GET /api/v1/skus/{id}/queue (the `GetWaitingRoomStatus` operationId).
-func (c *Client) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWaitingRoomStatusRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -4168,7 +4167,7 @@ func (c *Client) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEdi
 // state is being restored; `Retry-After: 1`) or `unavailable`.
 //
 // Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
-func (c *Client) JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJoinWaitingRoomRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -4185,7 +4184,7 @@ func (c *Client) JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors 
 // 200 while the process serves requests.
 //
 // Corresponds with GET /healthz (the `Healthz` operationId).
-func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthzRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -4202,7 +4201,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Prometheus text exposition format (version 0.0.4).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
-func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -4217,7 +4216,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Openapi This document as JSON
 //
 // Corresponds with GET /openapi.json (the `Openapi` operationId).
-func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenapiRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -4237,7 +4236,7 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // when there are any; a warning alone never makes the instance unready.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
-func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -4302,7 +4301,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
-func (c *Client) ReceivePaymentWithBody(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ReceivePaymentWithBody(ctx context.Context, params *ReceivePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceivePaymentRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
@@ -4367,7 +4366,7 @@ func (c *Client) ReceivePaymentWithBody(ctx context.Context, params *ReceivePaym
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
-func (c *Client) ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceivePaymentRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
@@ -5923,7 +5922,7 @@ func NewReceivePaymentRequestWithBody(server string, params *ReceivePaymentParam
 	return req, nil
 }
 
-func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+func (c *RawClient) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
 			return err
@@ -5954,7 +5953,7 @@ func NewClientWithResponses(server string, opts ...ClientOption) (*ClientWithRes
 
 // WithBaseURL overrides the baseURL.
 func WithBaseURL(baseURL string) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		newBaseURL, err := url.Parse(baseURL)
 		if err != nil {
 			return err

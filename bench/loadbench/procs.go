@@ -238,10 +238,9 @@ func (a *api) seed(name string, stock int64) (int64, error) {
 // server's default, one).
 func (a *api) seedBuckets(name string, stock int64, buckets int) (int64, error) {
 	now := time.Now().UTC()
-	price, limit := int64(99900), 1
 	spec := client.SKUSpec{
-		Name: name, PriceCents: &price, Stock: &stock, PerUserLimit: limit,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(6 * time.Hour),
+		Name: &name, PriceCents: new(int64(99900)), Stock: &stock, PerUserLimit: new(1),
+		StartsAt: new(now.Add(-time.Minute)), EndsAt: new(now.Add(6 * time.Hour)),
 	}
 	if buckets > 0 {
 		spec.Buckets = &buckets

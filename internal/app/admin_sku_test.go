@@ -139,7 +139,7 @@ func TestRenameASaleWithPatch(t *testing.T) {
 	assert.Equal(t, int64(99900), got.JSON200.PriceCents)
 
 	now := time.Now().UTC()
-	spec := client.SKUSpec{Name: "Gift", Stock: ptr(int64(5)), PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	spec := client.SKUSpec{Name: ptr("Gift"), Stock: ptr(int64(5)), PerUserLimit: ptr(1), StartsAt: ptr(now.Add(-time.Minute)), EndsAt: ptr(now.Add(time.Hour))}
 	c, err := s.api[0].UpsertSKUWithResponse(ctx, spec, asAdmin)
 	require.NoError(t, err)
 	require.NotNil(t, c.JSON400, "no price, no sale: %d %s", c.StatusCode(), c.Body)

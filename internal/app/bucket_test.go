@@ -22,8 +22,8 @@ import (
 func (s *deployment) seedBuckets(units int64, limit, buckets int) uint64 {
 	s.t.Helper()
 	now := time.Now().UTC()
-	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(99900)), Stock: &units, PerUserLimit: limit,
-		Buckets: &buckets, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	return s.seedSpec(client.SKUSpec{Name: ptr("Phone"), PriceCents: ptr(int64(99900)), Stock: &units, PerUserLimit: &limit,
+		Buckets: &buckets, StartsAt: ptr(now.Add(-time.Minute)), EndsAt: ptr(now.Add(time.Hour))})
 }
 
 // requireBucketsConsistent fails unless rep reports buckets buckets, each

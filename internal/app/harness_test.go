@@ -207,8 +207,8 @@ func (s *deployment) caller() testutil.Caller {
 func (s *deployment) seed(stock int64, limit int) uint64 {
 	s.t.Helper()
 	now := time.Now().UTC()
-	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(99900)), Stock: &stock, PerUserLimit: limit,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	return s.seedSpec(client.SKUSpec{Name: ptr("Phone"), PriceCents: ptr(int64(99900)), Stock: &stock, PerUserLimit: &limit,
+		StartsAt: ptr(now.Add(-time.Minute)), EndsAt: ptr(now.Add(time.Hour))})
 }
 
 func (s *deployment) seedSpec(spec client.SKUSpec) uint64 {
@@ -247,7 +247,7 @@ func (s *deployment) buyRetrying(i int, sku uint64, user string, qty int) (testu
 	id := fmt.Sprintf("%s-%d-%d", user, sku, qty)
 	for try := 0; ; try++ {
 		r, err := s.api[i%len(s.api)].PlaceOrderWithResponse(context.Background(),
-			client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty, RequestId: &id}, s.as(user))
+			client.PlaceOrderRequest{SkuId: int64(sku), Qty: qty, RequestId: id}, s.as(user))
 		if err != nil && try < 50 {
 			// No answer (the connection dropped): the buy may have gone
 			// through, and the same request id finds out.

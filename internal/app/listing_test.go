@@ -59,7 +59,7 @@ func (s *deployment) listAll(i int, path string, ours map[uint64]bool) []listedS
 // seedWindow creates a SKU on sale from starts to ends.
 func (s *deployment) seedWindow(stock int64, starts, ends time.Time) uint64 {
 	s.t.Helper()
-	return s.seedSpec(client.SKUSpec{Name: "Phone", PriceCents: ptr(int64(100)), Stock: &stock, PerUserLimit: 1, StartsAt: starts, EndsAt: ends})
+	return s.seedSpec(client.SKUSpec{Name: ptr("Phone"), PriceCents: ptr(int64(100)), Stock: &stock, PerUserLimit: ptr(1), StartsAt: &starts, EndsAt: &ends})
 }
 
 // TestListingAndEndingASale: shoppers list sales by state, page by page,

@@ -106,8 +106,8 @@ func TestSupportFindsOrders(t *testing.T) {
 	onBackends(t, saleOpts{noWorkers: true}, func(t *testing.T, s *deployment) {
 		now := time.Now().UTC()
 		a := s.seed(20, 10)
-		b := s.seedSpec(client.SKUSpec{Name: "Split", PriceCents: ptr(int64(500)), Stock: ptr(int64(20)), PerUserLimit: 10,
-			Buckets: ptr(4), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+		b := s.seedSpec(client.SKUSpec{Name: ptr("Split"), PriceCents: ptr(int64(500)), Stock: ptr(int64(20)), PerUserLimit: ptr(10),
+			Buckets: ptr(4), StartsAt: ptr(now.Add(-time.Minute)), EndsAt: ptr(now.Add(time.Hour))})
 		var placed []placedOrder
 		for _, o := range []struct {
 			sku  uint64

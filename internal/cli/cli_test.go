@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/testsvc"
 )
@@ -71,10 +72,14 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
+// TestVersion: `seckill version` names the release and the licence.
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, Run(t.Context(), []string{"version"}, envOf(nil), &out, &out))
-	assert.True(t, strings.HasPrefix(out.String(), "seckill "))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 2, out.String())
+	assert.True(t, strings.HasPrefix(lines[0], "seckill "+buildinfo.Version+" "), lines[0])
+	assert.Equal(t, "Licensed under the Apache License 2.0 (Apache-2.0): https://www.apache.org/licenses/LICENSE-2.0", lines[1])
 }
 
 // serve runs `seckill serve` with env until the test ends and returns its base URL.

@@ -11,11 +11,11 @@ import (
 func versionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
-		Short:   "Print the version",
+		Short:   "Print the version and the licence",
 		Example: "  seckill version",
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(e.stdout, "seckill", buildinfo.String())
+			_, err := fmt.Fprintf(e.stdout, "seckill %s\n%s\n", buildinfo.String(), buildinfo.LicenseLine)
 			return err
 		},
 	}

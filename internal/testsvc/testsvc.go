@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -225,40 +226,61 @@ func deleteKeys(c *redis.Client, prefix string) error {
 // that selects it (with parseTime and multiStatements on).
 func MySQL(t testing.TB) string {
 	t.Helper()
-	base := Env(t, EnvMySQL)
+	dsn, drop, err := Database(Env(t, EnvMySQL))
+	if errors.Is(err, errUnreachable) {
+		Missing(t, "%v; %s", err, startServicesMsg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Log(err)
+		}
+	})
+	return dsn
+}
+
+var errUnreachable = errors.New("unreachable")
+
+// Database is MySQL for a caller without a testing.TB (a TestMain): it
+// creates a database of a unique name on the server of the DSN base and
+// returns a DSN that selects it, and drop, which drops it.
+func Database(base string) (dsn string, drop func() error, err error) {
 	cfg, err := mysql.ParseDSN(base)
 	if err != nil {
-		t.Fatalf("%s: %v", EnvMySQL, err)
+		return "", nil, fmt.Errorf("%s: %w", EnvMySQL, err)
 	}
 	cfg.DBName = ""
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		t.Fatalf("open mysql: %v", err)
+		return "", nil, fmt.Errorf("open mysql: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := admin.PingContext(ctx); err != nil {
 		_ = admin.Close()
-		Missing(t, "mysql at %s unreachable: %v; %s", cfg.Addr, err, startServicesMsg)
+		return "", nil, fmt.Errorf("mysql at %s %w: %w", cfg.Addr, errUnreachable, err)
 	}
 	name := "seckill_test_" + RandomID(6)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		_ = admin.Close()
-		t.Fatalf("create database %s: %v", name, err)
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
+		defer func() { _ = admin.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			t.Logf("drop database %s: %v", name, err)
+			return fmt.Errorf("drop database %s: %w", name, err)
 		}
-		_ = admin.Close()
-	})
+		return nil
+	}
 	cfg.DBName = name
 	cfg.ParseTime = true
 	cfg.MultiStatements = true
 	cfg.Loc = time.UTC
-	return cfg.FormatDSN()
+	return cfg.FormatDSN(), drop, nil
 }
 
 // DSNWithoutDB returns the SECKILL_TEST_MYSQL_DSN with no database selected.
