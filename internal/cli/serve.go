@@ -78,12 +78,5 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 		return err
 	}
 	defer a.Close()
-	if opts.API && a.AdminToken == "" {
-		// Embedded mode generates a token; elsewhere an empty one turns
-		// the admin API off, which an operator would otherwise learn only
-		// from a 403.
-		log.Warn("admin API off: admin.token (SECKILL_ADMIN_TOKEN) is empty, so every /admin call answers 403 admin_disabled",
-			"key", "admin.token", "env", "SECKILL_ADMIN_TOKEN")
-	}
 	return a.Run(ctx, opts)
 }
