@@ -36,8 +36,9 @@ func ExitCode(err error) int {
 		return ExitOK
 	}
 	var ce *config.Error
+	var fe *config.FileError
 	var ue usageError
-	if errors.As(err, &ce) || errors.As(err, &ue) {
+	if errors.As(err, &ce) || errors.As(err, &fe) || errors.As(err, &ue) {
 		return ExitBadConfig
 	}
 	return ExitFailure

@@ -201,9 +201,19 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("config: %s (%s): %s", e.Key, env, e.Allowed)
 }
 
+// FileError is a configuration file (--config) that cannot be read or
+// parsed; its text names the file.
+type FileError struct {
+	Path string
+	err  error
+}
+
+func (e *FileError) Error() string { return e.err.Error() }
+func (e *FileError) Unwrap() error { return e.err }
+
 // Load reads the defaults, then the file at path when path is not empty, then
 // the environment through getenv, and returns the validated Config. Every
-// failure is an *Error or wraps one, or names the file that could not be read.
+// failure is an *Error or wraps one, or a *FileError.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	v := viper.New()
 	v.SetConfigType("yaml")
@@ -213,7 +223,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if path != "" {
 		f, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: read %s: %w", path, err)
+			return nil, &FileError{Path: path, err: fmt.Errorf("config: read %s: %w", path, err)}
 		}
 		if err := mergeFile(v, path, f); err != nil {
 			return nil, err
