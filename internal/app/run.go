@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/seckill/seckill/internal/auth"
@@ -162,6 +163,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	}
 	srv := httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
 	a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
+	a.warnListen(ln.Addr(), payMode)
 	if con != nil {
 		// Its live feeds end when the shutdown starts, so that they do
 		// not hold it up.
@@ -196,6 +198,32 @@ func (a *App) warnAPI() {
 	if len(a.Cfg.Room.Keys()) == 0 && !a.Embedded() {
 		a.Log.Warn("room.pass_keys is not set: waiting room passes are signed with a key of this process, which other instances refuse; set the same keys on every instance")
 	}
+}
+
+// warnListen says where a fully embedded server (the quick start) listens:
+// unless told otherwise it trusts a header for the shopper's identity and
+// the shopper for payments, which suits this host only.
+func (a *App) warnListen(addr net.Addr, payMode string) {
+	if a.Cfg.External() {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		a.Log.Warn("EMBEDDED MODE: listening on this host only; set http.addr (SECKILL_HTTP_ADDR), e.g. :8080, to serve other hosts",
+			"addr", addr.String())
+		return
+	}
+	var trusts []string
+	if auth, _ := a.Cfg.ShopperAuth(); auth == config.AuthHeader {
+		trusts = append(trusts, "act as any shopper (X-User-ID)")
+	}
+	if payMode == config.PaymentTrusted {
+		trusts = append(trusts, "mark orders paid without paying (payment.mode trusted)")
+	}
+	msg := "EMBEDDED MODE: listening beyond this host, as http.addr says"
+	if len(trusts) > 0 {
+		msg += ": whoever reaches it can " + strings.Join(trusts, " and ")
+	}
+	a.Log.Warn(msg, "addr", addr.String())
 }
 
 // startWorkers drains the queues into SQL, runs the payment deadlines and,

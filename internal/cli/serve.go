@@ -20,7 +20,7 @@ start unless --no-migrate is given or mysql.migrate_on_start is false.
 SIGINT or SIGTERM shuts down in order: stop accepting HTTP and finish
 in-flight requests, stop the workers (in-flight batches finish or go back to
 the queue), then close Redis and SQL.`,
-		Example: `  seckill serve                      # embedded mode on :8080
+		Example: `  seckill serve                      # embedded mode on 127.0.0.1:8080
   seckill serve --api-only           # scale the API separately from the drain
   SECKILL_HTTP_ADDR=127.0.0.1:9000 seckill serve`,
 		Args: cobra.NoArgs,

@@ -186,6 +186,20 @@ func (c *Config) EmbeddedSQL() bool { return c.MySQL.DSN == "" }
 // then runs where others can reach it, and trusts less by default.
 func (c *Config) External() bool { return !c.EmbeddedRedis() || !c.EmbeddedSQL() }
 
+// listenAddr is http.addr or, when it is empty, 127.0.0.1:8080 when fully
+// embedded (the quick start, which by default trusts a header for the
+// shopper's identity and the shopper for payments: fit for this host only)
+// and :8080 otherwise.
+func (c *Config) listenAddr() string {
+	switch {
+	case c.HTTP.Addr != "":
+		return c.HTTP.Addr
+	case c.External():
+		return ":8080"
+	}
+	return "127.0.0.1:8080"
+}
+
 // Error is a configuration value that is not allowed.
 type Error struct {
 	Key     string // e.g. "http.addr"
@@ -247,6 +261,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, decodeError(err)
 	}
+	c.HTTP.Addr = c.listenAddr()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
