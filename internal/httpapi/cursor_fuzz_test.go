@@ -27,12 +27,12 @@ type spyShop struct {
 	spy *cursorSpy
 }
 
-func (s spyShop) ListSKUs(ctx context.Context, states []string, after uint64, limit int) ([]sale.SKUView, uint64, error) {
+func (s spyShop) ListSKUs(_ context.Context, _ []string, after uint64, _ int) ([]sale.SKUView, uint64, error) {
 	s.spy.after = append(s.spy.after, after)
 	return nil, 0, nil
 }
 
-func (s spyShop) ListOrders(ctx context.Context, user string, cursor *order.Cursor, limit int) ([]order.View, *order.Cursor, error) {
+func (s spyShop) ListOrders(_ context.Context, _ string, cursor *order.Cursor, _ int) ([]order.View, *order.Cursor, error) {
 	s.spy.orders = append(s.spy.orders, cursor)
 	return nil, nil, nil
 }
