@@ -17,19 +17,20 @@ import (
 
 // signalWriter keeps what is written and closes seen once it holds want.
 type signalWriter struct {
-	mu   sync.Mutex
-	b    strings.Builder
-	want string
-	seen chan struct{}
+	mu     sync.Mutex
+	b      strings.Builder
+	want   string
+	seen   chan struct{}
+	closed bool
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.b.Write(p)
-	if w.seen != nil && strings.Contains(w.b.String(), w.want) {
+	if w.seen != nil && !w.closed && strings.Contains(w.b.String(), w.want) {
 		close(w.seen)
-		w.seen = nil
+		w.closed = true
 	}
 	return len(p), nil
 }
