@@ -20,6 +20,7 @@ targets=(
 	"./internal/httpapi FuzzStockRequest"
 	"./internal/httpapi FuzzShopperToken"
 	"./internal/httpapi FuzzListQuery"
+	"./internal/httpapi FuzzCursor"
 	"./internal/httpapi FuzzPaymentWebhook"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"

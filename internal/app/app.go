@@ -43,8 +43,8 @@ type App struct {
 	DB      *gorm.DB
 	Dialect string // migrations.MySQL or migrations.SQLite
 
-	// AdminToken is the configured token or, in embedded mode with none
-	// configured, one generated at start.
+	// AdminToken is the configured token or, when the API serves in
+	// embedded mode with none configured, one generated as it starts.
 	AdminToken string
 
 	Registry     *prometheus.Registry
@@ -72,7 +72,8 @@ type App struct {
 func (a *App) Embedded() bool { return a.Cfg.EmbeddedRedis() || a.Cfg.EmbeddedSQL() }
 
 // Open connects to Redis and the SQL store, waiting for them as configured,
-// and applies migrations when migrate is true.
+// and applies migrations when migrate is true. What only serving or the
+// workers need (the admin token, the event receivers) is set up by Run.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate bool) (*App, error) {
 	a := &App{Cfg: cfg, Log: log, AdminToken: cfg.Admin.Token}
 	ok := false
@@ -94,11 +95,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 		return nil, err
 	}
 	a.DB, a.Dialect = db, dialect
-	a.closers = append(a.closers, func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
+	a.closers = append(a.closers, func() { closeSQL(db) })
 
 	if migrate || dialect == migrations.SQLite {
 		if err := a.Migrate(ctx); err != nil {
@@ -109,16 +106,26 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, migrate boo
 	if err := a.build(); err != nil {
 		return nil, err
 	}
-	if err := a.buildEvents(); err != nil {
-		return nil, err
-	}
-
-	if a.AdminToken == "" && a.Embedded() {
-		a.AdminToken = randomToken()
-		log.Warn("EMBEDDED MODE: admin API enabled with a generated token", "admin_token", a.AdminToken)
-	}
 	ok = true
 	return a, nil
+}
+
+// MigrateSQL opens the SQL store alone, applies its pending migrations and
+// closes it: all seckill migrate needs, no Redis. It returns the dialect.
+func MigrateSQL(ctx context.Context, cfg *config.Config, log *slog.Logger) (string, error) {
+	db, dialect, err := openSQL(ctx, cfg.MySQL, cfg.Embedded, log)
+	if err != nil {
+		return "", err
+	}
+	defer closeSQL(db)
+	a := &App{Cfg: cfg, Log: log, DB: db, Dialect: dialect}
+	return dialect, a.Migrate(ctx)
+}
+
+func closeSQL(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
 }
 
 // build creates the services on the open connections.

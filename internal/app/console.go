@@ -12,7 +12,8 @@ func (a *App) console() (*console.Console, error) {
 	if a.AdminToken == "" {
 		return nil, nil
 	}
-	return console.New(a.Sales, console.Options{Token: a.AdminToken, Log: a.Log})
+	// A live feed's frame has as long as an answer to be written.
+	return console.New(a.Sales, console.Options{Token: a.AdminToken, WriteTimeout: a.Cfg.HTTP.WriteTimeout, Log: a.Log})
 }
 
 // logConsole says where the console of a server listening on addr is.

@@ -200,7 +200,8 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// A small flash sale in waves, drained by the workers: sold and left
 	// change on the page.
-	stopWorkers := s.apps[0].startWorkers()
+	stopWorkers, err := s.apps[0].startWorkers()
+	require.NoError(t, err)
 	t.Cleanup(stopWorkers)
 	var wg sync.WaitGroup
 	statuses := make(chan int, 40)

@@ -10,16 +10,14 @@ import (
 
 // buildRooms makes the waiting rooms, with the configured pass keys or,
 // when none is set, a random key of this process (passes it signs are
-// refused by any other: fine for one instance, the embedded quick start).
+// refused by any other: fine for one instance, the embedded quick start;
+// the API warns of it, the one part that signs and checks passes).
 func (a *App) buildRooms(replicas *replica.Waiter) error {
 	keys := a.Cfg.Room.Keys()
 	if len(keys) == 0 {
 		var b [32]byte
 		_, _ = rand.Read(b[:])
 		keys = []string{hex.EncodeToString(b[:])}
-		if !a.Embedded() {
-			a.Log.Warn("room.pass_keys is not set: waiting room passes are signed with a key of this process, which other instances refuse; set the same keys on every instance")
-		}
 	}
 	signer, err := room.NewSigner(keys)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/seckill/seckill/internal/auth"
@@ -56,7 +57,11 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	stopWorkers := func() {}
 	if opts.Workers {
-		stopWorkers = a.startWorkers()
+		var err error
+		if stopWorkers, err = a.startWorkers(); err != nil {
+			stopAPI()
+			return err
+		}
 	}
 
 	var err error
@@ -86,6 +91,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 			return nil, err
 		}
 	}
+	a.warnAPI()
 	con, err := a.console()
 	if err != nil {
 		return nil, err
@@ -157,6 +163,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	}
 	srv := httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
 	a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
+	a.warnListen(ln.Addr(), payMode)
 	if con != nil {
 		// Its live feeds end when the shutdown starts, so that they do
 		// not hold it up.
@@ -175,10 +182,58 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	}, nil
 }
 
-// startWorkers drains the queues into SQL and runs the payment deadlines.
-// The stop function lets in-flight batches finish or hands them back.
-func (a *App) startWorkers() (stop func()) {
+// warnAPI sets up and says at start what concerns the API alone: the admin
+// token it generates in embedded mode, or the admin API off without one;
+// the waiting room passes signed with a key of this process only.
+func (a *App) warnAPI() {
+	switch {
+	case a.AdminToken == "" && a.Embedded():
+		a.AdminToken = randomToken()
+		a.Log.Warn("EMBEDDED MODE: admin API enabled with a generated token", "admin_token", a.AdminToken)
+	case a.AdminToken == "":
+		// An operator would otherwise learn it only from a 403.
+		a.Log.Warn("admin API off: admin.token (SECKILL_ADMIN_TOKEN) is empty, so every /admin call answers 403 admin_disabled",
+			"key", "admin.token", "env", "SECKILL_ADMIN_TOKEN")
+	}
+	if len(a.Cfg.Room.Keys()) == 0 && !a.Embedded() {
+		a.Log.Warn("room.pass_keys is not set: waiting room passes are signed with a key of this process, which other instances refuse; set the same keys on every instance")
+	}
+}
+
+// warnListen says where a fully embedded server (the quick start) listens:
+// unless told otherwise it trusts a header for the shopper's identity and
+// the shopper for payments, which suits this host only.
+func (a *App) warnListen(addr net.Addr, payMode string) {
+	if a.Cfg.External() {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		a.Log.Warn("EMBEDDED MODE: listening on this host only; set http.addr (SECKILL_HTTP_ADDR), e.g. :8080, to serve other hosts",
+			"addr", addr.String())
+		return
+	}
+	var trusts []string
+	if auth, _ := a.Cfg.ShopperAuth(); auth == config.AuthHeader {
+		trusts = append(trusts, "act as any shopper (X-User-ID)")
+	}
+	if payMode == config.PaymentTrusted {
+		trusts = append(trusts, "mark orders paid without paying (payment.mode trusted)")
+	}
+	msg := "EMBEDDED MODE: listening beyond this host, as http.addr says"
+	if len(trusts) > 0 {
+		msg += ": whoever reaches it can " + strings.Join(trusts, " and ")
+	}
+	a.Log.Warn(msg, "addr", addr.String())
+}
+
+// startWorkers drains the queues into SQL, runs the payment deadlines and,
+// with events on, delivers the order events. The stop function lets
+// in-flight batches finish or hands them back.
+func (a *App) startWorkers() (stop func(), err error) {
 	cfg := a.Cfg
+	if err := a.buildEvents(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	waker := queue.NewWaker(a.Redis)
 	d := drain.New(a.Orders, a.Catalog, a.Stock, a.closer, a.Sales, drain.Options{
@@ -209,7 +264,7 @@ func (a *App) startWorkers() (stop func()) {
 		wg.Wait()
 		_ = waker.Close()
 		a.Log.Info("workers stopped")
-	}
+	}, nil
 }
 
 func (a *App) mode() string {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -51,8 +52,16 @@ func openSQL(ctx context.Context, cfg config.MySQL, emb config.Embedded, log *sl
 	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
-	// Wait for the server before GORM asks it for its version.
-	if err := retry(ctx, log, "mysql at "+mc.Addr, cfg.ConnectTimeout, sqlDB.PingContext); err != nil {
+	// Wait for the server before GORM asks it for its version; not for a
+	// server that refuses the DSN itself.
+	ping := func(ctx context.Context) error {
+		err := sqlDB.PingContext(ctx)
+		if bad := dsnRefused(err, mc); bad != nil {
+			return permanent(bad)
+		}
+		return err
+	}
+	if err := retry(ctx, log, "mysql at "+mc.Addr, cfg.ConnectTimeout, ping); err != nil {
 		_ = sqlDB.Close()
 		return nil, "", err
 	}
@@ -62,6 +71,26 @@ func openSQL(ctx context.Context, cfg config.MySQL, emb config.Embedded, log *sl
 		return nil, "", fmt.Errorf("mysql: %w", err)
 	}
 	return db, migrations.MySQL, nil
+}
+
+// dsnRefused is the configuration error of a MySQL server that refuses the
+// DSN itself, which waiting does not cure: a database that does not exist
+// (1049), a user it refuses (1045), a user without rights on the database
+// (1044). It is nil for any other error.
+func dsnRefused(err error, mc *mysql.Config) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return nil
+	}
+	switch me.Number {
+	case 1049:
+		return &config.Error{Key: "mysql.dsn", Allowed: fmt.Sprintf("names database %q, which does not exist on %s: create it, or name one that does", mc.DBName, mc.Addr)}
+	case 1044, 1045:
+		// The server's message names the user and the database, never
+		// the password.
+		return &config.Error{Key: "mysql.dsn", Allowed: fmt.Sprintf("%s refuses it: %s", mc.Addr, me.Message)}
+	}
+	return nil
 }
 
 func openSQLite(emb config.Embedded, gcfg *gorm.Config, log *slog.Logger) (*gorm.DB, string, error) {

@@ -36,8 +36,9 @@ func ExitCode(err error) int {
 		return ExitOK
 	}
 	var ce *config.Error
+	var fe *config.FileError
 	var ue usageError
-	if errors.As(err, &ce) || errors.As(err, &ue) {
+	if errors.As(err, &ce) || errors.As(err, &fe) || errors.As(err, &ue) {
 		return ExitBadConfig
 	}
 	return ExitFailure
@@ -156,9 +157,9 @@ func (e *env) load() (*config.Config, *slog.Logger, error) {
 }
 
 // withApp loads the configuration, refuses stores that only this process
-// would see (see refusePrivate), opens the application (applying pending
-// migrations when migrate is set), runs f with it and closes it.
-func (e *env) withApp(ctx context.Context, migrate bool, w work, f func(a *app.App) error) error {
+// would see (see refusePrivate), opens the application, runs f with it and
+// closes it.
+func (e *env) withApp(ctx context.Context, w work, f func(a *app.App) error) error {
 	cfg, log, err := e.load()
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func (e *env) withApp(ctx context.Context, migrate bool, w work, f func(a *app.A
 	if err := refusePrivate(cfg, w); err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, log, migrate)
+	a, err := app.Open(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -223,6 +223,44 @@ func TestUnreachableMySQLFailsClearly(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, ExitFailure, ExitCode(err))
 	assert.Contains(t, err.Error(), "unreachable")
+}
+
+// Configuration that waiting cannot cure exits 2 at once, naming what is
+// wrong: a --config file that is missing or unreadable, a MySQL DSN naming
+// a database that does not exist, or a user MySQL refuses.
+func TestBadConfigurationExitsTwoAtOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	garbled := filepath.Join(t.TempDir(), "garbled.yaml")
+	require.NoError(t, os.WriteFile(garbled, []byte("http: {\n"), 0o600))
+	for _, path := range []string{missing, garbled} {
+		err := Run(t.Context(), []string{"serve", "--config", path}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%v", err)
+		assert.ErrorContains(t, err, path)
+	}
+
+	good, err := mysqldriver.ParseDSN(testsvc.MySQL(t))
+	require.NoError(t, err)
+	noDB, noUser := *good, *good
+	noDB.DBName = "seckill_test_never_created_" + testsvc.RandomID(6)
+	noUser.User = "seckill_no_such_user"
+	for name, tc := range map[string]struct{ dsn, names string }{
+		"unknown database": {noDB.FormatDSN(), noDB.DBName},
+		"access denied":    {noUser.FormatDSN(), "seckill_no_such_user"},
+	} {
+		for _, cmd := range []string{"migrate", "verify"} {
+			var logs bytes.Buffer
+			err := Run(t.Context(), []string{cmd}, envOf(map[string]string{
+				"SECKILL_MYSQL_DSN":             tc.dsn,
+				"SECKILL_REDIS_ADDRS":           testsvc.Env(t, testsvc.EnvRedis),
+				"SECKILL_MYSQL_CONNECT_TIMEOUT": "3s",
+			}), &bytes.Buffer{}, &logs)
+			require.Error(t, err, "%s: %s", name, cmd)
+			assert.Equal(t, ExitBadConfig, ExitCode(err), "%s, %s: %v", name, cmd, err)
+			assert.ErrorContains(t, err, tc.names, "%s: %s", name, cmd)
+			assert.ErrorContains(t, err, "mysql.dsn (SECKILL_MYSQL_DSN)", "%s: %s", name, cmd)
+			assert.NotContains(t, logs.String(), "waiting for", "%s, %s: not retried", name, cmd)
+		}
+	}
 }
 
 func get(t *testing.T, url string, want int) string {

@@ -27,13 +27,13 @@ func TestDataCommandsRefuseStoresOnlyTheyWouldSee(t *testing.T) {
 		args []string
 		api  string // the admin API call named instead
 	}{
-		"seed":          {seed, "curl -s localhost:8080/admin/skus"},
-		"verify":        {[]string{"verify"}, "localhost:8080/admin/skus/ID/audit"},
-		"verify --sku":  {[]string{"verify", "--sku", "42"}, "localhost:8080/admin/skus/42/audit"},
-		"queue stats":   {[]string{"queue", "stats", "--sku", "42"}, "localhost:8080/admin/skus/42/queue?n=10"},
-		"queue dead":    {[]string{"queue", "dead", "--sku", "42"}, "localhost:8080/admin/skus/42/dead?offset=0&n=100"},
-		"queue requeue": {[]string{"queue", "requeue", "--sku", "42", "42-x"}, "-X POST localhost:8080/admin/skus/42/dead/42-x/requeue"},
-		"queue drop":    {[]string{"queue", "drop", "--sku", "42", "42-x"}, "-X DELETE localhost:8080/admin/skus/42/dead/42-x"},
+		"seed":          {seed, "curl -s 127.0.0.1:8080/admin/skus"},
+		"verify":        {[]string{"verify"}, "127.0.0.1:8080/admin/skus/ID/audit"},
+		"verify --sku":  {[]string{"verify", "--sku", "42"}, "127.0.0.1:8080/admin/skus/42/audit"},
+		"queue stats":   {[]string{"queue", "stats", "--sku", "42"}, "127.0.0.1:8080/admin/skus/42/queue?n=10"},
+		"queue dead":    {[]string{"queue", "dead", "--sku", "42"}, "127.0.0.1:8080/admin/skus/42/dead?offset=0&n=100"},
+		"queue requeue": {[]string{"queue", "requeue", "--sku", "42", "42-x"}, "-X POST 127.0.0.1:8080/admin/skus/42/dead/42-x/requeue"},
+		"queue drop":    {[]string{"queue", "drop", "--sku", "42", "42-x"}, "-X DELETE 127.0.0.1:8080/admin/skus/42/dead/42-x"},
 		"worker":        {[]string{"worker"}, "serve runs its own workers"},
 		"migrate":       {[]string{"migrate"}, "serve applies the migrations"},
 	}
@@ -155,4 +155,31 @@ func TestServeWarnsWhenTheAdminAPIIsOff(t *testing.T) {
 	logs = serveLogs(t, map[string]string{})
 	assert.NotContains(t, logs.String(), "admin API off")
 	assert.Contains(t, logs.String(), "EMBEDDED MODE")
+}
+
+// An embedded server says at start where it listens: on this host only
+// unless http.addr says otherwise, and beyond it, what that exposes (the
+// quick start identifies shoppers by a header and trusts their payments).
+func TestEmbeddedServeSaysWhereItListens(t *testing.T) {
+	logs := serveLogs(t, map[string]string{})
+	assert.Contains(t, logs.String(), `"msg":"EMBEDDED MODE: listening on this host only; set http.addr (SECKILL_HTTP_ADDR), e.g. :8080, to serve other hosts"`)
+
+	port := testsvc.FreePort(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	wide := &signalWriter{want: "http listening", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve"}, envOf(map[string]string{"SECKILL_HTTP_ADDR": fmt.Sprintf(":%d", port)}), &bytes.Buffer{}, wide)
+	}()
+	select {
+	case <-wide.seen:
+	case err := <-done:
+		t.Fatalf("serve exited: %v\n%s", err, wide)
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not listen:\n%s", wide)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	assert.Contains(t, wide.String(), `"msg":"EMBEDDED MODE: listening beyond this host, as http.addr says: whoever reaches it can act as any shopper (X-User-ID) and mark orders paid without paying (payment.mode trusted)"`)
 }

@@ -37,7 +37,7 @@ Like seed and verify, it acts on the servers' Redis and MySQL
 		if !catalog.ValidID(uint64(sku)) {
 			return usageError{fmt.Errorf("--sku must be from 1 to %d", uint64(catalog.MaxID))}
 		}
-		return e.withApp(cmd.Context(), false, w(), func(a *app.App) error { return f(cmd.Context(), a) })
+		return e.withApp(cmd.Context(), w(), func(a *app.App) error { return f(cmd.Context(), a) })
 	}
 	var n, offset int
 	enc := json.NewEncoder(e.stdout)

@@ -20,7 +20,7 @@ start unless --no-migrate is given or mysql.migrate_on_start is false.
 SIGINT or SIGTERM shuts down in order: stop accepting HTTP and finish
 in-flight requests, stop the workers (in-flight batches finish or go back to
 the queue), then close Redis and SQL.`,
-		Example: `  seckill serve                      # embedded mode on :8080
+		Example: `  seckill serve                      # embedded mode on 127.0.0.1:8080
   seckill serve --api-only           # scale the API separately from the drain
   SECKILL_HTTP_ADDR=127.0.0.1:9000 seckill serve`,
 		Args: cobra.NoArgs,
@@ -78,12 +78,5 @@ func (e *env) run(cmd *cobra.Command, opts app.RunOptions) error {
 		return err
 	}
 	defer a.Close()
-	if opts.API && a.AdminToken == "" {
-		// Embedded mode generates a token; elsewhere an empty one turns
-		// the admin API off, which an operator would otherwise learn only
-		// from a 403.
-		log.Warn("admin API off: admin.token (SECKILL_ADMIN_TOKEN) is empty, so every /admin call answers 403 admin_disabled",
-			"key", "admin.token", "env", "SECKILL_ADMIN_TOKEN")
-	}
 	return a.Run(ctx, opts)
 }

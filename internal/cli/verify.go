@@ -51,7 +51,7 @@ names GET /admin/skus/{id}/audit, which reports the same on the server.`,
 					return usageError{fmt.Errorf("--sku %d: must be from 1 to %d", id, uint64(catalog.MaxID))}
 				}
 			}
-			return e.withApp(cmd.Context(), false, verifyWork(skus), func(a *app.App) error {
+			return e.withApp(cmd.Context(), verifyWork(skus), func(a *app.App) error {
 				var ids []uint64
 				for _, id := range skus {
 					ids = append(ids, uint64(id))

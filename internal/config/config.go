@@ -186,6 +186,20 @@ func (c *Config) EmbeddedSQL() bool { return c.MySQL.DSN == "" }
 // then runs where others can reach it, and trusts less by default.
 func (c *Config) External() bool { return !c.EmbeddedRedis() || !c.EmbeddedSQL() }
 
+// listenAddr is http.addr or, when it is empty, 127.0.0.1:8080 when fully
+// embedded (the quick start, which by default trusts a header for the
+// shopper's identity and the shopper for payments: fit for this host only)
+// and :8080 otherwise.
+func (c *Config) listenAddr() string {
+	switch {
+	case c.HTTP.Addr != "":
+		return c.HTTP.Addr
+	case c.External():
+		return ":8080"
+	}
+	return "127.0.0.1:8080"
+}
+
 // Error is a configuration value that is not allowed.
 type Error struct {
 	Key     string // e.g. "http.addr"
@@ -201,9 +215,19 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("config: %s (%s): %s", e.Key, env, e.Allowed)
 }
 
+// FileError is a configuration file (--config) that cannot be read or
+// parsed; its text names the file.
+type FileError struct {
+	Path string
+	err  error
+}
+
+func (e *FileError) Error() string { return e.err.Error() }
+func (e *FileError) Unwrap() error { return e.err }
+
 // Load reads the defaults, then the file at path when path is not empty, then
 // the environment through getenv, and returns the validated Config. Every
-// failure is an *Error or wraps one, or names the file that could not be read.
+// failure is an *Error or wraps one, or a *FileError.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	v := viper.New()
 	v.SetConfigType("yaml")
@@ -213,7 +237,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if path != "" {
 		f, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: read %s: %w", path, err)
+			return nil, &FileError{Path: path, err: fmt.Errorf("config: read %s: %w", path, err)}
 		}
 		if err := mergeFile(v, path, f); err != nil {
 			return nil, err
@@ -237,6 +261,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, decodeError(err)
 	}
+	c.HTTP.Addr = c.listenAddr()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -30,8 +30,14 @@ func checkLoaded(t *testing.T, c *Config, err error, fileRef string) {
 	}
 	if err != nil {
 		var ce *Error
-		if !errors.As(err, &ce) && (fileRef == "" || !strings.Contains(err.Error(), fileRef)) {
-			t.Fatalf("error %q neither names a key nor the file", err)
+		var fe *FileError
+		switch {
+		case errors.As(err, &fe):
+			if fileRef == "" || fe.Path != fileRef || !strings.Contains(err.Error(), fileRef) {
+				t.Fatalf("error %q does not name the file %s", err, fileRef)
+			}
+		case !errors.As(err, &ce):
+			t.Fatalf("error %q names neither a key nor the file: not a configuration error", err)
 		}
 		// The value of a key that is no secret is shown when it is wrong,
 		// whatever it holds.

@@ -18,12 +18,40 @@ func env(kv map[string]string) func(string) string {
 func TestDefaultsAreValidAndEmbedded(t *testing.T) {
 	c, err := Load("", env(nil))
 	require.NoError(t, err)
-	assert.Equal(t, ":8080", c.HTTP.Addr)
+	assert.Equal(t, "127.0.0.1:8080", c.HTTP.Addr, "the quick start listens on this host only")
 	assert.True(t, c.EmbeddedRedis())
 	assert.True(t, c.EmbeddedSQL())
 	assert.Equal(t, StrategyLock, c.Stock.Strategy)
 	assert.Equal(t, 15*time.Minute, c.Order.PaymentTimeout)
 	assert.True(t, c.RateLimit.Enabled)
+}
+
+// The quick start's server (fully embedded: shoppers identified by a
+// header, payments trusted) listens on this host only unless http.addr says
+// otherwise; with a real Redis or MySQL the default is every interface.
+func TestEmbeddedListensOnThisHostUnlessTold(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		file string
+		want string
+	}{
+		"embedded":                  {want: "127.0.0.1:8080"},
+		"a real redis":              {env: map[string]string{"SECKILL_REDIS_ADDRS": "127.0.0.1:6379"}, want: ":8080"},
+		"a real mysql":              {env: map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/seckill"}, want: ":8080"},
+		"embedded, told by env":     {env: map[string]string{"SECKILL_HTTP_ADDR": ":9000"}, want: ":9000"},
+		"embedded, told by file":    {file: "http:\n  addr: \":8080\"\n", want: ":8080"},
+		"real redis, told by env":   {env: map[string]string{"SECKILL_REDIS_ADDRS": "h:6379", "SECKILL_HTTP_ADDR": "10.0.0.1:80"}, want: "10.0.0.1:80"},
+		"embedded, told a loopback": {env: map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:9000"}, want: "127.0.0.1:9000"},
+	} {
+		path := ""
+		if tc.file != "" {
+			path = filepath.Join(t.TempDir(), "seckill.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.file), 0o600))
+		}
+		c, err := Load(path, env(tc.env))
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.want, c.HTTP.Addr, name)
+	}
 }
 
 func TestEnvironmentOverrides(t *testing.T) {

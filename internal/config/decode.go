@@ -20,7 +20,7 @@ func mergeFile(v *viper.Viper, path string, data []byte) error {
 	file := viper.New()
 	file.SetConfigType("yaml")
 	if err := file.ReadConfig(bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("config: parse %s: %s", path, unquoted(err.Error()))
+		return &FileError{Path: path, err: fmt.Errorf("config: parse %s: %s", path, unquoted(err.Error()))}
 	}
 	known := map[string]bool{}
 	for _, k := range v.AllKeys() {

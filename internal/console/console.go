@@ -26,7 +26,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -56,8 +55,11 @@ type Options struct {
 	// MaxConsoles bounds the live feeds open at once on this instance
 	// [64].
 	MaxConsoles int
-	Now         func() time.Time
-	Log         *slog.Logger
+	// WriteTimeout is how long a console has to take each frame of its
+	// live feed: one that does not is closed, and its place freed [10s].
+	WriteTimeout time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // Console serves the admin console.
@@ -68,10 +70,12 @@ type Console struct {
 	failures *failures
 	feed     *feed
 	pages    *pages
-	closing  chan struct{}
-	once     sync.Once
-	now      func() time.Time
-	log      *slog.Logger
+	// ctx ends with Close, and every live feed with it.
+	ctx          context.Context
+	cancel       context.CancelFunc
+	writeTimeout time.Duration
+	now          func() time.Time
+	log          *slog.Logger
 }
 
 // New returns the console over sales. Close it when the server shuts down.
@@ -88,6 +92,7 @@ func New(sales Sales, o Options) (*Console, error) {
 		return nil, err
 	}
 	interval := cmp.Or(o.Interval, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Console{
 		sales:    sales,
 		token:    o.Token,
@@ -97,19 +102,22 @@ func New(sales Sales, o Options) (*Console, error) {
 			Interval: interval, AuditEvery: cmp.Or(o.AuditEvery, 5*time.Second), Linger: 15 * time.Second,
 			MaxSubscribers: cmp.Or(o.MaxConsoles, 64), MaxListed: 500, History: 3600, Now: o.Now, Log: o.Log,
 		}),
-		pages:   p,
-		closing: make(chan struct{}),
-		now:     o.Now,
-		log:     o.Log,
+		pages:        p,
+		ctx:          ctx,
+		cancel:       cancel,
+		writeTimeout: cmp.Or(o.WriteTimeout, 10*time.Second),
+		now:          o.Now,
+		log:          o.Log,
 	}, nil
 }
 
-// Close ends the live feeds, so that a server's graceful shutdown does not
-// wait for them, and stops the sampler; it returns once the sampler has
-// stopped. Register it with http.Server.RegisterOnShutdown, and call it
-// again once the server has stopped, before the stores close.
+// Close ends the live feeds, a write in progress to a console that stopped
+// reading included, so that a server's graceful shutdown does not wait for
+// them, and stops the sampler; it returns once the sampler has stopped.
+// Register it with http.Server.RegisterOnShutdown, and call it again once
+// the server has stopped, before the stores close.
 func (c *Console) Close() {
-	c.once.Do(func() { close(c.closing) })
+	c.cancel()
 	c.feed.close()
 }
 

@@ -1,10 +1,13 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -45,17 +48,25 @@ func (c *Console) events(ctx *gin.Context) {
 	ss := ctx.MustGet(sessionKey).(session)
 
 	// A stream outlives the server's read and write timeouts, which are
-	// for requests and answers.
-	rc := http.NewResponseController(ctx.Writer)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	// for requests and answers: each frame has a write deadline of its
+	// own instead, and the console's close ends a write in progress.
+	dl := &deadline{rc: http.NewResponseController(ctx.Writer), timeout: c.writeTimeout}
+	_ = dl.rc.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(c.ctx, dl.expire)
+	defer func() {
+		stop()
+		dl.finish()
+	}()
 	h := ctx.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	ctx.Status(http.StatusOK)
 	w := ctx.Writer
-	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+	if !dl.extend() {
+		return
+	}
+	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
 		return
 	}
 	w.Flush()
@@ -63,25 +74,74 @@ func (c *Console) events(ctx *gin.Context) {
 	defer beat.Stop()
 	expired := time.NewTimer(ss.expires.Sub(c.now()))
 	defer expired.Stop()
+	var buf []byte // the frame being written, kept for the next
 	for {
-		var err error
+		last := false
 		select {
 		case <-ctx.Request.Context().Done():
 			return
-		case <-c.closing:
+		case <-c.ctx.Done():
+			dl.expire()
 			return
 		case <-expired.C:
-			_, _ = fmt.Fprint(w, "event: expired\ndata: {}\n\n")
-			w.Flush()
-			return
+			buf, last = append(buf[:0], "event: expired\ndata: {}\n\n"...), true
 		case fr := <-sub.frames:
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", fr.event, fr.data)
+			buf = fmt.Appendf(buf[:0], "event: %s\ndata: %s\n\n", fr.event, fr.data)
 		case <-beat.C:
-			_, err = fmt.Fprint(w, ": ping\n\n")
+			buf = append(buf[:0], ": ping\n\n"...)
 		}
-		if err != nil {
+		// A console that does not take the frame in time is closed, and
+		// its place freed: the failed write cancels the request.
+		if !dl.extend() {
+			return
+		}
+		if _, err := w.Write(buf); err != nil {
 			return
 		}
 		w.Flush()
+		if last {
+			return
+		}
 	}
+}
+
+// deadline is the write deadline of one live feed's connection: timeout
+// from the start of each frame, and now once the feed ends, so that a
+// write stuck on a console that stopped reading ends with it.
+type deadline struct {
+	rc      *http.ResponseController
+	timeout time.Duration
+
+	mu    sync.Mutex
+	ended bool
+}
+
+// extend gives the next frame timeout; false once the feed has ended.
+func (d *deadline) extend() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		return false
+	}
+	err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	return err == nil || errors.Is(err, http.ErrNotSupported)
+}
+
+// expire ends the feed: every write from now on, the end of the answer
+// included, fails at once.
+func (d *deadline) expire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ended {
+		d.ended = true
+		_ = d.rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// finish ends the feed as its handler returns, leaving the deadline of its
+// last frame for the end of the answer.
+func (d *deadline) finish() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ended = true
 }

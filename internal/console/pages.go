@@ -130,7 +130,9 @@ func (c *Console) salePage(ctx *gin.Context) {
 		c.render(ctx, http.StatusNotFound, "missing", pageData{Title: "No such sale"})
 		return
 	case err != nil:
-		c.log.Warn("console: read a sale", "sku", id, "err", err.Error())
+		if ctx.Request.Context().Err() == nil { // not a browser that left the page
+			c.log.Warn("console: read a sale", "sku", id, "err", err.Error())
+		}
 		c.render(ctx, http.StatusServiceUnavailable, "missing", pageData{Title: "Sale unavailable",
 			Error: "The sale could not be read from the stores just now; reload in a moment."})
 		return

@@ -23,6 +23,10 @@ type Error struct {
 	// RequestID, when set, is sent as "request_id": the request id a buy
 	// of unknown outcome is retried with to learn it.
 	RequestID string
+	// expected marks a 5xx the service answers by design (busy under
+	// contention, an order not yet written): the client retries, and no
+	// operator needs to look, so it is not logged as an error.
+	expected bool
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Detail }
@@ -39,6 +43,11 @@ var (
 	errTokenUser        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "the token's user claim is not a valid shopper id (1-64 letters, digits or - _ . : @)"}
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
 	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
+	// errClientClosed is the answer to a request whose client went away
+	// before it was answered, whatever the error: nobody reads it, so
+	// nothing is written; the log and the metrics show it under
+	// statusClientClosed.
+	errClientClosed = &Error{Status: statusClientClosed, Code: "canceled", Detail: "the client closed the request", expected: true}
 )
 
 func invalid(detail string) *Error {
@@ -91,23 +100,45 @@ func fromRules(err error) *Error {
 	return errInternal
 }
 
+// answerOf is the answer to a request that failed with err: errClientClosed
+// when its client went away (the store's call was cancelled with it, and
+// says so in its own words: context.Canceled, SQLite's "interrupted", a
+// connection closed), toAPI(err) otherwise.
+func answerOf(c *gin.Context, err error) *Error {
+	if clientGone(c) {
+		return errClientClosed
+	}
+	return toAPI(err)
+}
+
 // writeError sends err as the JSON error body and logs server-side failures
 // with the request id.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
-	writeAnswer(c, log, err, toAPI(err))
+	writeAnswer(c, log, err, answerOf(c, err))
 }
 
 // writeAnswer sends ae, the answer to err, as the JSON error body and logs
-// server-side failures with the request id.
+// at ERROR, with the request id, the failures an operator must look at: a
+// 5xx the service does not give by design. To a client that went away it
+// writes nothing.
 func writeAnswer(c *gin.Context, log *slog.Logger, err error, ae *Error) {
-	if ae.Status >= 500 && ae.Code != "canceled" {
-		log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(), "status", ae.Status,
-			"request_id", requestIDOf(c), "route", c.FullPath())
+	c.Abort()
+	if ae == errClientClosed {
+		c.Status(statusClientClosed)
+		return
+	}
+	if ae.Status >= 500 {
+		// For the access log's level (answerLevel); the common answers,
+		// under 500, are spared the allocation.
+		c.Set(answerKey, ae)
+		if !ae.expected {
+			log.ErrorContext(c.Request.Context(), "request failed", "err", err.Error(), "status", ae.Status,
+				"request_id", requestIDOf(c), "route", c.FullPath())
+		}
 	}
 	if ae.RetryAfter != "" {
 		c.Header("Retry-After", ae.RetryAfter)
 	}
-	c.Abort()
 	if ae.RequestID != "" {
 		writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code, "request_id", ae.RequestID)
 		return

@@ -38,7 +38,9 @@ func isA[T error](err error) bool {
 // not yet confirmed.
 const retrySoon = "1"
 
-// rules maps domain errors to HTTP, first match wins.
+// rules maps domain errors to HTTP, first match wins. A 5xx the service
+// gives by design, which the client retries, is expected: it is not logged
+// as an error.
 var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
 	{is(webhook.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
@@ -55,24 +57,24 @@ var rules = []rule{
 	{is(room.ErrNoTicket), Error{Status: http.StatusNotFound, Code: "no_ticket"}},
 	{is(room.ErrNotOpen), Error{Status: http.StatusForbidden, Code: "room_not_open"}},
 	{is(room.ErrNotPublished), Error{Status: http.StatusConflict, Code: "draw_not_published"}},
-	{is(room.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "the waiting room is being drawn, retry shortly", RetryAfter: retrySoon}},
-	{is(room.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon}},
+	{is(room.ErrBusy), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "the waiting room is being drawn, retry shortly", RetryAfter: retrySoon, expected: true}},
+	{is(room.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrEnded, stock.ErrSaleEnded), Error{Status: http.StatusForbidden, Code: "sale_ended"}},
 	// A payment notification for an order the drain has not written yet:
 	// the payment side sends it again and it is applied then.
-	{is(order.ErrPaymentEarly), Error{Status: http.StatusServiceUnavailable, Code: "order_queued", RetryAfter: retrySoon}},
+	{is(order.ErrPaymentEarly), Error{Status: http.StatusServiceUnavailable, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrPaymentMismatch), Error{Status: http.StatusUnprocessableEntity, Code: "payment_mismatch"}},
-	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon}},
+	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrClosed), Error{Status: http.StatusConflict, Code: "order_closed"}},
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},
 	{is(catalog.ErrBelowSold, stock.ErrBelowTaken), Error{Status: http.StatusConflict, Code: "below_sold"}},
 	{is(catalog.ErrBucketsFixed), Error{Status: http.StatusConflict, Code: "buckets_fixed"}},
 	{is(stock.ErrRateLimited), Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}},
-	{is(stock.ErrBusy, stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon}},
-	{is(stock.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon}},
-	// The client went away; nobody reads this answer, but the outcome is
-	// counted as what it was rather than as an internal error.
-	{is(context.Canceled), Error{Status: http.StatusServiceUnavailable, Code: "canceled", Detail: "the request was canceled"}},
+	{is(stock.ErrBusy, stock.ErrStale), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many buyers right now, retry shortly", RetryAfter: retrySoon, expected: true}},
+	{is(stock.ErrStateLost), Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "sale state is being restored, retry shortly", RetryAfter: retrySoon, expected: true}},
+	// A call cancelled by the server itself (its shutdown); a client that
+	// went away is answered errClientClosed before this table is read.
+	{is(context.Canceled), Error{Status: http.StatusServiceUnavailable, Code: "canceled", Detail: "the request was canceled", expected: true}},
 	// A buy that may have happened: retried with the request id it names,
 	// it returns the order if there is one and buys otherwise.
 	{isA[*order.UnknownOutcomeError], Error{Status: http.StatusServiceUnavailable, Code: "unavailable",

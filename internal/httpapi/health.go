@@ -65,7 +65,9 @@ func handleReadyz(ready func(context.Context) error, report func(context.Context
 		status, body := http.StatusOK, gin.H{"status": "ready"}
 		if ready != nil {
 			if err := ready(ctx); err != nil {
-				log.WarnContext(ctx, "not ready", "err", err.Error())
+				if !clientGone(c) { // not a probe that gave up waiting
+					log.WarnContext(ctx, "not ready", "err", err.Error())
+				}
 				status = http.StatusServiceUnavailable
 				body = gin.H{"status": "unavailable", "error": "not_ready", "detail": err.Error()}
 			}

@@ -75,6 +75,8 @@ func encodeCursor(after uint64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("sku:" + strconv.FormatUint(after, 10)))
 }
 
+// decodeCursor reads a cursor encodeCursor gave: exactly its text, for an id
+// a list can hold (1 to catalog.MaxID); false for anything else.
 func decodeCursor(s string) (uint64, bool) {
 	if len(s) > 64 {
 		return 0, false
@@ -84,11 +86,11 @@ func decodeCursor(s string) (uint64, bool) {
 		return 0, false
 	}
 	digits, ok := strings.CutPrefix(string(b), "sku:")
-	if !ok || digits == "" || digits[0] == '0' {
+	if !ok {
 		return 0, false
 	}
 	id, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || !catalog.ValidID(id) {
+	if err != nil || !catalog.ValidID(id) || encodeCursor(id) != s {
 		return 0, false
 	}
 	return id, true
@@ -168,6 +170,9 @@ func encodeOrderCursor(c *order.Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("order:" + strconv.FormatInt(c.CreatedMS, 10) + ":" + c.OrderID))
 }
 
+// decodeOrderCursor reads a cursor encodeOrderCursor gave: exactly its
+// text, naming a place a list of orders can continue from
+// (order.Cursor.Valid); false for anything else.
 func decodeOrderCursor(s string) (*order.Cursor, bool) {
 	if len(s) > 160 {
 		return nil, false
@@ -181,14 +186,18 @@ func decodeOrderCursor(s string) (*order.Cursor, bool) {
 		return nil, false
 	}
 	ms, id, ok := strings.Cut(rest, ":")
-	if !ok || id == "" || len(id) > 64 {
+	if !ok {
 		return nil, false
 	}
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil || n < 0 || strconv.FormatInt(n, 10) != ms {
+	if err != nil {
 		return nil, false
 	}
-	return &order.Cursor{CreatedMS: n, OrderID: id}, true
+	c := &order.Cursor{CreatedMS: n, OrderID: id}
+	if !c.Valid() || encodeOrderCursor(c) != s {
+		return nil, false
+	}
+	return c, true
 }
 
 func handleListOrders(shop Shop, log *slog.Logger) shopperHandler {

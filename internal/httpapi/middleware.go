@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -45,21 +46,22 @@ func saneID(s string) bool {
 	return true
 }
 
-// accessLog writes one structured line per request at debug level, and at
-// warn/error level for 4xx/5xx answers other than the expected sale outcomes.
+// accessLog writes one structured line per request, at the level
+// answerLevel gives it.
 func accessLog(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		status := c.Writer.Status()
-		level := slog.LevelDebug
-		if status >= 500 {
-			level = slog.LevelError
-		}
+		status := outcome(c)
+		level := answerLevel(c, status)
 		if !log.Enabled(c.Request.Context(), level) {
 			return
 		}
-		log.LogAttrs(c.Request.Context(), level, "http",
+		msg := "http"
+		if status == statusClientClosed {
+			msg = "client closed request"
+		}
+		log.LogAttrs(c.Request.Context(), level, msg,
 			slog.String("request_id", requestIDOf(c)),
 			// The method as the metrics label it: a client's own method
 			// would put what it likes, up to the header limit, in the log.
@@ -72,6 +74,57 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
+// statusClientClosed is the status the log and the metrics give a request
+// whose client went away before its answer (as nginx's 499): no answer
+// reached anyone, and nothing failed on the server's side.
+const statusClientClosed = 499
+
+// answerKey holds, in the gin context, the *Error a 5xx answer was
+// (writeAnswer).
+const answerKey = "httpapi.answer"
+
+// clientGone reports whether the client of c went away: its request's
+// context was cancelled (the connection closed, the HTTP/2 stream reset).
+func clientGone(c *gin.Context) bool {
+	return errors.Is(c.Request.Context().Err(), context.Canceled)
+}
+
+// outcome is the status a request is logged and counted under: the one
+// answered, or statusClientClosed when the client went away before an
+// answer other than a failure was written.
+func outcome(c *gin.Context) int {
+	status := c.Writer.Status()
+	if (status >= 500 || !c.Writer.Written()) && clientGone(c) {
+		return statusClientClosed
+	}
+	return status
+}
+
+// answerLevel is the level of a request's line in the log. ERROR is for
+// what an operator must look at: an internal error, a store the service
+// cannot reach. A client that went away is INFO; any 4xx, and the 5xx the
+// service gives by design (busy, order_queued), DEBUG; another 5xx that
+// the API's error table did not write (the readiness probe's, the
+// console's refusals) WARN.
+func answerLevel(c *gin.Context, status int) slog.Level {
+	switch {
+	case status == statusClientClosed:
+		return slog.LevelInfo
+	case status < 500:
+		return slog.LevelDebug
+	}
+	if v, ok := c.Get(answerKey); ok {
+		if v.(*Error).expected {
+			return slog.LevelDebug
+		}
+		return slog.LevelError
+	}
+	if status == http.StatusInternalServerError {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
+}
+
 // recovery turns a panic into a logged 500 with the standard error body.
 func recovery(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -80,7 +133,8 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 				if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(r)
 				}
-				writeError(c, log, fmt.Errorf("panic: %v", r))
+				// Logged whether or not the client is still there.
+				writeAnswer(c, log, fmt.Errorf("panic: %v", r), errInternal)
 			}
 		}()
 		c.Next()
@@ -120,7 +174,7 @@ func observe(m *httpMetrics) gin.HandlerFunc {
 		if route == "" {
 			route = routeUnmatched
 		}
-		k := key{methodLabel(c.Request.Method), route, boundStatus(c.Writer.Status())}
+		k := key{methodLabel(c.Request.Method), route, boundStatus(outcome(c))}
 		mu.RLock()
 		o, ok := observers[k]
 		mu.RUnlock()

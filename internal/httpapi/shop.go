@@ -60,7 +60,7 @@ func handlePlaceOrder(shop Shop, outcomes *buyOutcomes, log *slog.Logger) shoppe
 	return func(c *gin.Context, user string) {
 		placed, err := place(c, shop, user)
 		if err != nil {
-			ae := toAPI(err)
+			ae := answerOf(c, err)
 			outcomes.count(ae.Code)
 			writeAnswer(c, log, err, ae)
 			return

@@ -78,7 +78,7 @@ func stubOrder(user, orderID, status string) *order.View {
 func (s *stubShop) ListOrders(_ context.Context, user string, cursor *order.Cursor, limit int) ([]order.View, *order.Cursor, error) {
 	out := []order.View{}
 	for n := 3; n >= 1; n-- {
-		v := stubOrder(user, fmt.Sprintf("1-%025d", n), order.StatusPendingPayment)
+		v := stubOrder(user, fmt.Sprintf("1-%024d", n), order.StatusPendingPayment)
 		v.CreatedAt = v.CreatedAt.Add(time.Duration(n) * time.Second)
 		if cursor != nil && v.CreatedAt.UnixMilli() >= cursor.CreatedMS {
 			continue

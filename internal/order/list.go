@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -18,6 +19,24 @@ type Cursor struct {
 	CreatedMS int64
 	OrderID   string
 }
+
+// lastCursorMS is the last millisecond a cursor may name: the end of year
+// 9999, the last SQL's DATETIME holds.
+const lastCursorMS = 253402300799999
+
+// Valid reports whether c names a place a list can continue from: an order
+// id, at a time from 1970 to the end of year 9999. A list given a cursor
+// that is not valid refuses it with ErrInvalid.
+func (c *Cursor) Valid() bool {
+	if c == nil {
+		return true
+	}
+	_, _, _, ok := orderid.Parse(c.OrderID)
+	return ok && c.CreatedMS >= 0 && c.CreatedMS <= lastCursorMS
+}
+
+// errCursor: a list was given a cursor that is not Valid.
+var errCursor = fmt.Errorf("%w: the cursor names no place in a list of orders", ErrInvalid)
 
 // after reports whether v comes after c, newest first.
 func (c *Cursor) after(v *View) bool {
@@ -36,13 +55,17 @@ const QueuedWindow = time.Hour
 // ListOrders returns up to limit of user's orders, newest first, after the
 // cursor (nil: from the newest), and the cursor of the next page (nil after
 // the last). Orders still queued are shown with status queued, the others
-// come from SQL. Another shopper's orders are never listed.
+// come from SQL. Another shopper's orders are never listed. A cursor that
+// is not Valid is ErrInvalid.
 //
 // The buy path keeps nothing for this list: a SKU's queue is read only when
 // the units the shopper holds there in Redis are more than their open
 // orders of it in SQL, which is the case only while one of their orders is
 // on its way.
 func (s *Service) ListOrders(ctx context.Context, user string, cursor *Cursor, limit int) ([]View, *Cursor, error) {
+	if !cursor.Valid() {
+		return nil, nil, errCursor
+	}
 	// The queue first, SQL after: an order the drain moves in between is
 	// read from SQL, never missed.
 	queued, err := s.queuedOrders(ctx, user)

@@ -69,10 +69,14 @@ func (q SupportQuery) inSQL() []string {
 // from the newest), and the cursor of the next page (nil after the last).
 // A cursor names a place in that order, so orders placed meanwhile never
 // shift the pages after it. Orders still queued are listed when q names a
-// SKU. Errors: ErrInvalid (see SupportQuery.Validate).
+// SKU. Errors: ErrInvalid (see SupportQuery.Validate, and a cursor that is
+// not Valid).
 func (s *Service) SupportList(ctx context.Context, q SupportQuery, cursor *Cursor, limit int) ([]AdminView, *Cursor, error) {
 	if err := q.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if !cursor.Valid() {
+		return nil, nil, errCursor
 	}
 	// The queues first, SQL after: an order the drain moves in between is
 	// read from SQL, never missed, and listed once.
