@@ -24,6 +24,7 @@ targets=(
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
+	"./internal/config FuzzEventReceivers"
 	"./internal/stock FuzzDecodeOrders"
 )
 
