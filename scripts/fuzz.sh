@@ -21,6 +21,7 @@ targets=(
 	"./internal/httpapi FuzzShopperToken"
 	"./internal/httpapi FuzzListQuery"
 	"./internal/httpapi FuzzPaymentWebhook"
+	"./internal/httpapi FuzzEventsQuery"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
