@@ -44,34 +44,27 @@ func (registration) TableName() string { return "outbox_receivers" }
 // everyReceiver names the deliveries that were every receiver's before
 // delivery state was kept per receiver (migration 00013): a receiver
 // registered while they are kept gets a copy of them. No configured
-// receiver can have the name.
+// receiver can have the name; its registration only says they are kept.
 const everyReceiver = "*"
 
 // fanOutBatch is how many deliveries one fan-out writes at most.
 const fanOutBatch = 2000
 
 // register records receiver name, if no dispatcher has yet, at now: its
-// deliveries begin with the events after the outbox's last one, and, while
-// the deliveries of everyReceiver are kept, with the events after theirs
-// and a copy of them.
+// deliveries begin with the events after the outbox's last one (a
+// dispatcher registers its receivers before it first moves batches into
+// the outbox, so those are the events written from then on, and the ones
+// still in batches), and, while the deliveries of everyReceiver are kept,
+// with a copy of them.
 func register(ctx context.Context, db *gorm.DB, name string, now time.Time) error {
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var every []registration
-		if err := tx.Where("name = ?", everyReceiver).Limit(1).Find(&every).Error; err != nil {
+		var last struct{ N uint64 }
+		if err := tx.Model(&Event{}).Select("COALESCE(MAX(id), 0) AS n").Scan(&last).Error; err != nil {
 			return err
 		}
-		r := registration{Name: name, CreatedAt: now, SeenAt: now}
-		if len(every) == 1 {
-			r.NextID = every[0].NextID
-		} else {
-			var last struct{ N uint64 }
-			if err := tx.Model(&Event{}).Select("COALESCE(MAX(id), 0) AS n").Scan(&last).Error; err != nil {
-				return err
-			}
-			r.NextID = last.N + 1
-		}
+		r := registration{Name: name, NextID: last.N + 1, CreatedAt: now, SeenAt: now}
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&r)
-		if res.Error != nil || res.RowsAffected == 0 || len(every) == 0 {
+		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // registered before, by this or another dispatcher
 		}
 		return tx.Exec(`INSERT INTO outbox_deliveries (event_row, receiver, order_id, status, attempts, window_from, next_at, last_error)

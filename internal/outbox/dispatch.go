@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,10 +47,11 @@ type Options struct {
 // by one at a time, and the lease outlives a send, so a dispatcher that dies
 // mid-send leaves the delivery to another once the lease ends.
 type Dispatcher struct {
-	db        *gorm.DB
-	o         Options
-	lease     time.Duration
-	expanding sync.Mutex // one expand at a time in this process
+	db         *gorm.DB
+	o          Options
+	lease      time.Duration
+	expanding  sync.Mutex    // one expand at a time in this process
+	registered []atomic.Bool // by sink: this dispatcher registered it
 }
 
 // NewDispatcher returns a dispatcher of db's outbox.
@@ -65,7 +67,8 @@ func NewDispatcher(db *gorm.DB, o Options) *Dispatcher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := &Dispatcher{db: db, o: o, lease: o.Timeout + 10*time.Second} // a send, and time to record its outcome
+	d := &Dispatcher{db: db, o: o, lease: o.Timeout + 10*time.Second, // a send, and time to record its outcome
+		registered: make([]atomic.Bool, len(o.Sinks))}
 	o.Metrics.receivers(d.names())
 	return d
 }
@@ -90,8 +93,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) loop(ctx context.Context, s Sink) {
 	fails := 0
 	for ctx.Err() == nil {
-		moved, err := d.expand(ctx)
-		n := 0
+		moved, n := 0, 0
+		err := d.register(ctx)
+		if err == nil {
+			moved, err = d.expand(ctx)
+		}
 		if err == nil {
 			n, err = d.round(ctx, s)
 		}
@@ -130,10 +136,14 @@ func (d *Dispatcher) every(ctx context.Context, period time.Duration, f func(con
 	}
 }
 
-// Step moves the oldest batches of appended events into outbox rows, then
-// makes a round of every sink at once (see round), and returns how many
-// events it moved and deliveries it leased.
+// Step registers the sinks no dispatcher has had yet, moves the oldest
+// batches of appended events into outbox rows, then makes a round of every
+// sink at once (see round), and returns how many events it moved and
+// deliveries it leased.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
+	if err := d.register(ctx); err != nil {
+		return 0, err
+	}
 	moved, err := d.expand(ctx)
 	if err != nil {
 		return 0, err
@@ -149,6 +159,22 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 		moved += n
 	}
 	return moved, errors.Join(errs...)
+}
+
+// register registers each sink this dispatcher has not yet: before it
+// first moves batches into the outbox, so that a receiver it is the first
+// to have gets the events of those batches.
+func (d *Dispatcher) register(ctx context.Context) error {
+	for i, s := range d.o.Sinks {
+		if d.registered[i].Load() {
+			continue
+		}
+		if err := register(ctx, d.db, s.Name(), d.o.Now().UTC()); err != nil {
+			return err
+		}
+		d.registered[i].Store(true)
+	}
+	return nil
 }
 
 // expand moves the oldest batches into outbox rows, unless another loop of

@@ -38,6 +38,7 @@ func TestOrderOfEventsSurvivesRefusals(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	now := time.Now()
+	registered(t, db, "shop")
 	a := store(t, db, event(t, OrderCreated, "A", now), event(t, OrderPaid, "A", now), event(t, OrderCancelled, "A", now))
 	others := store(t, db, event(t, OrderCreated, "B", now), event(t, OrderPaid, "B", now), event(t, OrderCreated, "C", now))
 
@@ -118,6 +119,7 @@ func TestConcurrentDispatchersShareTheOutbox(t *testing.T) {
 			events = append(events, event(t, typ, fmt.Sprintf("o%02d", o), now))
 		}
 	}
+	registered(t, db, "shop", "crm")
 	stored := store(t, db, events...)
 	shop, crm := newSink(), newSink()
 	shop.name, crm.name = "shop", "crm"
@@ -152,8 +154,8 @@ func TestConcurrentDispatchersShareTheOutbox(t *testing.T) {
 func TestClaimRaceLeasesEachDeliveryOnce(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderCreated, "B", t0), event(t, OrderCreated, "C", t0))
-	require.NoError(t, register(t.Context(), db, "test", t0))
 	_, err := fanOut(t.Context(), db, "test")
 	require.NoError(t, err)
 
@@ -182,50 +184,44 @@ func TestClaimRaceLeasesEachDeliveryOnce(t *testing.T) {
 	}
 }
 
-// Two dispatchers registering the same new receiver at once register it
-// once: it gets one delivery of each event, and a copy of the deliveries
-// that were every receiver's before per-receiver state, once.
+// Four dispatchers registering the same new receiver at once register it
+// once: it gets one copy of the deliveries that were every receiver's
+// before per-receiver state, and, fanning out at once, one delivery of
+// each event stored after.
 func TestConcurrentRegistrationsOfAReceiver(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderCreated, "B", t0))
-	// The first event is one pending from before per-receiver state.
-	require.NoError(t, db.Create(&Delivery{EventRow: stored[0].ID, Receiver: everyReceiver, OrderID: "A", Status: StatusPending,
+	old := store(t, db, event(t, OrderCreated, "A", t0))
+	// It is one pending from before per-receiver state.
+	require.NoError(t, db.Create(&Delivery{EventRow: old[0].ID, Receiver: everyReceiver, OrderID: "A", Status: StatusPending,
 		WindowFrom: t0, NextAt: t0}).Error)
-	require.NoError(t, db.Model(&registration{}).Where("name = ?", everyReceiver).Update("next_id", stored[1].ID).Error)
 
 	for round := range 5 {
 		name := fmt.Sprintf("r%d", round)
+		ds := make([]*Dispatcher, 4)
+		for i := range ds {
+			ds[i] = NewDispatcher(db, Options{Sinks: []Sink{&sink{name: name}}, Now: testutil.NewClock(t0).Now, Log: quiet})
+		}
+		errs := make([]error, len(ds))
 		var wg sync.WaitGroup
-		errs := make([]error, 4)
-		for i := range errs {
-			wg.Go(func() {
-				d := NewDispatcher(db, Options{Sinks: []Sink{&sink{name: name}}, Now: testutil.NewClock(t0).Now, Log: quiet})
-				_, errs[i] = fanOutOrRegister(t.Context(), d, name)
-			})
+		for i, d := range ds {
+			wg.Go(func() { errs[i] = d.register(t.Context()) })
 		}
 		wg.Wait()
-		for _, err := range errs {
-			require.NoError(t, err)
+		require.NoError(t, errors.Join(errs...))
+		later := store(t, db, event(t, OrderCreated, name, t0))
+		for i := range ds {
+			wg.Go(func() { _, errs[i] = fanOut(t.Context(), db, name) })
 		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+
 		var rows []Delivery
 		require.NoError(t, db.Where("receiver = ?", name).Order("event_row").Find(&rows).Error)
-		require.Len(t, rows, 2, "%s: one delivery of each event", name)
-		assert.Equal(t, stored[0].ID, rows[0].EventRow)
-		assert.Equal(t, stored[1].ID, rows[1].EventRow)
+		require.Len(t, rows, 2, "%s: one delivery of each", name)
+		assert.Equal(t, old[0].ID, rows[0].EventRow, "the copy")
+		assert.Equal(t, later[0].ID, rows[1].EventRow, "the event stored after")
 	}
-}
-
-// fanOutOrRegister makes the deliveries of name's new events as a round
-// does, registering it first if no dispatcher has.
-func fanOutOrRegister(ctx context.Context, d *Dispatcher, name string) (int, error) {
-	n, err := fanOut(ctx, d.db, name)
-	if errors.Is(err, errUnregistered) {
-		if err = register(ctx, d.db, name, d.o.Now().UTC()); err == nil {
-			n, err = fanOut(ctx, d.db, name)
-		}
-	}
-	return n, err
 }
 
 // A dispatcher that leased deliveries and died before recording any
@@ -236,13 +232,14 @@ func TestLeaseOfDeadDispatcherPasses(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderPaid, "A", t0), event(t, OrderCreated, "B", t0))
 	s := newSink()
 	s.expect(stored...)
 	opts := Options{Sinks: []Sink{s}, Timeout: time.Second, Now: clock.Now, Log: quiet}
 
 	died := NewDispatcher(db, opts)
-	_, err := fanOutOrRegister(t.Context(), died, "test")
+	_, err := fanOut(t.Context(), db, "test")
 	require.NoError(t, err)
 	claimed, _, _, err := claim(t.Context(), db, "test", 32, clock.Now(), died.lease)
 	require.NoError(t, err)
@@ -278,6 +275,7 @@ func TestLateOutcomeAfterLeaseIsIgnored(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0))
 	id := stored[0].EventID
 
@@ -314,6 +312,7 @@ func TestRefusedEventBacksOffThenDies(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test", "fine")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderPaid, "A", t0), event(t, OrderCreated, "B", t0))
 	first, next, other := stored[0], stored[1], stored[2]
 	s := newSink()
@@ -395,6 +394,7 @@ func TestRetriesOfRefusedEventsSpreadOut(t *testing.T) {
 	for i := range 8 {
 		events = append(events, event(t, OrderCreated, fmt.Sprintf("o%d", i), t0))
 	}
+	registered(t, db, "test")
 	stored := store(t, db, events...)
 	s := newSink()
 	s.refuse = func(*Event, int) bool { return true }
@@ -418,6 +418,7 @@ func TestRetriesOfRefusedEventsSpreadOut(t *testing.T) {
 func TestStoppedDispatcherRecordsDeliveriesInFlight(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", time.Now()))
 	id := stored[0].EventID
 	release := make(chan struct{})

@@ -53,6 +53,15 @@ func store(t testing.TB, db *gorm.DB, events ...Event) []Event {
 	return rows
 }
 
+// registered registers receivers as the dispatchers that have them do when
+// they start: they get the events stored after.
+func registered(t testing.TB, db *gorm.DB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.NoError(t, register(context.Background(), db, name, t0))
+	}
+}
+
 // drain moves every batch of appended events into outbox rows.
 func drain(t testing.TB, db *gorm.DB) {
 	t.Helper()

@@ -168,6 +168,7 @@ func TestDispatcherToNATSAndWebhook(t *testing.T) {
 	require.NoError(t, err)
 
 	now := time.Now()
+	registered(t, db, n.Name(), hook.Name())
 	events := store(t, db, event(t, OrderCreated, "A", now), event(t, OrderPaid, "A", now),
 		event(t, OrderCreated, "B", now), event(t, OrderFailed, "C", now))
 	run(t, NewDispatcher(db, Options{Sinks: []Sink{n, hook}, Poll: 2 * time.Millisecond, Backoff: fast, Log: quiet}))

@@ -27,6 +27,7 @@ func TestRefusingReceiverHoldsBackOnlyItsOwn(t *testing.T) {
 		order := fmt.Sprintf("o%d", o)
 		events = append(events, event(t, OrderCreated, order, t0), event(t, OrderPaid, order, t0), event(t, PaymentRefundDue, order, t0))
 	}
+	registered(t, db, "dead", "fine")
 	stored := store(t, db, events...)
 	var refusing atomic.Bool
 	refusing.Store(true)
@@ -81,6 +82,7 @@ func TestHangingReceiverDoesNotSlowTheOthers(t *testing.T) {
 	for o := range 20 {
 		events = append(events, event(t, OrderCreated, fmt.Sprintf("o%02d", o), now), event(t, OrderPaid, fmt.Sprintf("o%02d", o), now))
 	}
+	registered(t, db, "hanging", "fine")
 	stored := store(t, db, events...)
 	release := make(chan struct{})
 	hanging, fine := newSink(), newSink()
@@ -109,9 +111,6 @@ func TestReceiverAddedLaterGetsTheEventsFromThen(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
-	// The deliveries kept from before per-receiver state are gone (the
-	// first receiver was registered events.max_age ago).
-	require.NoError(t, db.Where("name = ?", everyReceiver).Delete(&registration{}).Error)
 	shop := newSink()
 	shop.name = "shop"
 	_, err := NewDispatcher(db, Options{Sinks: []Sink{shop}, Now: clock.Now, Log: quiet}).Step(t.Context())
@@ -154,6 +153,7 @@ func TestRedeliver(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test", "fine")
 	stored := store(t, db, event(t, OrderCreated, "A", t0))
 	id := stored[0].EventID
 	var refusing atomic.Bool
@@ -237,6 +237,7 @@ func TestReceiverLeftOutKeepsItsDeliveries(t *testing.T) {
 	shop, crm := newSink(), newSink()
 	shop.name, crm.name = "shop", "crm"
 	crm.refuse = func(*Event, int) bool { return true }
+	registered(t, db, "shop", "crm")
 	first := store(t, db, event(t, OrderCreated, "A", t0))
 	_, err := NewDispatcher(db, Options{Sinks: []Sink{shop, crm}, Now: clock.Now, Log: quiet}).Step(context.Background())
 	require.NoError(t, err)

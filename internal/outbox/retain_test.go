@@ -33,6 +33,7 @@ func TestRetainDeletesOnlyOldDelivered(t *testing.T) {
 		event(t, OrderCreated, "dead", month),
 		event(t, OrderCreated, "other", month),
 	}
+	registered(t, db, "test", "crm")
 	require.NoError(t, NewWriter(true).Append(db, append(events, keep...)...))
 	drain(t, db)
 	deliver(t, db, "test")
@@ -82,6 +83,7 @@ func TestForgetDropsReceiversNobodyHas(t *testing.T) {
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
 	const retention = 48 * time.Hour
+	registered(t, db, "gone", "kept")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderCreated, "B", t0))
 	require.NoError(t, db.Create(&Delivery{EventRow: stored[0].ID, Receiver: everyReceiver, OrderID: "A", Status: StatusDead,
 		WindowFrom: t0, NextAt: t0}).Error)

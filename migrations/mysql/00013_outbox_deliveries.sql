@@ -30,8 +30,10 @@
 -- The events pending or dead before this migration were for every
 -- receiver: they become the deliveries of receiver '*', which no
 -- configuration can name, and each receiver a dispatcher first has in the
--- events.max_age after the first one gets a copy of them, and the events
--- from here on (next_id). The state of a delivered event is dropped: it is
+-- events.max_age after the first one gets a copy of them (a dispatcher
+-- registers its receivers before it moves a batch, so they get the events
+-- still in batches too). The next_id of '*' is where the events after this
+-- migration begin. The state of a delivered event is dropped: it is
 -- deleted events.retention after it was written.
 CREATE TABLE outbox_receivers (
     name       VARCHAR(128)    NOT NULL,
