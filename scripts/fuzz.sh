@@ -22,9 +22,11 @@ targets=(
 	"./internal/httpapi FuzzListQuery"
 	"./internal/httpapi FuzzCursor"
 	"./internal/httpapi FuzzPaymentWebhook"
+	"./internal/httpapi FuzzEventsQuery"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
+	"./internal/config FuzzEventReceivers"
 	"./internal/stock FuzzDecodeOrders"
 )
 

@@ -601,15 +601,15 @@ type AdminCancelRequest struct {
 	Reason string `json:"reason"`
 }
 
-// AdminEvent An order event as the outbox holds it, and how its delivery goes.
+// AdminEvent An order event as the outbox holds it, and how its delivery to one receiver goes.
 type AdminEvent struct {
-	// Attempts Deliveries refused so far.
+	// Attempts Sends to the receiver refused so far.
 	Attempts int `json:"attempts"`
 
 	// CreatedAt When it was written, with the change.
 	CreatedAt time.Time `json:"created_at"`
 
-	// DeliveredAt When every receiver acknowledged it; absent until then.
+	// DeliveredAt When the receiver acknowledged it; absent until then.
 	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
 
 	// Event An order event, the body of its delivery: the same bytes on every
@@ -625,14 +625,19 @@ type AdminEvent struct {
 	// LastError Why its last delivery failed; absent if none did.
 	LastError *string `json:"last_error,omitempty"`
 
-	// NextAt Pending only: the earliest next delivery (an event also waits
-	// for the pending events of its order written before it).
+	// NextAt Pending only: the earliest next delivery (a delivery also
+	// waits for the pending deliveries to the same receiver of the
+	// events of its order written before it).
 	NextAt  *time.Time `json:"next_at,omitempty"`
 	OrderId string     `json:"order_id"`
 
-	// Status `pending`: to deliver, or retried after a refusal; `delivered`:
-	// acknowledged by every receiver; `dead`: refused or unreachable past
-	// `events.max_age`, kept until redelivered by hand.
+	// Receiver The receiver this delivery is to (see the `receiver` parameter).
+	Receiver string `json:"receiver"`
+
+	// Status Of an event's delivery to one receiver. `pending`: to deliver, or
+	// retried after a refusal; `delivered`: acknowledged by the receiver;
+	// `dead`: refused or unreachable past `events.max_age`, kept until
+	// redelivered by hand.
 	Status EventStatus `json:"status"`
 
 	// Type What happened; `webhooks` describes each.
@@ -887,9 +892,10 @@ type ErrorError string
 // `payment.refund_due`.
 type EventId = string
 
-// EventStatus `pending`: to deliver, or retried after a refusal; `delivered`:
-// acknowledged by every receiver; `dead`: refused or unreachable past
-// `events.max_age`, kept until redelivered by hand.
+// EventStatus Of an event's delivery to one receiver. `pending`: to deliver, or
+// retried after a refusal; `delivered`: acknowledged by the receiver;
+// `dead`: refused or unreachable past `events.max_age`, kept until
+// redelivered by hand.
 type EventStatus string
 
 // EventType What happened; `webhooks` describes each.
@@ -1704,6 +1710,9 @@ type Cursor = string
 // EventLimit defines model for EventLimit.
 type EventLimit = int
 
+// EventReceiver defines model for EventReceiver.
+type EventReceiver = string
+
 // EventWebhookId An event's id: `evt_<created|paid|cancelled|expired|failed>_<order id>`
 // for an order event (an order has each at most once),
 // `evt_refund_<24 hex digits>` (a hash of the payment id) for
@@ -1788,6 +1797,13 @@ type AdminListEventsParams struct {
 	// Status The events with this status; `pending` when absent.
 	Status *EventStatus `form:"status,omitempty" json:"status,omitempty"`
 
+	// Receiver A receiver's name, as the metrics and the `receiver` of a delivery
+	// show it: the name a `events.webhook_url` entry gives (`name=URL`),
+	// else the URL's host and path (`shop.example.com/hooks`), or `nats`.
+	// 1 to 128 printable ASCII characters, no space; absent for every
+	// receiver.
+	Receiver *EventReceiver `form:"receiver,omitempty" json:"receiver,omitempty"`
+
 	// Limit Page size.
 	Limit *EventLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1795,6 +1811,16 @@ type AdminListEventsParams struct {
 	// page. A value the API did not give (an empty one included) is 400
 	// `invalid_request`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// AdminRedeliverEventParams defines parameters for AdminRedeliverEvent.
+type AdminRedeliverEventParams struct {
+	// Receiver A receiver's name, as the metrics and the `receiver` of a delivery
+	// show it: the name a `events.webhook_url` entry gives (`name=URL`),
+	// else the URL's host and path (`shop.example.com/hooks`), or `nats`.
+	// 1 to 128 printable ASCII characters, no space; absent for every
+	// receiver.
+	Receiver *EventReceiver `form:"receiver,omitempty" json:"receiver,omitempty"`
 }
 
 // AdminListOrdersParams defines parameters for AdminListOrders.
@@ -2345,41 +2371,52 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// AdminListEvents List the order events of the outbox by status
+	// AdminListEvents List the deliveries of order events, by status and receiver
 	//
-	// The order events seckill sends the shop (see `webhooks`), as the
-	// outbox holds them, oldest first, one page at a time: `pending` (to
-	// deliver, or being retried after a refusal: `attempts`, `last_error`
-	// and `next_at` say how it goes), `delivered` (kept
-	// `events.retention`), or `dead` (refused or unreachable past
-	// `events.max_age`, kept until redelivered by hand). Pass the
-	// `next_cursor` of a page as `cursor`, with the same `status`, to get
-	// the next one; a page without `next_cursor` is the last.
+	// The order events seckill sends the shop (see `webhooks`), one item
+	// per event and receiver, as the outbox holds them, in the order the
+	// deliveries were made (each receiver's in the order its events were
+	// written), one page at a time: `pending` (to deliver, or being
+	// retried after a refusal: `attempts`, `last_error` and `next_at` say
+	// how it goes), `delivered` (kept `events.retention`), or `dead`
+	// (refused or unreachable past `events.max_age`, kept until
+	// redelivered by hand). `receiver` keeps one receiver's; a receiver
+	// that refuses everything has all its events pending here, and no
+	// other receiver's. Pass the `next_cursor` of a page as `cursor`,
+	// with the same `status` and `receiver`, to get the next one; a page
+	// without `next_cursor` is the last. An event a receiver is yet to be
+	// given (written a moment ago) is listed once it is.
 	//
 	// With events off (no `events.webhook_url` nor `events.nats_url`)
 	// nothing is written to the outbox and every page is empty. A bad
-	// `status`, `limit` or `cursor` (an empty one included) is 400
-	// `invalid_request`.
+	// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
+	// 400 `invalid_request`; a receiver no dispatcher has had is 404
+	// `not_found`.
 	//
 	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 	AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AdminRedeliverEvent Send an order event again
+	// AdminRedeliverEvent Send an order event again, to one receiver or to every one
 	//
-	// Makes the event pending again, due now, with a fresh retry window
-	// of `events.max_age`, and answers it: a `dead` one once the receiver
-	// is fixed, a `delivered` one a receiver lost, or a `pending` one to
-	// try now instead of after its back-off. It keeps its id (the
-	// `webhook-id` of its deliveries) and its place among its order's
-	// events, which are delivered in the order they were written. The
-	// delivery itself is made by the dispatcher, as for any pending event.
+	// Makes the event's delivery to `receiver` (to every receiver
+	// dispatchers have, when absent) pending again, due now, with a fresh
+	// retry window of `events.max_age`, and answers the deliveries so
+	// made: a `dead` one once the receiver is fixed, a `delivered` one a
+	// receiver lost, a `pending` one to try now instead of after its
+	// back-off, or a new one to a receiver that came after the event was
+	// written. Each keeps the event's id (the `webhook-id` of its
+	// deliveries), its attempts, and its place among its order's events
+	// to that receiver, which gets them in the order they were written.
+	// The delivery itself is made by the dispatcher, as for any pending
+	// one; the other receivers' deliveries are left as they are.
 	//
-	// A malformed id is 400 `invalid_request`; an id the outbox does not
-	// have is 404 `not_found` (a delivered event is deleted after
-	// `events.retention`). No request body.
+	// A malformed id or `receiver` is 400 `invalid_request`; an id the
+	// outbox does not have (a delivered event is deleted after
+	// `events.retention`) or a receiver no dispatcher has had is 404
+	// `not_found`. No request body.
 	//
 	// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
-	AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AdminRedeliverEvent(ctx context.Context, id EventId, params *AdminRedeliverEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListOrders Find orders (support)
 	//
@@ -3162,21 +3199,27 @@ type ClientInterface interface {
 	ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// AdminListEvents List the order events of the outbox by status
+// AdminListEvents List the deliveries of order events, by status and receiver
 //
-// The order events seckill sends the shop (see `webhooks`), as the
-// outbox holds them, oldest first, one page at a time: `pending` (to
-// deliver, or being retried after a refusal: `attempts`, `last_error`
-// and `next_at` say how it goes), `delivered` (kept
-// `events.retention`), or `dead` (refused or unreachable past
-// `events.max_age`, kept until redelivered by hand). Pass the
-// `next_cursor` of a page as `cursor`, with the same `status`, to get
-// the next one; a page without `next_cursor` is the last.
+// The order events seckill sends the shop (see `webhooks`), one item
+// per event and receiver, as the outbox holds them, in the order the
+// deliveries were made (each receiver's in the order its events were
+// written), one page at a time: `pending` (to deliver, or being
+// retried after a refusal: `attempts`, `last_error` and `next_at` say
+// how it goes), `delivered` (kept `events.retention`), or `dead`
+// (refused or unreachable past `events.max_age`, kept until
+// redelivered by hand). `receiver` keeps one receiver's; a receiver
+// that refuses everything has all its events pending here, and no
+// other receiver's. Pass the `next_cursor` of a page as `cursor`,
+// with the same `status` and `receiver`, to get the next one; a page
+// without `next_cursor` is the last. An event a receiver is yet to be
+// given (written a moment ago) is listed once it is.
 //
 // With events off (no `events.webhook_url` nor `events.nats_url`)
 // nothing is written to the outbox and every page is empty. A bad
-// `status`, `limit` or `cursor` (an empty one included) is 400
-// `invalid_request`.
+// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
+// 400 `invalid_request`; a receiver no dispatcher has had is 404
+// `not_found`.
 //
 // Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 func (c *RawClient) AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3191,23 +3234,28 @@ func (c *RawClient) AdminListEvents(ctx context.Context, params *AdminListEvents
 	return c.Client.Do(req)
 }
 
-// AdminRedeliverEvent Send an order event again
+// AdminRedeliverEvent Send an order event again, to one receiver or to every one
 //
-// Makes the event pending again, due now, with a fresh retry window
-// of `events.max_age`, and answers it: a `dead` one once the receiver
-// is fixed, a `delivered` one a receiver lost, or a `pending` one to
-// try now instead of after its back-off. It keeps its id (the
-// `webhook-id` of its deliveries) and its place among its order's
-// events, which are delivered in the order they were written. The
-// delivery itself is made by the dispatcher, as for any pending event.
+// Makes the event's delivery to `receiver` (to every receiver
+// dispatchers have, when absent) pending again, due now, with a fresh
+// retry window of `events.max_age`, and answers the deliveries so
+// made: a `dead` one once the receiver is fixed, a `delivered` one a
+// receiver lost, a `pending` one to try now instead of after its
+// back-off, or a new one to a receiver that came after the event was
+// written. Each keeps the event's id (the `webhook-id` of its
+// deliveries), its attempts, and its place among its order's events
+// to that receiver, which gets them in the order they were written.
+// The delivery itself is made by the dispatcher, as for any pending
+// one; the other receivers' deliveries are left as they are.
 //
-// A malformed id is 400 `invalid_request`; an id the outbox does not
-// have is 404 `not_found` (a delivered event is deleted after
-// `events.retention`). No request body.
+// A malformed id or `receiver` is 400 `invalid_request`; an id the
+// outbox does not have (a delivered event is deleted after
+// `events.retention`) or a receiver no dispatcher has had is 404
+// `not_found`. No request body.
 //
 // Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
-func (c *RawClient) AdminRedeliverEvent(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAdminRedeliverEventRequest(c.Server, id)
+func (c *RawClient) AdminRedeliverEvent(ctx context.Context, id EventId, params *AdminRedeliverEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminRedeliverEventRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4418,6 +4466,18 @@ func NewAdminListEventsRequest(server string, params *AdminListEventsParams) (*h
 
 		}
 
+		if params.Receiver != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "receiver", *params.Receiver, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -4457,7 +4517,7 @@ func NewAdminListEventsRequest(server string, params *AdminListEventsParams) (*h
 }
 
 // NewAdminRedeliverEventRequest constructs an http.Request for the AdminRedeliverEvent method
-func NewAdminRedeliverEventRequest(server string, id EventId) (*http.Request, error) {
+func NewAdminRedeliverEventRequest(server string, id EventId, params *AdminRedeliverEventParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4480,6 +4540,33 @@ func NewAdminRedeliverEventRequest(server string, id EventId) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Receiver != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "receiver", *params.Receiver, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
@@ -5966,45 +6053,56 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// AdminListEventsWithResponse List the order events of the outbox by status
+	// AdminListEventsWithResponse List the deliveries of order events, by status and receiver
 	//
-	// The order events seckill sends the shop (see `webhooks`), as the
-	// outbox holds them, oldest first, one page at a time: `pending` (to
-	// deliver, or being retried after a refusal: `attempts`, `last_error`
-	// and `next_at` say how it goes), `delivered` (kept
-	// `events.retention`), or `dead` (refused or unreachable past
-	// `events.max_age`, kept until redelivered by hand). Pass the
-	// `next_cursor` of a page as `cursor`, with the same `status`, to get
-	// the next one; a page without `next_cursor` is the last.
+	// The order events seckill sends the shop (see `webhooks`), one item
+	// per event and receiver, as the outbox holds them, in the order the
+	// deliveries were made (each receiver's in the order its events were
+	// written), one page at a time: `pending` (to deliver, or being
+	// retried after a refusal: `attempts`, `last_error` and `next_at` say
+	// how it goes), `delivered` (kept `events.retention`), or `dead`
+	// (refused or unreachable past `events.max_age`, kept until
+	// redelivered by hand). `receiver` keeps one receiver's; a receiver
+	// that refuses everything has all its events pending here, and no
+	// other receiver's. Pass the `next_cursor` of a page as `cursor`,
+	// with the same `status` and `receiver`, to get the next one; a page
+	// without `next_cursor` is the last. An event a receiver is yet to be
+	// given (written a moment ago) is listed once it is.
 	//
 	// With events off (no `events.webhook_url` nor `events.nats_url`)
 	// nothing is written to the outbox and every page is empty. A bad
-	// `status`, `limit` or `cursor` (an empty one included) is 400
-	// `invalid_request`.
+	// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
+	// 400 `invalid_request`; a receiver no dispatcher has had is 404
+	// `not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 	AdminListEventsWithResponse(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*AdminListEventsResponse, error)
 
-	// AdminRedeliverEventWithResponse Send an order event again
+	// AdminRedeliverEventWithResponse Send an order event again, to one receiver or to every one
 	//
-	// Makes the event pending again, due now, with a fresh retry window
-	// of `events.max_age`, and answers it: a `dead` one once the receiver
-	// is fixed, a `delivered` one a receiver lost, or a `pending` one to
-	// try now instead of after its back-off. It keeps its id (the
-	// `webhook-id` of its deliveries) and its place among its order's
-	// events, which are delivered in the order they were written. The
-	// delivery itself is made by the dispatcher, as for any pending event.
+	// Makes the event's delivery to `receiver` (to every receiver
+	// dispatchers have, when absent) pending again, due now, with a fresh
+	// retry window of `events.max_age`, and answers the deliveries so
+	// made: a `dead` one once the receiver is fixed, a `delivered` one a
+	// receiver lost, a `pending` one to try now instead of after its
+	// back-off, or a new one to a receiver that came after the event was
+	// written. Each keeps the event's id (the `webhook-id` of its
+	// deliveries), its attempts, and its place among its order's events
+	// to that receiver, which gets them in the order they were written.
+	// The delivery itself is made by the dispatcher, as for any pending
+	// one; the other receivers' deliveries are left as they are.
 	//
-	// A malformed id is 400 `invalid_request`; an id the outbox does not
-	// have is 404 `not_found` (a delivered event is deleted after
-	// `events.retention`). No request body.
+	// A malformed id or `receiver` is 400 `invalid_request`; an id the
+	// outbox does not have (a delivered event is deleted after
+	// `events.retention`) or a receiver no dispatcher has had is 404
+	// `not_found`. No request body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
-	AdminRedeliverEventWithResponse(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error)
+	AdminRedeliverEventWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error)
 
 	// AdminListOrdersWithResponse Find orders (support)
 	//
@@ -6851,6 +6949,8 @@ type AdminListEventsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6875,6 +6975,11 @@ func (r AdminListEventsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AdminListEventsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AdminListEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6920,7 +7025,7 @@ type AdminRedeliverEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AdminEvent
+	JSON200 *AdminEventList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6936,7 +7041,7 @@ type AdminRedeliverEventResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdminRedeliverEventResponse) GetJSON200() *AdminEvent {
+func (r AdminRedeliverEventResponse) GetJSON200() *AdminEventList {
 	return r.JSON200
 }
 
@@ -9468,21 +9573,27 @@ func (r ReceivePaymentResponse) ContentType() string {
 	return ""
 }
 
-// AdminListEventsWithResponse List the order events of the outbox by status
+// AdminListEventsWithResponse List the deliveries of order events, by status and receiver
 //
-// The order events seckill sends the shop (see `webhooks`), as the
-// outbox holds them, oldest first, one page at a time: `pending` (to
-// deliver, or being retried after a refusal: `attempts`, `last_error`
-// and `next_at` say how it goes), `delivered` (kept
-// `events.retention`), or `dead` (refused or unreachable past
-// `events.max_age`, kept until redelivered by hand). Pass the
-// `next_cursor` of a page as `cursor`, with the same `status`, to get
-// the next one; a page without `next_cursor` is the last.
+// The order events seckill sends the shop (see `webhooks`), one item
+// per event and receiver, as the outbox holds them, in the order the
+// deliveries were made (each receiver's in the order its events were
+// written), one page at a time: `pending` (to deliver, or being
+// retried after a refusal: `attempts`, `last_error` and `next_at` say
+// how it goes), `delivered` (kept `events.retention`), or `dead`
+// (refused or unreachable past `events.max_age`, kept until
+// redelivered by hand). `receiver` keeps one receiver's; a receiver
+// that refuses everything has all its events pending here, and no
+// other receiver's. Pass the `next_cursor` of a page as `cursor`,
+// with the same `status` and `receiver`, to get the next one; a page
+// without `next_cursor` is the last. An event a receiver is yet to be
+// given (written a moment ago) is listed once it is.
 //
 // With events off (no `events.webhook_url` nor `events.nats_url`)
 // nothing is written to the outbox and every page is empty. A bad
-// `status`, `limit` or `cursor` (an empty one included) is 400
-// `invalid_request`.
+// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
+// 400 `invalid_request`; a receiver no dispatcher has had is 404
+// `not_found`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9495,25 +9606,30 @@ func (c *ClientWithResponses) AdminListEventsWithResponse(ctx context.Context, p
 	return ParseAdminListEventsResponse(rsp)
 }
 
-// AdminRedeliverEventWithResponse Send an order event again
+// AdminRedeliverEventWithResponse Send an order event again, to one receiver or to every one
 //
-// Makes the event pending again, due now, with a fresh retry window
-// of `events.max_age`, and answers it: a `dead` one once the receiver
-// is fixed, a `delivered` one a receiver lost, or a `pending` one to
-// try now instead of after its back-off. It keeps its id (the
-// `webhook-id` of its deliveries) and its place among its order's
-// events, which are delivered in the order they were written. The
-// delivery itself is made by the dispatcher, as for any pending event.
+// Makes the event's delivery to `receiver` (to every receiver
+// dispatchers have, when absent) pending again, due now, with a fresh
+// retry window of `events.max_age`, and answers the deliveries so
+// made: a `dead` one once the receiver is fixed, a `delivered` one a
+// receiver lost, a `pending` one to try now instead of after its
+// back-off, or a new one to a receiver that came after the event was
+// written. Each keeps the event's id (the `webhook-id` of its
+// deliveries), its attempts, and its place among its order's events
+// to that receiver, which gets them in the order they were written.
+// The delivery itself is made by the dispatcher, as for any pending
+// one; the other receivers' deliveries are left as they are.
 //
-// A malformed id is 400 `invalid_request`; an id the outbox does not
-// have is 404 `not_found` (a delivered event is deleted after
-// `events.retention`). No request body.
+// A malformed id or `receiver` is 400 `invalid_request`; an id the
+// outbox does not have (a delivered event is deleted after
+// `events.retention`) or a receiver no dispatcher has had is 404
+// `not_found`. No request body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/events/{id}/redeliver (the `AdminRedeliverEvent` operationId).
-func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Context, id EventId, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error) {
-	rsp, err := c.AdminRedeliverEvent(ctx, id, reqEditors...)
+func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Context, id EventId, params *AdminRedeliverEventParams, reqEditors ...RequestEditorFn) (*AdminRedeliverEventResponse, error) {
+	rsp, err := c.AdminRedeliverEvent(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10618,6 +10734,13 @@ func ParseAdminListEventsResponse(rsp *http.Response) (*AdminListEventsResponse,
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10658,7 +10781,7 @@ func ParseAdminRedeliverEventResponse(rsp *http.Response) (*AdminRedeliverEventR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AdminEvent
+		var dest AdminEventList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

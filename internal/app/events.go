@@ -14,8 +14,8 @@ func (a *App) buildEvents() error {
 		return nil
 	}
 	var sinks []outbox.Sink
-	for _, u := range ec.WebhookURLs() {
-		w, err := outbox.NewWebhook(u, ec.Secrets(), nil)
+	for _, h := range ec.Webhooks() {
+		w, err := outbox.NewWebhook(h.Name, h.URL, ec.Secrets(), nil)
 		if err != nil {
 			return err
 		}

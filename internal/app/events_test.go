@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/testutil"
 	"github.com/seckill/seckill/internal/webhook"
 )
 
@@ -146,6 +147,16 @@ func (s *deployment) eventListed(status, id string) bool {
 	return false
 }
 
+// redeliveries reads the answer of POST /admin/events/{id}/redeliver.
+func redeliveries(t *testing.T, r testutil.Reply) []outbox.View {
+	t.Helper()
+	var got struct {
+		Items []outbox.View `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Raw), &got))
+	return got.Items
+}
+
 // checkWebhookBody checks a delivered body against the document's webhook op.
 func checkWebhookBody(t *testing.T, op string, body []byte) {
 	t.Helper()
@@ -215,7 +226,8 @@ func TestEventsListedDeliveredAndRedelivered(t *testing.T) {
 	cancelled := "evt_cancelled_" + id
 	s.waitEvent(outbox.StatusPending, cancelled, func(v outbox.View) bool { return v.Attempts >= 1 })
 	require.Eventually(t, func() bool {
-		res := s.apps[0].DB.Model(&outbox.Event{}).Where("event_id = ? AND lease_owner IS NULL", cancelled).
+		res := s.apps[0].DB.Model(&outbox.Delivery{}).
+			Where("event_row = (SELECT id FROM outbox WHERE event_id = ?) AND lease_owner IS NULL", cancelled).
 			Update("status", outbox.StatusDead)
 		require.NoError(t, res.Error)
 		return res.RowsAffected == 1
@@ -227,12 +239,15 @@ func TestEventsListedDeliveredAndRedelivered(t *testing.T) {
 	assert.False(t, s.eventListed(outbox.StatusPending, cancelled))
 
 	rec.answer(http.StatusNoContent)
-	r := s.do(0, "POST", "/admin/events/"+cancelled+"/redeliver", "", nil)
+	r := s.do(0, "POST", "/admin/events/"+cancelled+"/redeliver?receiver="+dead.Receiver, "", nil)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	assert.Equal(t, cancelled, r.Str("event_id"))
-	assert.Equal(t, outbox.StatusPending, r.Str("status"))
-	assert.NotEmpty(t, r.Str("next_at"))
-	assert.Equal(t, float64(dead.Attempts), r.Body["attempts"], "its attempts are kept")
+	redelivered := redeliveries(t, r)
+	require.Len(t, redelivered, 1)
+	assert.Equal(t, cancelled, redelivered[0].EventID)
+	assert.Equal(t, dead.Receiver, redelivered[0].Receiver)
+	assert.Equal(t, outbox.StatusPending, redelivered[0].Status)
+	assert.NotNil(t, redelivered[0].NextAt)
+	assert.Equal(t, dead.Attempts, redelivered[0].Attempts, "its attempts are kept")
 	s.waitEvent(outbox.StatusDelivered, cancelled, nil)
 	got = rec.deliveries(cancelled)
 	require.NotEmpty(t, got)
@@ -249,8 +264,10 @@ func TestEventsListedDeliveredAndRedelivered(t *testing.T) {
 	before := len(rec.deliveries(created))
 	r = s.do(0, "POST", "/admin/events/"+created+"/redeliver", "", nil)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	assert.Equal(t, outbox.StatusPending, r.Str("status"))
-	assert.Empty(t, r.Str("delivered_at"))
+	redelivered = redeliveries(t, r)
+	require.Len(t, redelivered, 1, "to every receiver: the one there is")
+	assert.Equal(t, outbox.StatusPending, redelivered[0].Status)
+	assert.Nil(t, redelivered[0].DeliveredAt)
 	s.waitEvent(outbox.StatusDelivered, created, nil)
 	got = rec.deliveries(created)
 	require.Greater(t, len(got), before)
@@ -277,6 +294,7 @@ func TestEventsAdminBadInput(t *testing.T) {
 		"cursor=", "cursor=nope", "cursor=" + strings.Repeat("A", 100),
 		"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("sku:0")),
 		"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("sku:18446744073709551615")),
+		"receiver=", "receiver=a%20b", "receiver=%C3%A9", "receiver=" + strings.Repeat("r", 129),
 	} {
 		r := s.do(0, "GET", "/admin/events?"+q, "", nil)
 		assert.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", q, r.Raw)
@@ -296,6 +314,18 @@ func TestEventsAdminBadInput(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, r.Status, "%s: %s", unknown, r.Raw)
 		assert.Equal(t, "not_found", r.Str("error"), unknown)
 	}
+	for _, p := range []string{
+		"/admin/events/" + created + "/redeliver?receiver=nobody",
+		"/admin/events/" + created + "/redeliver?receiver=*",
+	} {
+		r := s.do(0, "POST", p, "", nil)
+		assert.Equal(t, http.StatusNotFound, r.Status, "%s: %s", p, r.Raw)
+		assert.Equal(t, "not_found", r.Str("error"), p)
+		assert.Contains(t, r.Str("detail"), "receiver", p)
+	}
+	r := s.do(0, "GET", "/admin/events?receiver=nobody", "", nil)
+	assert.Equal(t, http.StatusNotFound, r.Status, r.Raw)
+	assert.Equal(t, "not_found", r.Str("error"))
 
 	for _, c := range []struct{ method, path, auth string }{
 		{"GET", "/admin/events", ""},
@@ -316,8 +346,10 @@ func TestEventsAdminBadInput(t *testing.T) {
 
 	var e outbox.Event
 	require.NoError(t, s.apps[0].DB.Take(&e, "event_id = ?", created).Error)
-	assert.Equal(t, outbox.StatusPending, e.Status, "nothing was redelivered by hand")
-	assert.True(t, e.CreatedAt.Equal(e.WindowFrom), "nor its retry window restarted")
+	var d outbox.Delivery
+	require.NoError(t, s.apps[0].DB.Take(&d, "event_row = ?", e.ID).Error)
+	assert.Equal(t, outbox.StatusPending, d.Status, "nothing was redelivered by hand")
+	assert.True(t, e.CreatedAt.Equal(d.WindowFrom), "nor its retry window restarted")
 }
 
 // With events off the endpoints answer, on an empty outbox.

@@ -110,7 +110,9 @@ func verifyEvents(ctx context.Context, e *env, a *app.App) bool {
 		fmt.Fprintf(e.stderr, "verify: events: %v\n", err)
 		return false
 	}
-	fmt.Fprintf(e.stderr, "verify: events: %d pending, %d delivered, %d dead\n", r.Counts.Pending, r.Counts.Delivered, r.Counts.Dead)
+	for _, c := range r.Receivers {
+		fmt.Fprintf(e.stderr, "verify: events to %s: %d pending, %d delivered, %d dead\n", c.Receiver, c.Pending, c.Delivered, c.Dead)
+	}
 	if !r.OK() {
 		b, _ := json.Marshal(r)
 		fmt.Fprintf(e.stderr, "verify: events do not match the orders: %s\n", b)

@@ -9,8 +9,9 @@ import (
 // Events configures the order events seckill sends the shop (internal/outbox):
 // off unless a webhook URL or a NATS URL is set.
 type Events struct {
-	// WebhookURL is one or more receivers, comma-separated; each gets
-	// every event, signed with WebhookSecret (Standard Webhooks).
+	// WebhookURL is one or more receivers, comma-separated, each a URL
+	// or name=URL; each gets every event, signed with WebhookSecret
+	// (Standard Webhooks). Webhooks says how each is named.
 	WebhookURL    string `mapstructure:"webhook_url"`
 	WebhookSecret string `mapstructure:"webhook_secret"`
 	// NATSURL is a NATS server with JetStream; events are published on
@@ -22,14 +23,86 @@ type Events struct {
 	BackoffMin  time.Duration `mapstructure:"backoff_min"` // first retry's delay
 	BackoffMax  time.Duration `mapstructure:"backoff_max"` // cap on a retry's delay
 	Retention   time.Duration `mapstructure:"retention"`   // delivered events are deleted after this
-	Concurrency int           `mapstructure:"concurrency"` // deliveries in flight per process
+	Concurrency int           `mapstructure:"concurrency"` // deliveries in flight per receiver and process
+}
+
+// Webhook is a receiver of events.webhook_url.
+type Webhook struct {
+	// Name identifies the receiver in the outbox, the metrics and the
+	// admin API: what its entry names it (name=URL), or its URL's host and
+	// path (shop.example.com/hooks). Its delivery state is kept under it,
+	// so a receiver keeps its backlog across a change of URL only when it
+	// is named.
+	Name string
+	URL  string
+}
+
+// NATSName is the receiver name of the NATS sink.
+const NATSName = "nats"
+
+// Receiver names: a given name is a letter or digit, then up to 63
+// letters, digits, '.', '_' or '-'; a name made of a URL is at most
+// maxNameLen bytes.
+const (
+	nameChars  = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+	maxNameLen = 128
+)
+
+// Webhooks returns the receivers, one per comma-separated entry, each with
+// its name.
+func (e Events) Webhooks() []Webhook {
+	var out []Webhook
+	for _, entry := range splitList(e.WebhookURL) {
+		w, _ := webhookOf(entry)
+		out = append(out, w)
+	}
+	return out
+}
+
+// webhookOf reads an entry of events.webhook_url: name=URL (named), or a
+// URL, named after its host and path.
+func webhookOf(entry string) (w Webhook, named bool) {
+	if name, u, ok := strings.Cut(entry, "="); ok && !strings.ContainsAny(name, ":/") {
+		return Webhook{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)}, true
+	}
+	w = Webhook{URL: entry}
+	if p, err := url.Parse(entry); err == nil {
+		w.Name = p.Host + strings.TrimSuffix(p.EscapedPath(), "/")
+	}
+	return w, false
+}
+
+// validName reports whether name is a name an entry may give.
+func validName(name string) bool {
+	return name != "" && len(name) <= 64 && strings.Trim(name, nameChars) == "" &&
+		strings.IndexByte("._-", name[0]) < 0
+}
+
+// plainName reports whether a name made of a URL can name a receiver: 1 to
+// maxNameLen printable ASCII characters, no space.
+func plainName(name string) bool {
+	if name == "" || len(name) > maxNameLen {
+		return false
+	}
+	for i := range len(name) {
+		if name[i] <= ' ' || name[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // On reports whether events are written and sent.
 func (e Events) On() bool { return len(e.WebhookURLs()) > 0 || e.NATSURL != "" }
 
-// WebhookURLs returns the receivers, one per comma-separated entry.
-func (e Events) WebhookURLs() []string { return splitList(e.WebhookURL) }
+// WebhookURLs returns the receivers' URLs, one per comma-separated entry.
+func (e Events) WebhookURLs() []string {
+	var out []string
+	for _, w := range e.Webhooks() {
+		out = append(out, w.URL)
+	}
+	return out
+}
 
 // Secrets returns the signing keys: the first signs; more are for a
 // receiver that accepts any of them during a rotation.
@@ -40,11 +113,25 @@ func (e Events) validate() error {
 	if len(urls) > 16 {
 		return &Error{Key: "events.webhook_url", Allowed: "at most 16 receivers"}
 	}
-	for _, u := range urls {
-		p, err := url.Parse(u)
+	names := map[string]bool{}
+	if e.NATSURL != "" {
+		names[NATSName] = true
+	}
+	for _, entry := range splitList(e.WebhookURL) {
+		w, named := webhookOf(entry)
+		p, err := url.Parse(w.URL)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return &Error{Key: "events.webhook_url", Value: u, Allowed: "http:// or https:// URLs, comma-separated"}
+			return &Error{Key: "events.webhook_url", Value: w.URL, Allowed: "http:// or https:// URLs, each optionally name=URL, comma-separated"}
 		}
+		switch {
+		case named && !validName(w.Name):
+			return &Error{Key: "events.webhook_url", Value: w.Name, Allowed: "a receiver name (name=URL) of 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+		case !plainName(w.Name):
+			return &Error{Key: "events.webhook_url", Value: w.URL, Allowed: "a URL whose host and path are at most 128 printable ASCII characters, or one given a name (name=URL)"}
+		case names[w.Name]:
+			return &Error{Key: "events.webhook_url", Value: w.Name, Allowed: "one receiver per name: give each a name of its own (name=URL)"}
+		}
+		names[w.Name] = true
 	}
 	secrets := e.Secrets()
 	switch {

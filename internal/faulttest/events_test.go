@@ -319,7 +319,16 @@ func newEventsReceiver(t *testing.T, secret string) *eventsReceiver {
 	return r
 }
 
-func (r *eventsReceiver) url(process string) string { return r.srv.URL + "/events/" + process }
+// url is the events.webhook_url entry of process: the receiver
+// eventsReceiverName, at the process's own path.
+func (r *eventsReceiver) url(process string) string {
+	return eventsReceiverName + "=" + r.srv.URL + "/events/" + process
+}
+
+// eventsReceiverName names the receiver in every process's
+// events.webhook_url: one receiver, whose delivery state the processes
+// share, reached by each at a path of its own.
+const eventsReceiverName = "shop"
 
 func (r *eventsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	sender := strings.TrimPrefix(req.URL.Path, "/events/")
@@ -442,7 +451,11 @@ func (r *eventsReceiver) waitSettled(d *deployment, sku uint64, limit time.Durat
 	for {
 		why = ""
 		var pending int64
-		if err := d.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM outbox WHERE status = ?) + (SELECT COALESCE(SUM(n), 0) FROM outbox_batches)", outbox.StatusPending).Scan(&pending); err != nil {
+		if err := d.db.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM outbox_deliveries WHERE receiver = ? AND status = ?)
+			+ (SELECT COUNT(*) FROM outbox WHERE id >= (SELECT next_id FROM outbox_receivers WHERE name = ?))
+			+ (SELECT COALESCE(SUM(n), 0) FROM outbox_batches)`,
+			eventsReceiverName, outbox.StatusPending, eventsReceiverName).Scan(&pending); err != nil {
 			why = err.Error()
 		} else if pending > 0 {
 			why = fmt.Sprintf("%d events pending in the outbox", pending)
@@ -527,11 +540,13 @@ func (s receiverState) bySenderString() string {
 	return strings.Join(parts, ",")
 }
 
-// outboxRows returns the status of each event in the outbox, by event id,
-// and fails the test on an id written twice.
+// outboxRows returns the status of the delivery to the receiver of each
+// event in the outbox ("none" before it has one), by event id, and fails
+// the test on an id written twice.
 func outboxRows(t *testing.T, d *deployment) map[string]string {
 	t.Helper()
-	rows, err := d.db.Query("SELECT event_id, status FROM outbox")
+	rows, err := d.db.Query(`SELECT e.event_id, COALESCE(r.status, 'none') FROM outbox e
+		LEFT JOIN outbox_deliveries r ON r.event_row = e.id AND r.receiver = ?`, eventsReceiverName)
 	require.NoError(t, err)
 	defer rows.Close()
 	out := map[string]string{}

@@ -13,11 +13,12 @@ import (
 	"github.com/seckill/seckill/internal/outbox"
 )
 
-// Events is what the admin endpoints on order events need: the outbox by
-// status, and sending an event again.
+// Events is what the admin endpoints on order events need: the deliveries
+// of the outbox by status and receiver (every receiver for ""), and sending
+// an event again, to one receiver or to every one.
 type Events interface {
-	List(ctx context.Context, status string, after uint64, limit int) ([]outbox.View, uint64, error)
-	Redeliver(ctx context.Context, eventID string) (outbox.View, error)
+	List(ctx context.Context, status, receiver string, after uint64, limit int) ([]outbox.View, uint64, error)
+	Redeliver(ctx context.Context, eventID, receiver string) ([]outbox.View, error)
 }
 
 // eventStatuses are the values of GET /admin/events?status=.
@@ -39,8 +40,32 @@ func validEventID(id string) bool {
 var errEventID = invalid("an event id is evt_ followed by letters, digits or _ - . : @, at most " +
 	strconv.Itoa(maxEventIDLen) + " bytes")
 
-// handleListEvents lists the outbox's events with a status (pending by
-// default), oldest first.
+// A receiver's name is 1 to maxReceiverLen printable ASCII characters, no
+// space (internal/config names receivers so).
+const maxReceiverLen = 128
+
+var errReceiver = invalid("receiver must be a receiver's name: 1 to " + strconv.Itoa(maxReceiverLen) +
+	" printable ASCII characters, no space")
+
+// receiverQuery reads the receiver query parameter: "" when absent.
+func receiverQuery(c *gin.Context) (string, error) {
+	s, ok := c.GetQuery("receiver")
+	if !ok {
+		return "", nil
+	}
+	if s == "" || len(s) > maxReceiverLen {
+		return "", errReceiver
+	}
+	for i := range len(s) {
+		if s[i] <= ' ' || s[i] > '~' {
+			return "", errReceiver
+		}
+	}
+	return s, nil
+}
+
+// handleListEvents lists the outbox's deliveries with a status (pending by
+// default), to a receiver or to every one, in the order they were made.
 func handleListEvents(ev Events, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		status := outbox.StatusPending
@@ -51,10 +76,14 @@ func handleListEvents(ev Events, log *slog.Logger) gin.HandlerFunc {
 			}
 			status = s
 		}
+		var receiver string
+		if err == nil {
+			receiver, err = receiverQuery(c)
+		}
 		var items []outbox.View
 		var next uint64
 		if err == nil {
-			items, next, err = ev.List(c.Request.Context(), status, after, limit)
+			items, next, err = ev.List(c.Request.Context(), status, receiver, after, limit)
 		}
 		if err != nil {
 			writeError(c, log, err)
@@ -86,8 +115,8 @@ func eventPageQuery(c *gin.Context) (after uint64, limit int, err error) {
 	return after, limit, nil
 }
 
-// handleRedeliver sends an event again now, whatever its status, and
-// answers it.
+// handleRedeliver sends an event again now, whatever its status, to the
+// receiver named or to every one, and answers the deliveries made pending.
 func handleRedeliver(ev Events, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.Param("id")
@@ -95,11 +124,19 @@ func handleRedeliver(ev Events, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, errEventID)
 			return
 		}
-		v, err := ev.Redeliver(c.Request.Context(), id)
+		receiver, err := receiverQuery(c)
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		writeJSON(c, http.StatusOK, v)
+		vs, err := ev.Redeliver(c.Request.Context(), id, receiver)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		if vs == nil {
+			vs = []outbox.View{}
+		}
+		writeJSON(c, http.StatusOK, page[outbox.View]{Items: vs})
 	}
 }

@@ -2,8 +2,6 @@ package outbox
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -16,18 +14,17 @@ type Admin struct {
 	DB *gorm.DB
 }
 
-// List returns a page of the events with status, oldest first, after the
-// row id after, and the cursor of the next page (0: none).
-func (a Admin) List(ctx context.Context, status string, after uint64, limit int) ([]View, uint64, error) {
-	return List(ctx, a.DB, status, after, limit)
+// List returns a page of the deliveries with status, to receiver (every
+// receiver when empty), in the order they were made, after the row id
+// after, and the cursor of the next page (0: none); ErrNotFound, naming it,
+// for an unknown receiver.
+func (a Admin) List(ctx context.Context, status, receiver string, after uint64, limit int) ([]View, uint64, error) {
+	return List(ctx, a.DB, status, receiver, after, limit)
 }
 
-// Redeliver sends the event eventID again now; ErrNotFound, naming the id,
-// for an unknown one.
-func (a Admin) Redeliver(ctx context.Context, eventID string) (View, error) {
-	v, err := Redeliver(ctx, a.DB, eventID, time.Now())
-	if errors.Is(err, ErrNotFound) {
-		return View{}, fmt.Errorf("%w: %s", ErrNotFound, eventID)
-	}
-	return v, err
+// Redeliver sends the event eventID again now, to receiver (every receiver
+// when empty), and returns its deliveries made pending; ErrNotFound, naming
+// it, for an unknown event or receiver.
+func (a Admin) Redeliver(ctx context.Context, eventID, receiver string) ([]View, error) {
+	return Redeliver(ctx, a.DB, eventID, receiver, time.Now())
 }

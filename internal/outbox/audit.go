@@ -32,8 +32,9 @@ type AuditReport struct {
 	Missing []Gap `json:"missing,omitempty"`
 	// Orphans: events whose change SQL does not have (order.paid of an
 	// order never paid, any event of an order not in SQL).
-	Orphans []Gap  `json:"orphans,omitempty"`
-	Counts  Counts `json:"counts"`
+	Orphans []Gap `json:"orphans,omitempty"`
+	// Receivers are the backlogs of the receivers dispatchers have.
+	Receivers []ReceiverCounts `json:"receivers"`
 }
 
 // OK reports whether no change lacks its event and no event its change.
@@ -80,7 +81,7 @@ func audit(db *gorm.DB, now time.Time, retention time.Duration) (AuditReport, er
 	if err != nil {
 		return r, err
 	}
-	if r.Counts, err = Count(db.Statement.Context, db, now); err != nil {
+	if r.Receivers, err = Count(db.Statement.Context, db, now); err != nil {
 		return r, err
 	}
 	var oldest Event

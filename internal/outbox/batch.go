@@ -75,7 +75,7 @@ func newBatch(events []Event) batch {
 	return batch{N: len(events), CreatedAt: oldest, Events: zstdEncoder.EncodeAll(raw, nil)}
 }
 
-// events unpacks b into pending outbox rows.
+// events unpacks b into outbox rows.
 func (b *batch) events() ([]Event, error) {
 	raw, err := zstdDecoder.DecodeAll(b.Events, nil)
 	if err != nil {
@@ -88,8 +88,7 @@ func (b *batch) events() ([]Event, error) {
 	out := make([]Event, len(list))
 	for i, q := range list {
 		at := q.At.UTC()
-		out[i] = Event{EventID: q.ID, Type: q.Type, OrderID: q.Order, Payload: string(q.Payload), Status: StatusPending,
-			CreatedAt: at, WindowFrom: at, NextAt: at}
+		out[i] = Event{EventID: q.ID, Type: q.Type, OrderID: q.Order, Payload: string(q.Payload), CreatedAt: at}
 	}
 	return out, nil
 }
@@ -110,8 +109,10 @@ const expandLock = "CONCAT('seckill.outbox:', LEFT(SHA2(DATABASE(), 256), 48))"
 // that dies lets go of it) and take batches in id order, so outbox ids keep
 // the order in which an order's changes were committed: a change of an
 // order is made after its earlier change committed, so its batch has the
-// larger id, and it is seen by the same or a later expand. An event id
-// already in the outbox is not written again.
+// larger id, and it is seen by the same or a later expand. Taking turns
+// also makes outbox ids visible in id order (an expand commits before the
+// next one writes), which a receiver's cursor relies on (fanOut). An event
+// id already in the outbox is not written again.
 func expand(ctx context.Context, db *gorm.DB) (int, error) {
 	db = db.WithContext(ctx)
 	if db.Dialector.Name() != "mysql" {

@@ -85,6 +85,7 @@ func TestAuditReadsEventsStillInBatches(t *testing.T) {
 	}
 	order("A")
 	order("B")
+	require.NoError(t, register(t.Context(), db, "shop", now))
 	store(t, db, event(t, OrderCreated, "A", now))
 	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
 		return NewWriter(true).Append(tx, event(t, OrderCreated, "B", now), event(t, OrderCreated, "ghost", now))
@@ -94,7 +95,9 @@ func TestAuditReadsEventsStillInBatches(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Missing, "B's event is in a batch")
 	assert.Equal(t, []Gap{{Type: OrderCreated, Count: 1, Sample: []string{"ghost"}}}, rep.Orphans)
-	assert.EqualValues(t, 3, rep.Counts.Pending)
+	require.Len(t, rep.Receivers, 1)
+	assert.Equal(t, "shop", rep.Receivers[0].Receiver)
+	assert.EqualValues(t, 3, rep.Receivers[0].Pending, "to the receiver: one past its cursor, two in a batch")
 
 	drain(t, db)
 	rep, err = Audit(t.Context(), db, now.Add(time.Second), time.Hour)

@@ -6,9 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -17,9 +17,11 @@ import (
 	"github.com/seckill/seckill/internal/backoff"
 )
 
-// Sink delivers an event to one receiver. Send returns nil only once the
-// receiver has acknowledged it; it is called again with the same event
-// (same id) until it does.
+// Sink delivers an event to one receiver. Name identifies the receiver:
+// its delivery state is kept under it, so it must stay the same across
+// restarts, and differ from every other sink's. Send returns nil only once
+// the receiver has acknowledged the event; it is called again with the
+// same event (same id) until it does.
 type Sink interface {
 	Name() string
 	Send(ctx context.Context, e *Event) error
@@ -28,7 +30,7 @@ type Sink interface {
 // Options configure a Dispatcher.
 type Options struct {
 	Sinks       []Sink
-	Concurrency int                 // deliveries in flight; default 32
+	Concurrency int                 // deliveries in flight per sink; default 32
 	Timeout     time.Duration       // one delivery to one sink; default 10s
 	MaxAge      time.Duration       // retry window, then dead; default 24h
 	Backoff     backoff.Exponential // delay before retry n; default 1s to 5m
@@ -39,14 +41,17 @@ type Options struct {
 	Metrics     *Metrics
 }
 
-// Dispatcher delivers the outbox's pending events to every sink. Any number
-// of dispatchers may run against one database: an event is leased by one at
-// a time, and the lease outlives a delivery to every sink, so a dispatcher
-// that dies mid-delivery leaves the event to another once it ends.
+// Dispatcher delivers the outbox's events to every sink, each sink on its
+// own: a sink that refuses or hangs delays its own deliveries only. Any
+// number of dispatchers may run against one database: a delivery is leased
+// by one at a time, and the lease outlives a send, so a dispatcher that dies
+// mid-send leaves the delivery to another once the lease ends.
 type Dispatcher struct {
-	db    *gorm.DB
-	o     Options
-	lease time.Duration
+	db         *gorm.DB
+	o          Options
+	lease      time.Duration
+	expanding  sync.Mutex    // one expand at a time in this process
+	registered []atomic.Bool // by sink: this dispatcher registered it
 }
 
 // NewDispatcher returns a dispatcher of db's outbox.
@@ -62,30 +67,47 @@ func NewDispatcher(db *gorm.DB, o Options) *Dispatcher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	// Every sink in turn, each up to Timeout, and time to record the
-	// outcome.
-	lease := time.Duration(len(o.Sinks)+1)*o.Timeout + 10*time.Second
-	return &Dispatcher{db: db, o: o, lease: lease}
+	d := &Dispatcher{db: db, o: o, lease: o.Timeout + 10*time.Second, // a send, and time to record its outcome
+		registered: make([]atomic.Bool, len(o.Sinks))}
+	o.Metrics.receivers(d.names())
+	return d
 }
 
-// Run delivers until ctx is cancelled; deliveries in flight finish (up to
-// Timeout) and their outcomes are recorded. It also deletes delivered
-// events past Retention and keeps the backlog gauges current.
+// Run delivers until ctx is cancelled, each sink in a loop of its own;
+// sends in flight finish (up to Timeout) and their outcomes are recorded.
+// It also deletes delivered events past Retention, drops the receivers no
+// dispatcher has had for as long, and keeps the backlog gauges current.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { d.every(ctx, time.Minute, d.retain) })
+	wg.Go(func() { d.every(ctx, time.Minute, d.maintain) })
 	wg.Go(func() { d.every(ctx, 5*time.Second, d.gauge) })
-	defer wg.Wait()
+	for _, s := range d.o.Sinks {
+		wg.Go(func() { d.loop(ctx, s) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop delivers to s until ctx is cancelled: a round at once after one that
+// did something, else after Poll, or a back-off after an error.
+func (d *Dispatcher) loop(ctx context.Context, s Sink) {
 	fails := 0
 	for ctx.Err() == nil {
-		n, err := d.Step(ctx)
+		moved, n := 0, 0
+		err := d.register(ctx)
+		if err == nil {
+			moved, err = d.expand(ctx)
+		}
+		if err == nil {
+			n, err = d.round(ctx, s)
+		}
 		wait := d.o.Poll
 		switch {
 		case err != nil && ctx.Err() == nil:
 			wait = backoff.Exponential{Min: d.o.Poll, Max: 10 * time.Second}.Jittered(fails)
 			fails++
-			d.o.Log.Warn("events: dispatch", "err", err.Error(), "retry_in", wait.String())
-		case n > 0:
+			d.o.Log.Warn("events: dispatch", "receiver", s.Name(), "err", err.Error(), "retry_in", wait.String())
+		case moved+n > 0:
 			fails, wait = 0, 0
 		default:
 			fails = 0
@@ -97,7 +119,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
 }
 
 func (d *Dispatcher) every(ctx context.Context, period time.Duration, f func(context.Context) error) {
@@ -115,108 +136,141 @@ func (d *Dispatcher) every(ctx context.Context, period time.Duration, f func(con
 	}
 }
 
-// Step moves the oldest batches of appended events into outbox rows, then
-// leases the events due now, up to Concurrency, the first pending one of
-// each order only, delivers them to every sink in parallel, and records
-// each outcome. It returns how many events it moved or leased.
+// Step registers the sinks no dispatcher has had yet, moves the oldest
+// batches of appended events into outbox rows, then makes a round of every
+// sink at once (see round), and returns how many events it moved and
+// deliveries it leased.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
-	moved, err := expand(ctx, d.db)
+	if err := d.register(ctx); err != nil {
+		return 0, err
+	}
+	moved, err := d.expand(ctx)
 	if err != nil {
 		return 0, err
 	}
-	events, owner, err := d.claim(ctx)
-	if err != nil || len(events) == 0 {
-		return moved, err
-	}
-	errs := make([]error, len(events))
+	counts := make([]int, len(d.o.Sinks))
+	errs := make([]error, len(d.o.Sinks))
 	var wg sync.WaitGroup
-	for i := range events {
-		wg.Go(func() { errs[i] = d.deliver(context.WithoutCancel(ctx), &events[i]) })
+	for i, s := range d.o.Sinks {
+		wg.Go(func() { counts[i], errs[i] = d.round(ctx, s) })
 	}
 	wg.Wait()
-	var done []uint64
-	for i, e := range events {
-		if errs[i] == nil {
-			done = append(done, e.ID)
-			d.o.Metrics.delivered(e.Type)
+	for _, n := range counts {
+		moved += n
+	}
+	return moved, errors.Join(errs...)
+}
+
+// register registers each sink this dispatcher has not yet: before it
+// first moves batches into the outbox, so that a receiver it is the first
+// to have gets the events of those batches.
+func (d *Dispatcher) register(ctx context.Context) error {
+	for i, s := range d.o.Sinks {
+		if d.registered[i].Load() {
 			continue
 		}
-		if err := d.record(ctx, func(tx *gorm.DB) error { return d.failed(tx, &e, owner, errs[i]) }); err != nil {
-			return moved + len(events), err
+		if err := register(ctx, d.db, s.Name(), d.o.Now().UTC()); err != nil {
+			return err
+		}
+		d.registered[i].Store(true)
+	}
+	return nil
+}
+
+// expand moves the oldest batches into outbox rows, unless another loop of
+// this process is doing so.
+func (d *Dispatcher) expand(ctx context.Context) (int, error) {
+	if !d.expanding.TryLock() {
+		return 0, nil
+	}
+	defer d.expanding.Unlock()
+	return expand(ctx, d.db)
+}
+
+// round makes the deliveries of s's new events, leases its due ones, up to
+// Concurrency (each order's first pending one only), sends them in
+// parallel, and records each outcome. It returns how many it leased.
+func (d *Dispatcher) round(ctx context.Context, s Sink) (int, error) {
+	name := s.Name()
+	_, err := fanOut(ctx, d.db, name)
+	if errors.Is(err, errUnregistered) {
+		if err = register(ctx, d.db, name, d.o.Now().UTC()); err == nil {
+			_, err = fanOut(ctx, d.db, name)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	ds, events, owner, err := claim(ctx, d.db, name, d.o.Concurrency, d.o.Now().UTC(), d.lease)
+	if err != nil || len(ds) == 0 {
+		return 0, err
+	}
+	errs := make([]error, len(ds))
+	var wg sync.WaitGroup
+	for i := range ds {
+		if e := events[ds[i].EventRow]; e != nil {
+			wg.Go(func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.Timeout)
+				defer cancel()
+				errs[i] = s.Send(sctx, e)
+			})
+		}
+	}
+	wg.Wait()
+	var done, gone []uint64
+	for i := range ds {
+		e := events[ds[i].EventRow]
+		switch {
+		case e == nil:
+			// Its event was deleted (a receiver's deliveries made
+			// after events.retention): nothing to send.
+			gone = append(gone, ds[i].ID)
+		case errs[i] == nil:
+			done = append(done, ds[i].ID)
+			d.o.Metrics.delivered(name, e.Type)
+		default:
+			if err := d.record(ctx, func(tx *gorm.DB) error { return d.failed(tx, &ds[i], e, owner, errs[i]) }); err != nil {
+				return len(ds), err
+			}
+		}
+	}
+	if len(gone) > 0 {
+		err := d.record(ctx, func(tx *gorm.DB) error {
+			return tx.Where("id IN ? AND lease_owner = ?", gone, owner).Delete(&Delivery{}).Error
+		})
+		if err != nil {
+			return len(ds), err
 		}
 	}
 	if len(done) > 0 {
 		now := d.o.Now().UTC()
 		err := d.record(ctx, func(tx *gorm.DB) error {
-			return tx.Model(&Event{}).Where("id IN ? AND lease_owner = ?", done, owner).
+			return tx.Model(&Delivery{}).Where("id IN ? AND lease_owner = ?", done, owner).
 				Updates(map[string]any{"status": StatusDelivered, "delivered_at": now, "lease_owner": nil, "lease_until": nil}).Error
 		})
 		if err != nil {
-			return moved + len(events), err
+			return len(ds), err
 		}
 	}
-	return moved + len(events), nil
+	return len(ds), nil
 }
 
-// claim leases up to Concurrency due events under a new owner token and
-// returns them. An event is due when it is pending, its next try has come,
-// no lease holds it, and no pending event of its order was written before
-// it (events of one order go out in order).
-func (d *Dispatcher) claim(ctx context.Context) ([]Event, string, error) {
-	now := d.o.Now().UTC()
-	db := d.db.WithContext(ctx)
-	var ids []uint64
-	err := db.Raw(`SELECT o.id FROM outbox o
-		WHERE o.status = ? AND o.next_at <= ? AND (o.lease_until IS NULL OR o.lease_until < ?)
-		AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.order_id = o.order_id AND p.status = ? AND p.id < o.id)
-		ORDER BY o.id LIMIT ?`, StatusPending, now, now, StatusPending, d.o.Concurrency).Scan(&ids).Error
-	if err != nil || len(ids) == 0 {
-		return nil, "", err
-	}
-	owner := token()
-	until := now.Add(d.lease)
-	res := db.Model(&Event{}).
-		Where("id IN ? AND status = ? AND (lease_until IS NULL OR lease_until < ?)", ids, StatusPending, now).
-		Updates(map[string]any{"lease_owner": owner, "lease_until": until})
-	if res.Error != nil || res.RowsAffected == 0 {
-		return nil, "", res.Error
-	}
-	var events []Event
-	if err := db.Where("id IN ? AND lease_owner = ?", ids, owner).Order("id").Find(&events).Error; err != nil {
-		return nil, "", err
-	}
-	return events, owner, nil
-}
-
-// deliver sends e to every sink, each within Timeout; the first refusal
-// ends it (the event is tried again later, on every sink).
-func (d *Dispatcher) deliver(ctx context.Context, e *Event) error {
-	for _, s := range d.o.Sinks {
-		sctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
-		err := s.Send(sctx, e)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name(), err)
-		}
-	}
-	return nil
-}
-
-// failed records a refused delivery of e: retried after a back-off, or dead
-// once its retry window is over.
-func (d *Dispatcher) failed(tx *gorm.DB, e *Event, owner string, cause error) error {
+// failed records a refused delivery of e: retried after a back-off, or
+// dead once its retry window is over.
+func (d *Dispatcher) failed(tx *gorm.DB, dl *Delivery, e *Event, owner string, cause error) error {
 	now := d.o.Now().UTC()
 	msg := bounded(cause.Error(), 255)
-	up := map[string]any{"attempts": e.Attempts + 1, "last_error": msg, "lease_owner": nil, "lease_until": nil}
-	if now.Sub(e.WindowFrom) >= d.o.MaxAge {
+	up := map[string]any{"attempts": dl.Attempts + 1, "last_error": msg, "lease_owner": nil, "lease_until": nil}
+	if now.Sub(dl.WindowFrom) >= d.o.MaxAge {
 		up["status"] = StatusDead
-		d.o.Metrics.dead(e.Type)
-		d.o.Log.Error("events: dead letter", "event_id", e.EventID, "type", e.Type, "attempts", e.Attempts+1, "err", msg)
+		d.o.Metrics.dead(dl.Receiver, e.Type)
+		d.o.Log.Error("events: dead letter", "receiver", dl.Receiver, "event_id", e.EventID, "type", e.Type,
+			"attempts", dl.Attempts+1, "err", msg)
 	} else {
-		up["next_at"] = now.Add(d.o.Backoff.Jittered(e.Attempts))
-		d.o.Metrics.retried(e.Type)
+		up["next_at"] = now.Add(d.o.Backoff.Jittered(dl.Attempts))
+		d.o.Metrics.retried(dl.Receiver, e.Type)
 	}
-	return tx.Model(&Event{}).Where("id = ? AND lease_owner = ?", e.ID, owner).Updates(up).Error
+	return tx.Model(&Delivery{}).Where("id = ? AND lease_owner = ?", dl.ID, owner).Updates(up).Error
 }
 
 // record runs write until it succeeds, SQL being away, for as long as the
@@ -231,48 +285,6 @@ func (d *Dispatcher) record(ctx context.Context, write func(tx *gorm.DB) error) 
 		}
 		time.Sleep(backoff.Exponential{Min: 50 * time.Millisecond, Max: 2 * time.Second}.Jittered(n))
 	}
-}
-
-// retain deletes delivered events older than Retention, a bounded batch at
-// a time.
-func (d *Dispatcher) retain(ctx context.Context) error {
-	const batch = 1000
-	for ctx.Err() == nil {
-		before := d.o.Now().UTC().Add(-d.o.Retention)
-		var ids []uint64
-		if err := d.db.WithContext(ctx).Model(&Event{}).Where("status = ? AND delivered_at < ?", StatusDelivered, before).
-			Order("delivered_at").Limit(batch).Pluck("id", &ids).Error; err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := d.db.WithContext(ctx).Where("id IN ? AND status = ?", ids, StatusDelivered).Delete(&Event{}).Error; err != nil {
-			return err
-		}
-		d.o.Metrics.deleted(len(ids))
-		if len(ids) < batch {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// gauge refreshes the backlog gauges.
-func (d *Dispatcher) gauge(ctx context.Context) error {
-	if d.o.Metrics == nil {
-		return nil
-	}
-	c, err := Count(ctx, d.db, d.o.Now())
-	if err != nil {
-		return err
-	}
-	d.o.Metrics.backlog(c)
-	return nil
 }
 
 // token is a lease owner: 16 random bytes in hex.
@@ -293,5 +305,5 @@ func bounded(s string, n int) string {
 	return s[:n]
 }
 
-// ErrNotFound is an event id the outbox does not have.
-var ErrNotFound = errors.New("event not found")
+// ErrNotFound is an event id or a receiver name the outbox does not have.
+var ErrNotFound = errors.New("not found")

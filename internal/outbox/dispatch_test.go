@@ -3,12 +3,12 @@ package outbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,6 +38,7 @@ func TestOrderOfEventsSurvivesRefusals(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	now := time.Now()
+	registered(t, db, "shop")
 	a := store(t, db, event(t, OrderCreated, "A", now), event(t, OrderPaid, "A", now), event(t, OrderCancelled, "A", now))
 	others := store(t, db, event(t, OrderCreated, "B", now), event(t, OrderPaid, "B", now), event(t, OrderCreated, "C", now))
 
@@ -76,7 +77,7 @@ func TestOrderOfEventsSurvivesRefusals(t *testing.T) {
 		received = append(received, m.ID)
 	}))
 	t.Cleanup(srv.Close)
-	hook, err := NewWebhook(srv.URL, []string{key}, nil)
+	hook, err := NewWebhook("shop", srv.URL, []string{key}, nil)
 	require.NoError(t, err)
 
 	run(t, NewDispatcher(db, Options{Sinks: []Sink{hook}, Poll: 2 * time.Millisecond, Backoff: fast, Log: quiet}))
@@ -104,9 +105,10 @@ func TestOrderOfEventsSurvivesRefusals(t *testing.T) {
 	assert.Equal(t, []string{a[0].EventID, a[1].EventID, a[2].EventID}, ofA, "order A's events in the order written, each once")
 }
 
-// Three dispatchers on one outbox deliver every event, never one event
-// from two of them at once, and each order's events in order, while the
-// sink refuses some sends.
+// Three dispatchers on one outbox, each with the same two sinks, deliver
+// every event to each sink, never one delivery from two of them at once,
+// and each order's events in order to each sink, while each sink refuses
+// some sends of its own.
 func TestConcurrentDispatchersShareTheOutbox(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
@@ -117,34 +119,45 @@ func TestConcurrentDispatchersShareTheOutbox(t *testing.T) {
 			events = append(events, event(t, typ, fmt.Sprintf("o%02d", o), now))
 		}
 	}
+	registered(t, db, "shop", "crm")
 	stored := store(t, db, events...)
-	s := newSink()
-	s.expect(stored...)
-	s.hold = time.Millisecond
-	s.refuse = func(e *Event, tries int) bool { return tries == 0 && e.ID%5 == 0 }
+	shop, crm := newSink(), newSink()
+	shop.name, crm.name = "shop", "crm"
+	for _, s := range []*sink{shop, crm} {
+		s.expect(stored...)
+		s.hold = time.Millisecond
+	}
+	shop.refuse = func(e *Event, tries int) bool { return tries == 0 && e.ID%5 == 0 }
+	crm.refuse = func(e *Event, tries int) bool { return tries < 2 && e.ID%3 == 0 }
 
 	for range 3 {
-		run(t, NewDispatcher(db, Options{Sinks: []Sink{s}, Concurrency: 4, Poll: 2 * time.Millisecond, Backoff: fast, Log: quiet}))
+		run(t, NewDispatcher(db, Options{Sinks: []Sink{shop, crm}, Concurrency: 4, Poll: 2 * time.Millisecond, Backoff: fast, Log: quiet}))
 	}
-	testutil.Eventually(t, 40*time.Second, "every event acknowledged", func() bool { return s.ackedAll(stored) })
-	testutil.Eventually(t, 10*time.Second, "every event recorded delivered", func() bool {
-		c, err := Count(t.Context(), db, time.Now())
-		return err == nil && c.Delivered == int64(len(stored)) && c.Pending == 0
-	})
-
-	_, problems := s.report()
-	assert.Empty(t, problems)
+	for _, s := range []*sink{shop, crm} {
+		testutil.Eventually(t, 40*time.Second, s.name+" acknowledged every event", func() bool { return s.ackedAll(stored) })
+		testutil.Eventually(t, 10*time.Second, "every delivery to "+s.name+" recorded", func() bool {
+			c := countsOf(t, db, s.name, time.Now())
+			return c.Delivered == int64(len(stored)) && c.Pending == 0
+		})
+		acked, problems := s.report()
+		assert.Empty(t, problems, s.name)
+		assert.Len(t, acked, len(stored), "%s: each event acknowledged once", s.name)
+	}
+	var n int64
+	require.NoError(t, db.Model(&Delivery{}).Where("receiver IN ?", []string{"shop", "crm"}).Count(&n).Error)
+	assert.Equal(t, int64(2*len(stored)), n, "one delivery per event and sink")
 }
 
-// Two dispatchers claiming at once lease each event to one of them only:
-// another dispatcher leases the events between this one's scan and its
+// Two dispatchers claiming at once lease each delivery to one of them only:
+// another dispatcher leases the deliveries between this one's scan and its
 // lease, and this one then gets none of them.
-func TestClaimRaceLeasesEachEventOnce(t *testing.T) {
+func TestClaimRaceLeasesEachDeliveryOnce(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderCreated, "B", t0), event(t, OrderCreated, "C", t0))
-	opts := Options{Now: testutil.NewClock(t0).Now, Log: quiet}
-	second := NewDispatcher(db, opts)
+	_, err := fanOut(t.Context(), db, "test")
+	require.NoError(t, err)
 
 	sqlDB, err := db.DB()
 	require.NoError(t, err)
@@ -153,39 +166,82 @@ func TestClaimRaceLeasesEachEventOnce(t *testing.T) {
 	// The other dispatcher claims just before this one's first UPDATE:
 	// after its scan, before its lease.
 	var once sync.Once
-	var taken []Event
+	var taken []Delivery
 	var takenErr error
 	require.NoError(t, racing.Callback().Update().Before("gorm:update").Register("test:race", func(*gorm.DB) {
-		once.Do(func() { taken, _, takenErr = second.claim(context.Background()) })
+		once.Do(func() { taken, _, _, takenErr = claim(context.Background(), db, "test", 32, t0, time.Minute) })
 	}))
-	first := NewDispatcher(racing, opts)
 
-	got, _, err := first.claim(t.Context())
+	got, _, _, err := claim(t.Context(), racing, "test", 32, t0, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, takenErr)
 	assert.Len(t, taken, len(stored), "the other dispatcher leased them all")
 	assert.Empty(t, got, "none leased again")
 	for _, e := range stored {
-		owner := load(t, db, e.EventID).LeaseOwner
+		owner := deliveryOf(t, db, e.EventID, "test").LeaseOwner
 		require.NotNil(t, owner)
 		assert.Equal(t, *taken[0].LeaseOwner, *owner, "the lease stays the other's")
 	}
 }
 
-// A dispatcher that leased events and died before recording any outcome
-// keeps them from the others until its lease ends; then another delivers
-// them, in order per order. The lease is crossed with the injected clock.
+// Four dispatchers registering the same new receiver at once register it
+// once: it gets one copy of the deliveries that were every receiver's
+// before per-receiver state, and, fanning out at once, one delivery of
+// each event stored after.
+func TestConcurrentRegistrationsOfAReceiver(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	old := store(t, db, event(t, OrderCreated, "A", t0))
+	// It is one pending from before per-receiver state.
+	require.NoError(t, db.Create(&Delivery{EventRow: old[0].ID, Receiver: everyReceiver, OrderID: "A", Status: StatusPending,
+		WindowFrom: t0, NextAt: t0}).Error)
+
+	for round := range 5 {
+		name := fmt.Sprintf("r%d", round)
+		ds := make([]*Dispatcher, 4)
+		for i := range ds {
+			ds[i] = NewDispatcher(db, Options{Sinks: []Sink{&sink{name: name}}, Now: testutil.NewClock(t0).Now, Log: quiet})
+		}
+		errs := make([]error, len(ds))
+		var wg sync.WaitGroup
+		for i, d := range ds {
+			wg.Go(func() { errs[i] = d.register(t.Context()) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		later := store(t, db, event(t, OrderCreated, name, t0))
+		for i := range ds {
+			wg.Go(func() { _, errs[i] = fanOut(t.Context(), db, name) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+
+		var rows []Delivery
+		require.NoError(t, db.Where("receiver = ?", name).Order("event_row").Find(&rows).Error)
+		require.Len(t, rows, 2, "%s: one delivery of each", name)
+		assert.Equal(t, old[0].ID, rows[0].EventRow, "the copy")
+		assert.Equal(t, later[0].ID, rows[1].EventRow, "the event stored after")
+	}
+}
+
+// A dispatcher that leased deliveries and died before recording any
+// outcome keeps them from the others until its lease ends; then another
+// delivers them, in order per order. The lease is crossed with the
+// injected clock.
 func TestLeaseOfDeadDispatcherPasses(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderPaid, "A", t0), event(t, OrderCreated, "B", t0))
 	s := newSink()
 	s.expect(stored...)
 	opts := Options{Sinks: []Sink{s}, Timeout: time.Second, Now: clock.Now, Log: quiet}
 
 	died := NewDispatcher(db, opts)
-	claimed, _, err := died.claim(t.Context())
+	_, err := fanOut(t.Context(), db, "test")
+	require.NoError(t, err)
+	claimed, _, _, err := claim(t.Context(), db, "test", 32, clock.Now(), died.lease)
 	require.NoError(t, err)
 	require.Len(t, claimed, 2, "the first event of each order")
 
@@ -193,7 +249,7 @@ func TestLeaseOfDeadDispatcherPasses(t *testing.T) {
 	clock.Advance(died.lease - time.Second)
 	n, err := other.Step(t.Context())
 	require.NoError(t, err)
-	assert.Zero(t, n, "leased events are not taken before the lease ends")
+	assert.Zero(t, n, "leased deliveries are not taken before the lease ends")
 	assert.Zero(t, s.sends(stored[0].EventID)+s.sends(stored[2].EventID))
 
 	clock.Advance(2 * time.Second)
@@ -204,7 +260,7 @@ func TestLeaseOfDeadDispatcherPasses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "then the next event of order A")
 	for _, e := range stored {
-		assert.Equal(t, StatusDelivered, load(t, db, e.EventID).Status)
+		assert.Equal(t, StatusDelivered, deliveryOf(t, db, e.EventID, "test").Status)
 	}
 	acked, problems := s.report()
 	assert.Empty(t, problems)
@@ -219,6 +275,7 @@ func TestLateOutcomeAfterLeaseIsIgnored(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", t0))
 	id := stored[0].EventID
 
@@ -241,51 +298,56 @@ func TestLateOutcomeAfterLeaseIsIgnored(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 
-	e := load(t, db, id)
-	assert.Equal(t, StatusDelivered, e.Status, "the refusal of the dispatcher that lost the lease is not recorded")
-	assert.Zero(t, e.Attempts)
-	assert.Nil(t, e.LeaseOwner)
+	d := deliveryOf(t, db, id, "test")
+	assert.Equal(t, StatusDelivered, d.Status, "the refusal of the dispatcher that lost the lease is not recorded")
+	assert.Zero(t, d.Attempts)
+	assert.Nil(t, d.LeaseOwner)
 }
 
-// A refused event is retried on a jittered exponential back-off, not
+// A refused delivery is retried on a jittered exponential back-off, not
 // before its next try, until its retry window (MaxAge) is over: it is then
 // dead, counted, listed with its last error, and the later events of its
-// order go on.
+// order go on to that receiver. Another receiver got every event at once.
 func TestRefusedEventBacksOffThenDies(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	clock := testutil.NewClock(t0)
+	registered(t, db, "test", "fine")
 	stored := store(t, db, event(t, OrderCreated, "A", t0), event(t, OrderPaid, "A", t0), event(t, OrderCreated, "B", t0))
 	first, next, other := stored[0], stored[1], stored[2]
 	s := newSink()
 	s.refuse = func(e *Event, _ int) bool { return e.EventID == first.EventID }
+	fine := newSink()
+	fine.name = "fine"
+	fine.expect(stored...)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	bo := backoff.Exponential{Min: time.Second, Max: 8 * time.Second}
 	const maxAge = time.Minute
-	d := NewDispatcher(db, Options{Sinks: []Sink{s}, MaxAge: maxAge, Backoff: bo, Now: clock.Now, Log: quiet, Metrics: m})
+	d := NewDispatcher(db, Options{Sinks: []Sink{s, fine}, MaxAge: maxAge, Backoff: bo, Now: clock.Now, Log: quiet, Metrics: m})
 
 	for {
 		_, err := d.Step(t.Context())
 		require.NoError(t, err)
-		e := load(t, db, first.EventID)
-		require.Equal(t, s.sends(first.EventID), e.Attempts, "every refusal counted")
-		if e.Status == StatusDead {
+		dl := deliveryOf(t, db, first.EventID, "test")
+		require.Equal(t, s.sends(first.EventID), dl.Attempts, "every refusal counted")
+		if dl.Status == StatusDead {
 			assert.GreaterOrEqual(t, clock.Now().Sub(t0), maxAge, "dead only once the window is over")
 			break
 		}
-		require.Equal(t, StatusPending, e.Status)
+		require.Equal(t, StatusPending, dl.Status)
 		require.Less(t, clock.Now().Sub(t0), maxAge, "refused within the window: retried")
 		require.Zero(t, s.sends(next.EventID), "the next event of the order waits")
-		wait := e.NextAt.Sub(clock.Now())
-		full := bo.Delay(e.Attempts - 1)
-		assert.GreaterOrEqual(t, wait, full/2-time.Millisecond, "attempt %d", e.Attempts)
-		assert.LessOrEqual(t, wait, full, "attempt %d", e.Attempts)
+		require.True(t, dl.Attempts < 2 || fine.ackedAll(stored), "the other receiver has every event by the second round")
+		wait := dl.NextAt.Sub(clock.Now())
+		full := bo.Delay(dl.Attempts - 1)
+		assert.GreaterOrEqual(t, wait, full/2-time.Millisecond, "attempt %d", dl.Attempts)
+		assert.LessOrEqual(t, wait, full, "attempt %d", dl.Attempts)
 
 		clock.Advance(wait - time.Millisecond)
 		_, err = d.Step(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, e.Attempts, s.sends(first.EventID), "not retried before its next try")
+		require.Equal(t, dl.Attempts, s.sends(first.EventID), "not retried before its next try")
 		clock.Advance(time.Millisecond)
 	}
 	tries := s.sends(first.EventID)
@@ -294,25 +356,32 @@ func TestRefusedEventBacksOffThenDies(t *testing.T) {
 	n, err := d.Step(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "the next event of the order goes on")
-	assert.Equal(t, StatusDelivered, load(t, db, next.EventID).Status)
-	assert.Equal(t, StatusDelivered, load(t, db, other.EventID).Status)
+	assert.Equal(t, StatusDelivered, deliveryOf(t, db, next.EventID, "test").Status)
+	assert.Equal(t, StatusDelivered, deliveryOf(t, db, other.EventID, "test").Status)
 
-	dead, _, err := List(t.Context(), db, StatusDead, 0, 10)
+	dead, _, err := List(t.Context(), db, StatusDead, "", 0, 10)
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
 	assert.Equal(t, first.EventID, dead[0].EventID)
+	assert.Equal(t, "test", dead[0].Receiver)
 	assert.Equal(t, tries, dead[0].Attempts)
 	require.NotNil(t, dead[0].LastError)
-	assert.Equal(t, "test: refused", *dead[0].LastError)
+	assert.Equal(t, "refused", *dead[0].LastError)
+	acked, problems := fine.report()
+	assert.Empty(t, problems)
+	assert.Len(t, acked, len(stored), "the other receiver got each event once")
 
-	assert.Equal(t, float64(tries-1), metric(t, reg, "seckill_events_retried_total", OrderCreated))
-	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_dead_total", OrderCreated))
-	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_delivered_total", OrderCreated))
-	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_delivered_total", OrderPaid))
+	assert.Equal(t, float64(tries-1), metric(t, reg, "seckill_events_retried_total", "receiver", "test", "type", OrderCreated))
+	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_retried_total", "receiver", "fine", "type", OrderCreated))
+	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_dead_total", "receiver", "test", "type", OrderCreated))
+	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_delivered_total", "receiver", "test", "type", OrderCreated))
+	assert.Equal(t, float64(2), metric(t, reg, "seckill_events_delivered_total", "receiver", "fine", "type", OrderCreated))
+	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_delivered_total", "receiver", "test", "type", OrderPaid))
 	require.NoError(t, d.gauge(t.Context()))
-	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_dead", ""))
-	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_pending", ""))
-	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_oldest_pending_age_seconds", ""))
+	assert.Equal(t, float64(1), metric(t, reg, "seckill_events_dead", "receiver", "test"))
+	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_dead", "receiver", "fine"))
+	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_pending", "receiver", "test"))
+	assert.Equal(t, float64(0), metric(t, reg, "seckill_events_oldest_pending_age_seconds", "receiver", "test"))
 }
 
 // Events refused together are retried apart: each waits between half and
@@ -325,6 +394,7 @@ func TestRetriesOfRefusedEventsSpreadOut(t *testing.T) {
 	for i := range 8 {
 		events = append(events, event(t, OrderCreated, fmt.Sprintf("o%d", i), t0))
 	}
+	registered(t, db, "test")
 	stored := store(t, db, events...)
 	s := newSink()
 	s.refuse = func(*Event, int) bool { return true }
@@ -335,7 +405,7 @@ func TestRetriesOfRefusedEventsSpreadOut(t *testing.T) {
 
 	waits := map[time.Duration]bool{}
 	for _, e := range stored {
-		wait := load(t, db, e.EventID).NextAt.Sub(t0)
+		wait := deliveryOf(t, db, e.EventID, "test").NextAt.Sub(t0)
 		assert.GreaterOrEqual(t, wait, bo.Min/2-time.Millisecond)
 		assert.LessOrEqual(t, wait, bo.Min)
 		waits[wait] = true
@@ -348,6 +418,7 @@ func TestRetriesOfRefusedEventsSpreadOut(t *testing.T) {
 func TestStoppedDispatcherRecordsDeliveriesInFlight(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
+	registered(t, db, "test")
 	stored := store(t, db, event(t, OrderCreated, "A", time.Now()))
 	id := stored[0].EventID
 	release := make(chan struct{})
@@ -369,9 +440,9 @@ func TestStoppedDispatcherRecordsDeliveriesInFlight(t *testing.T) {
 	testutil.ClosedWithin(t, 30*time.Second, done, "Run to return")
 
 	assert.Nil(t, sendCtxErr.Load(), "the send was not cut short")
-	e := load(t, db, id)
-	assert.Equal(t, StatusDelivered, e.Status)
-	assert.Nil(t, e.LeaseOwner)
+	dl := deliveryOf(t, db, id, "test")
+	assert.Equal(t, StatusDelivered, dl.Status)
+	assert.Nil(t, dl.LeaseOwner)
 }
 
 // ctxSink notes in err the error of the send's context when the send
@@ -387,107 +458,4 @@ func (c ctxSink) Send(ctx context.Context, e *Event) error {
 		c.err.Store(ctx.Err())
 	}
 	return err
-}
-
-// Redeliver makes a dead event pending again with a fresh retry window (a
-// refusal right after is retried, not dead at once), keeping its id; it
-// gets delivered. A delivered event is sent again the same way. An unknown
-// id is ErrNotFound.
-func TestRedeliver(t *testing.T) {
-	t.Parallel()
-	db := openDB(t)
-	clock := testutil.NewClock(t0)
-	stored := store(t, db, event(t, OrderCreated, "A", t0))
-	id := stored[0].EventID
-	var refusing atomic.Bool
-	refusing.Store(true)
-	s := newSink()
-	s.refuse = func(*Event, int) bool { return refusing.Load() }
-	d := NewDispatcher(db, Options{Sinks: []Sink{s}, MaxAge: time.Minute, Now: clock.Now, Log: quiet})
-
-	_, err := d.Step(t.Context())
-	require.NoError(t, err)
-	clock.Advance(2 * time.Minute)
-	_, err = d.Step(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, StatusDead, load(t, db, id).Status)
-
-	clock.Advance(time.Hour)
-	v, err := Redeliver(t.Context(), db, id, clock.Now())
-	require.NoError(t, err)
-	assert.Equal(t, StatusPending, v.Status)
-	require.NotNil(t, v.NextAt)
-	assert.True(t, v.NextAt.Equal(clock.Now()), "due now: %v", v.NextAt)
-	e := load(t, db, id)
-	assert.True(t, e.WindowFrom.Equal(clock.Now()), "a fresh window: %v", e.WindowFrom)
-
-	_, err = d.Step(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, StatusPending, load(t, db, id).Status, "refused in the fresh window: retried, not dead")
-
-	// Redeliver is asked twice at the same instant (a double click).
-	_, err = Redeliver(t.Context(), db, id, clock.Now())
-	require.NoError(t, err)
-	_, err = Redeliver(t.Context(), db, id, clock.Now())
-	require.NoError(t, err, "a known event is found even when nothing changes")
-
-	refusing.Store(false)
-	_, err = d.Step(t.Context())
-	require.NoError(t, err)
-	e = load(t, db, id)
-	assert.Equal(t, StatusDelivered, e.Status)
-	require.NotNil(t, e.DeliveredAt)
-
-	v, err = Redeliver(t.Context(), db, id, clock.Now())
-	require.NoError(t, err)
-	assert.Equal(t, StatusPending, v.Status)
-	assert.Nil(t, v.DeliveredAt)
-	sends := s.sends(id)
-	_, err = d.Step(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, sends+1, s.sends(id), "a delivered event redelivered is sent again")
-	assert.Equal(t, StatusDelivered, load(t, db, id).Status)
-	acked, _ := s.report()
-	assert.Equal(t, []string{id, id}, acked, "with the same id every time")
-
-	_, err = Redeliver(t.Context(), db, "evt_created_nope", clock.Now())
-	assert.ErrorIs(t, err, ErrNotFound)
-}
-
-// Retention deletes the delivered events older than Retention, in batches,
-// and nothing else: not a recent delivered event, nor a pending or dead
-// one however old.
-func TestRetainDeletesOnlyOldDelivered(t *testing.T) {
-	t.Parallel()
-	db := openDB(t)
-	clock := testutil.NewClock(t0)
-	const retention = 24 * time.Hour
-	const old = 2500 // three batches
-	var events []Event
-	for i := range old {
-		events = append(events, event(t, OrderCreated, "old"+strconv.Itoa(i), t0.Add(-30*24*time.Hour)))
-	}
-	keep := []Event{
-		event(t, OrderCreated, "recent", t0.Add(-30*24*time.Hour)),
-		event(t, OrderCreated, "pending", t0.Add(-30*24*time.Hour)),
-		event(t, OrderCreated, "dead", t0.Add(-30*24*time.Hour)),
-	}
-	require.NoError(t, NewWriter(true).Append(db, append(events, keep...)...))
-	drain(t, db)
-	long := t0.Add(-retention - time.Hour)
-	require.NoError(t, db.Model(&Event{}).Where("order_id LIKE 'old%'").
-		Updates(map[string]any{"status": StatusDelivered, "delivered_at": long}).Error)
-	require.NoError(t, db.Model(&Event{}).Where("order_id = 'recent'").
-		Updates(map[string]any{"status": StatusDelivered, "delivered_at": t0.Add(-retention + time.Minute)}).Error)
-	require.NoError(t, db.Model(&Event{}).Where("order_id = 'dead'").Update("status", StatusDead).Error)
-
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	d := NewDispatcher(db, Options{Retention: retention, Now: clock.Now, Log: quiet, Metrics: m})
-	require.NoError(t, d.retain(t.Context()))
-
-	var left []string
-	require.NoError(t, db.Model(&Event{}).Order("id").Pluck("order_id", &left).Error)
-	assert.Equal(t, []string{"recent", "pending", "dead"}, left)
-	assert.Equal(t, float64(old), metric(t, reg, "seckill_events_deleted_total", ""))
 }

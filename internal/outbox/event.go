@@ -1,15 +1,18 @@
 // Package outbox hands every order's lifecycle to the shop: each event is
-// written to the outbox table in the transaction of the order's change that
-// causes it (Append), and a Dispatcher delivers it from there to the
-// configured sinks.
+// written to the outbox in the transaction of the order's change that
+// causes it (Append), and a Dispatcher delivers it from there to each
+// configured receiver (a Sink) on its own.
 //
 // The guarantees: no event exists without its change and no change without
-// its event (one transaction); each event is delivered at least once, by one
-// dispatcher at a time whatever the number of instances (a lease on its
-// row), with the same id on every delivery; the events of one order are
-// delivered in the order they were written (an event waits for the pending
-// ones of its order before it). An event a sink refuses past Options.MaxAge
-// is a dead letter: kept, counted and listed until redelivered by hand.
+// its event (one transaction); each receiver gets each event written since
+// it was first configured at least once, by one dispatcher at a time
+// whatever the number of instances (a lease on its delivery), with the same
+// id on every delivery; each receiver gets the events of one order in the
+// order they were written (a delivery waits for the pending deliveries of
+// its order to the same receiver before it). Delivery state is kept per
+// event and receiver, so a receiver that refuses or is away holds back its
+// own deliveries only. A delivery a receiver refuses past Options.MaxAge is
+// a dead letter: kept, counted and listed until redelivered by hand.
 package outbox
 
 import (
@@ -35,29 +38,21 @@ const (
 // Types are the event types, in the order of an order's lifecycle.
 var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderExpired, OrderFailed, PaymentRefundDue}
 
-// Statuses of an event.
+// Statuses of a delivery.
 const (
 	StatusPending   = "pending"
 	StatusDelivered = "delivered"
 	StatusDead      = "dead"
 )
 
-// Event is a row of table outbox.
+// Event is a row of table outbox: an event, as every receiver gets it.
 type Event struct {
-	ID          uint64     `gorm:"column:id;primaryKey;autoIncrement"`
-	EventID     string     `gorm:"column:event_id"`
-	Type        string     `gorm:"column:type"`
-	OrderID     string     `gorm:"column:order_id"`
-	Payload     string     `gorm:"column:payload"`
-	Status      string     `gorm:"column:status"`
-	Attempts    int        `gorm:"column:attempts"`
-	CreatedAt   time.Time  `gorm:"column:created_at"`
-	WindowFrom  time.Time  `gorm:"column:window_from"`
-	NextAt      time.Time  `gorm:"column:next_at"`
-	LeaseOwner  *string    `gorm:"column:lease_owner"`
-	LeaseUntil  *time.Time `gorm:"column:lease_until"`
-	DeliveredAt *time.Time `gorm:"column:delivered_at"`
-	LastError   *string    `gorm:"column:last_error"`
+	ID        uint64    `gorm:"column:id;primaryKey;autoIncrement"`
+	EventID   string    `gorm:"column:event_id"`
+	Type      string    `gorm:"column:type"`
+	OrderID   string    `gorm:"column:order_id"`
+	Payload   string    `gorm:"column:payload"`
+	CreatedAt time.Time `gorm:"column:created_at"`
 }
 
 // TableName is outbox.
@@ -94,8 +89,7 @@ func New(typ, orderID, key string, at time.Time, data OrderData) (Event, error) 
 		return Event{}, fmt.Errorf("outbox: encode %s: %w", typ, err)
 	}
 	at = at.UTC().Truncate(time.Millisecond)
-	return Event{EventID: id, Type: typ, OrderID: orderID, Payload: string(message(id, typ, at, raw)), Status: StatusPending,
-		CreatedAt: at, WindowFrom: at, NextAt: at}, nil
+	return Event{EventID: id, Type: typ, OrderID: orderID, Payload: string(message(id, typ, at, raw)), CreatedAt: at}, nil
 }
 
 // message is the JSON of Message{id, typ, at, data}, as json.Marshal writes

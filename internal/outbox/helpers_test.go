@@ -53,6 +53,15 @@ func store(t testing.TB, db *gorm.DB, events ...Event) []Event {
 	return rows
 }
 
+// registered registers receivers as the dispatchers that have them do when
+// they start: they get the events stored after.
+func registered(t testing.TB, db *gorm.DB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.NoError(t, register(context.Background(), db, name, t0))
+	}
+}
+
 // drain moves every batch of appended events into outbox rows.
 func drain(t testing.TB, db *gorm.DB) {
 	t.Helper()
@@ -69,12 +78,27 @@ func drain(t testing.TB, db *gorm.DB) {
 	}
 }
 
-// load reads the event with id eventID.
-func load(t testing.TB, db *gorm.DB, eventID string) Event {
+// deliveryOf reads the delivery of event eventID to receiver.
+func deliveryOf(t testing.TB, db *gorm.DB, eventID, receiver string) Delivery {
 	t.Helper()
-	var e Event
-	require.NoError(t, db.Take(&e, "event_id = ?", eventID).Error)
-	return e
+	var d Delivery
+	require.NoError(t, db.Joins("JOIN outbox e ON e.id = outbox_deliveries.event_row").
+		Take(&d, "e.event_id = ? AND outbox_deliveries.receiver = ?", eventID, receiver).Error)
+	return d
+}
+
+// countsOf returns the backlog of receiver, as Count gives it.
+func countsOf(t testing.TB, db *gorm.DB, receiver string, now time.Time) Counts {
+	t.Helper()
+	all, err := Count(context.Background(), db, now)
+	require.NoError(t, err)
+	for _, c := range all {
+		if c.Receiver == receiver {
+			return c.Counts
+		}
+	}
+	t.Fatalf("no receiver %s among %+v", receiver, all)
+	return Counts{}
 }
 
 // secret returns a new whsec_ signing key.
@@ -96,6 +120,9 @@ type sink struct {
 	refuse func(e *Event, tries int) bool
 	// hold is how long a send takes (less when its context ends first).
 	hold time.Duration
+
+	// name is the receiver's; "test" when empty.
+	name string
 
 	mu       sync.Mutex
 	written  map[string][]Event // by order, for the order check
@@ -119,7 +146,12 @@ func (s *sink) expect(events ...Event) {
 	}
 }
 
-func (s *sink) Name() string { return "test" }
+func (s *sink) Name() string {
+	if s.name == "" {
+		return "test"
+	}
+	return s.name
+}
 
 func (s *sink) Send(ctx context.Context, e *Event) error {
 	s.mu.Lock()
@@ -202,9 +234,9 @@ func run(t *testing.T, d *Dispatcher) (stop func()) {
 	return stop
 }
 
-// metric reads from reg the counter or gauge name, its series of event
-// type typ when typ is not empty.
-func metric(t testing.TB, reg prometheus.Gatherer, name, typ string) float64 {
+// metric reads from reg the counter or gauge name, its series with the
+// labels given as name, value pairs.
+func metric(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -213,9 +245,13 @@ func metric(t testing.TB, reg prometheus.Gatherer, name, typ string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			match := typ == ""
+			have := map[string]string{}
 			for _, l := range m.GetLabel() {
-				match = match || l.GetName() == "type" && l.GetValue() == typ
+				have[l.GetName()] = l.GetValue()
+			}
+			match := true
+			for i := 0; i+1 < len(labels); i += 2 {
+				match = match && have[labels[i]] == labels[i+1]
 			}
 			if !match {
 				continue
@@ -226,6 +262,6 @@ func metric(t testing.TB, reg prometheus.Gatherer, name, typ string) float64 {
 			return m.GetGauge().GetValue()
 		}
 	}
-	t.Fatalf("no metric %s{type=%q}", name, typ)
+	t.Fatalf("no metric %s%v", name, labels)
 	return 0
 }

@@ -51,7 +51,7 @@ func NewNATS(url, prefix string, log *slog.Logger) (*NATS, error) {
 	return &NATS{nc: nc, js: js, prefix: prefix}, nil
 }
 
-// Name is "nats".
+// Name is "nats" (config.NATSName).
 func (n *NATS) Name() string { return "nats" }
 
 // Subject is the subject of events of type typ.

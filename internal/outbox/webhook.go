@@ -17,20 +17,21 @@ import (
 // body is the event (Message). A 2xx answer acknowledges it; anything else
 // is a refusal.
 type Webhook struct {
+	name    string
 	url     string
 	signers []*webhook.Signer
 	client  *http.Client
 }
 
-// NewWebhook returns the sink of url, signing with every key in secrets
-// (whsec_…): the receiver accepts the event if it knows any of them, which
-// lets keys rotate. client nil is http.DefaultClient's transport with no
-// redirects followed.
-func NewWebhook(url string, secrets []string, client *http.Client) (*Webhook, error) {
+// NewWebhook returns the sink of url, named name, signing with every key in
+// secrets (whsec_…): the receiver accepts the event if it knows any of
+// them, which lets keys rotate. client nil is http.DefaultClient's
+// transport with no redirects followed.
+func NewWebhook(name, url string, secrets []string, client *http.Client) (*Webhook, error) {
 	if len(secrets) == 0 {
-		return nil, fmt.Errorf("outbox: webhook %s: no signing key", url)
+		return nil, fmt.Errorf("outbox: webhook %s: no signing key", name)
 	}
-	w := &Webhook{url: url, client: client}
+	w := &Webhook{name: name, url: url, client: client}
 	for _, s := range secrets {
 		sg, err := webhook.NewSigner(s)
 		if err != nil {
@@ -44,8 +45,8 @@ func NewWebhook(url string, secrets []string, client *http.Client) (*Webhook, er
 	return w, nil
 }
 
-// Name is the sink's URL.
-func (w *Webhook) Name() string { return w.url }
+// Name is the receiver's name.
+func (w *Webhook) Name() string { return w.name }
 
 // Send POSTs e and waits for a 2xx.
 func (w *Webhook) Send(ctx context.Context, e *Event) error {
