@@ -304,3 +304,29 @@ func TestARoomOfASaleEndedBeforeItOpenedIsClosed(t *testing.T) {
 		assert.Equal(t, "sale_ended", got.Str("reason"), got.Raw)
 	}
 }
+
+// The draw of a random room nobody joined before the start publishes an
+// empty pre-queue as an empty list, as api/openapi.yaml describes it, and
+// the tickets of those who joined after it in later.
+func TestTheDrawOfARoomNobodyJoinedBeforeTheStart(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(5, time.Second, map[string]any{"mode": "random", "admit_per_second": 10})
+	// The seed is shown from starts_at on: from then, a join is a later one.
+	require.Eventually(t, func() bool {
+		wr, _ := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil).Body["waiting_room"].(map[string]any)
+		return wr["seed"] != nil
+	}, 10*time.Second, 100*time.Millisecond, "the sale starts")
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	var r testutil.Reply
+	require.Eventually(t, func() bool {
+		r = s.do(0, "POST", queue, "alice", nil)
+		return r.Status == http.StatusOK // 503 busy while the draw is made
+	}, 10*time.Second, 100*time.Millisecond, "alice joins after the start: %s", r.Raw)
+	assert.EqualValues(t, 1, r.Num("position"), r.Raw)
+	require.Equal(t, http.StatusOK, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", sku), "", nil).Status)
+
+	d := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d/draw", sku), "", nil)
+	require.Equal(t, http.StatusOK, d.Status, d.Raw)
+	assert.Equal(t, []any{}, d.Body["pre_queue"], d.Raw)
+	assert.Equal(t, []any{r.Str("ticket")}, d.Body["later"], d.Raw)
+}

@@ -136,9 +136,11 @@ func (r *Room) drawOnce(ctx context.Context, sku *catalog.SKU) error {
 	return nil
 }
 
-// preQueue reads the pre-queue's tickets in the order they joined.
+// preQueue reads the pre-queue's tickets in the order they joined: an
+// empty list, not nil, when nobody joined before the start, as the
+// published draw shows it.
 func (r *Room) preQueue(ctx context.Context, k keys) ([]string, error) {
-	var out []string
+	out := []string{}
 	for start := int64(0); ; start += drawChunk {
 		part, err := r.rdb.ZRange(ctx, k.pre, start, start+drawChunk-1).Result()
 		if err != nil {
