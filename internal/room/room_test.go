@@ -314,7 +314,7 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	f.clock.Advance(2 * time.Minute)
 	assert.Equal(t, "pass_used", f.peek("alice").Reason)
 	assert.Equal(t, "pass_expired", f.peek("bob").Reason)
-	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	rep, err := f.room.Audit(t.Context(), f.sku, f.buyers("alice"))
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, rep.Admitted)
 	assert.EqualValues(t, 1, rep.ExpiredPasses, "bob's only")
@@ -324,14 +324,15 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 // The audit finds a buyer the room never admitted.
 func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
 	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
-	none, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	none, err := f.room.Audit(t.Context(), f.sku, nil)
 	require.NoError(t, err)
 	assert.False(t, none.Kept, "no room state yet")
+	assert.False(t, none.StateLost)
 	f.join("alice")
 	f.join("bob")
 	f.clock.Advance(time.Minute + time.Second)
 	require.Equal(t, Admitted, f.peek("alice").Status)
-	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice", "bob", "mallory", "alice"})
+	rep, err := f.room.Audit(t.Context(), f.sku, f.buyers("alice", "bob", "mallory", "alice"))
 	require.NoError(t, err)
 	assert.True(t, rep.Kept)
 	assert.EqualValues(t, 2, rep.Joined)
@@ -339,6 +340,65 @@ func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
 	assert.EqualValues(t, 2, rep.ValidPasses)
 	assert.EqualValues(t, 1, rep.NotAdmitted)
 	assert.Equal(t, []string{"mallory"}, rep.Sample)
+	assert.False(t, rep.StateLost)
+	assert.Zero(t, rep.Unchecked)
+	assert.Equal(t, t0, *rep.Since, "alice's ticket")
+}
+
+// After Redis loses a room's state mid-sale, the admissions made before
+// the loss cannot be checked: the audit says the state was lost and counts
+// the buyers concerned, and reports as not admitted only a buyer who
+// ordered after the state was made again and whom it did not admit.
+func TestAuditAfterTheRoomsStateWasLost(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
+	f.join("alice")
+	f.join("bob")
+	f.clock.Advance(time.Minute + time.Second)
+	require.NoError(t, f.buy("alice", f.peek("alice").Pass, "").Err)
+	require.NoError(t, f.buy("bob", f.peek("bob").Pass, "").Err)
+	before := f.buyers("alice", "bob")
+
+	k := f.room.keys(f.sku.ID)
+	require.NoError(t, f.room.rdb.Del(t.Context(), k.meta, k.who, k.pre, k.line, k.passes, k.expired, k.valid).Err())
+	f.clock.Advance(time.Second)
+	rep, err := f.room.Audit(t.Context(), f.sku, before)
+	require.NoError(t, err)
+	assert.False(t, rep.Kept)
+	assert.True(t, rep.StateLost, "buyers, and no state before its expiry")
+	assert.EqualValues(t, 2, rep.Unchecked)
+	assert.Zero(t, rep.NotAdmitted)
+
+	// Made again by the next join; alice joins again too, and is
+	// admitted without buying (her limit is spent).
+	made := f.clock.Now()
+	f.join("carol")
+	f.join("alice")
+	f.clock.Advance(time.Second)
+	require.NoError(t, f.buy("carol", f.peek("carol").Pass, "").Err)
+	rep, err = f.room.Audit(t.Context(), f.sku, append(before, f.buyers("carol", "mallory")...))
+	require.NoError(t, err)
+	assert.True(t, rep.Kept)
+	assert.True(t, rep.StateLost)
+	assert.Equal(t, made, *rep.Since)
+	assert.EqualValues(t, 2, rep.Unchecked, "alice and bob, who ordered before")
+	assert.EqualValues(t, 1, rep.NotAdmitted, "mallory ordered since, unadmitted")
+	assert.Equal(t, []string{"mallory"}, rep.Sample)
+
+	// Past the state's expiry nothing is kept, and nothing is checked.
+	f.clock.Advance(f.sku.EndsAt.Add(f.room.o.Keep).Sub(f.clock.Now()))
+	require.NoError(t, f.room.rdb.Del(t.Context(), k.meta).Err())
+	rep, err = f.room.Audit(t.Context(), f.sku, before)
+	require.NoError(t, err)
+	assert.Equal(t, Report{}, *rep)
+}
+
+// buyers are users who each placed their last order now.
+func (f *fixture) buyers(users ...string) []Buyer {
+	out := make([]Buyer, len(users))
+	for i, u := range users {
+		out[i] = Buyer{User: u, Last: f.clock.Now()}
+	}
+	return out
 }
 
 // A room created with admit_per_second 0 admits at twice the orders per
