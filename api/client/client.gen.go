@@ -3001,6 +3001,13 @@ type ClientInterface interface {
 	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 	// `no_waiting_room`.
 	//
+	// An instance sends the draw to a few readers at a time and answers
+	// the others 503 `busy` with `Retry-After`. The document is about 30
+	// bytes a ticket (15 MB for 500,000), sent with its
+	// `Content-Length`: a reader must take it within the server's write
+	// timeout (`http.write_timeout`, 10 s by default), or the answer is
+	// cut off.
+	//
 	// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
 	GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4127,6 +4134,13 @@ func (c *Client) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...Reques
 // the draw with it. No shopper identity needed. 409
 // `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 // `no_waiting_room`.
+//
+// An instance sends the draw to a few readers at a time and answers
+// the others 503 `busy` with `Retry-After`. The document is about 30
+// bytes a ticket (15 MB for 500,000), sent with its
+// `Content-Length`: a reader must take it within the server's write
+// timeout (`http.write_timeout`, 10 s by default), or the answer is
+// cut off.
 //
 // Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
 func (c *Client) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6659,6 +6673,13 @@ type ClientWithResponsesInterface interface {
 	// the draw with it. No shopper identity needed. 409
 	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 	// `no_waiting_room`.
+	//
+	// An instance sends the draw to a few readers at a time and answers
+	// the others 503 `busy` with `Retry-After`. The document is about 30
+	// bytes a ticket (15 MB for 500,000), sent with its
+	// `Content-Length`: a reader must take it within the server's write
+	// timeout (`http.write_timeout`, 10 s by default), or the answer is
+	// cut off.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10347,6 +10368,13 @@ func (c *ClientWithResponses) GetSKUWithResponse(ctx context.Context, id SKUIdPa
 // the draw with it. No shopper identity needed. 409
 // `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 // `no_waiting_room`.
+//
+// An instance sends the draw to a few readers at a time and answers
+// the others 503 `busy` with `Retry-After`. The document is about 30
+// bytes a ticket (15 MB for 500,000), sent with its
+// `Content-Length`: a reader must take it within the server's write
+// timeout (`http.write_timeout`, 10 s by default), or the answer is
+// cut off.
 //
 // Returns a wrapper object for the known response body format(s).
 //

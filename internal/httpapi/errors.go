@@ -39,6 +39,7 @@ var (
 	errTokenUser        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "the token's user claim is not a valid shopper id (1-64 letters, digits or - _ . : @)"}
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
 	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
+	errDrawReaders      = &Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many readers of the draw right now, retry shortly", RetryAfter: retrySoon}
 )
 
 func invalid(detail string) *Error {
