@@ -31,7 +31,8 @@ sold <= stock (stock_total, the old name of stock, is still printed too). A SKU 
 (units taken in Redis against its queued and active orders); one with a
 waiting room, against its buyers, each admitted by the room (those Redis
 lost the admission of with the room's state are counted, on stderr too,
-and are not violations). It exits 1 when any SKU violates an invariant. Without --sku it checks every SKU.
+and are not violations). It exits 1 when any SKU violates an invariant.
+Without --sku it checks every SKU.
 Last, on stderr, it counts the payment notifications recorded by outcome:
 applied, refund_due (money the shop owes back: GET /admin/payments?status=
 refund_due lists them) and mismatch; these are not violations. With
