@@ -1319,6 +1319,14 @@ type Report struct {
 	// its counts, and the shoppers with an order of the SKU, in SQL or
 	// queued, whose ticket the room did not admit. A buy needs a pass,
 	// which only admission gives, so each of those is a violation.
+	//
+	// If Redis lost the room's state during the sale (restarted without
+	// persistence, a failover that missed writes), the room started
+	// again with the shoppers who joined after, and the admissions made
+	// before the loss left nothing to check them by: `state_lost` is
+	// true and `unchecked_buyers` counts the buyers concerned, which
+	// are not violations. Only a buyer with an order placed since the
+	// room's state was made (`state_since`) is checked.
 	WaitingRoom *WaitingRoomReport `json:"waiting_room,omitempty"`
 }
 
@@ -1638,6 +1646,14 @@ type WaitingRoomMode string
 // its counts, and the shoppers with an order of the SKU, in SQL or
 // queued, whose ticket the room did not admit. A buy needs a pass,
 // which only admission gives, so each of those is a violation.
+//
+// If Redis lost the room's state during the sale (restarted without
+// persistence, a failover that missed writes), the room started
+// again with the shoppers who joined after, and the admissions made
+// before the loss left nothing to check them by: `state_lost` is
+// true and `unchecked_buyers` counts the buyers concerned, which
+// are not violations. Only a buyer with an order placed since the
+// room's state was made (`state_since`) is checked.
 type WaitingRoomReport struct {
 	// Admitted Tickets admitted (given a pass).
 	Admitted int64 `json:"admitted"`
@@ -1649,15 +1665,33 @@ type WaitingRoomReport struct {
 	Joined int64 `json:"joined"`
 
 	// Kept false when Redis holds no state of the room: nobody joined it,
-	// or it expired (7 days after `ends_at`). Nothing is checked then,
-	// and the counts are 0.
+	// it expired (7 days after `ends_at`), or Redis lost it
+	// (`state_lost`). Nothing is checked then, and the counts are 0.
 	Kept bool `json:"kept"`
 
-	// NotAdmittedBuyers Shoppers with an order of the SKU who have no ticket, or one the room did not admit; 0 when `kept` is false (nothing is checked).
+	// NotAdmittedBuyers Shoppers with an order of the SKU placed since the room's state
+	// was made who have no ticket in it, or one it did not admit; 0
+	// when `kept` is false (nothing is checked).
 	NotAdmittedBuyers int64 `json:"not_admitted_buyers"`
 
 	// NotAdmittedSample A few of them (at most 5); absent when there are none.
 	NotAdmittedSample *[]string `json:"not_admitted_sample,omitempty"`
+
+	// StateLost Redis lost the room's state after it admitted buyers: it holds
+	// none before the state's expiry while the SKU has buyers, or one
+	// made after some of them placed their last order.
+	StateLost bool `json:"state_lost"`
+
+	// StateSince When the room's state in Redis was made: its first ticket.
+	// Absent when Redis holds none, or for a state made before the
+	// server recorded it.
+	StateSince *time.Time `json:"state_since,omitempty"`
+
+	// UncheckedBuyers Buyers whose admission cannot be checked, as Redis lost the
+	// state that admitted them: every buyer when it holds no state,
+	// else those whose last order precedes `state_since`. Not
+	// violations.
+	UncheckedBuyers int64 `json:"unchecked_buyers"`
 
 	// ValidPasses Passes given and not spent, less those already found expired.
 	ValidPasses int64 `json:"valid_passes"`
@@ -3003,6 +3037,13 @@ type ClientInterface interface {
 	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 	// `no_waiting_room`.
 	//
+	// An instance sends the draw to a few readers at a time and answers
+	// the others 503 `busy` with `Retry-After`. The document is about 30
+	// bytes a ticket (15 MB for 500,000), sent with its
+	// `Content-Length`: a reader must take it within the server's write
+	// timeout (`http.write_timeout`, 10 s by default), or the answer is
+	// cut off.
+	//
 	// Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
 	GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4140,6 +4181,13 @@ func (c *RawClient) GetSKU(ctx context.Context, id SKUIdParam, reqEditors ...Req
 // the draw with it. No shopper identity needed. 409
 // `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 // `no_waiting_room`.
+//
+// An instance sends the draw to a few readers at a time and answers
+// the others 503 `busy` with `Retry-After`. The document is about 30
+// bytes a ticket (15 MB for 500,000), sent with its
+// `Content-Length`: a reader must take it within the server's write
+// timeout (`http.write_timeout`, 10 s by default), or the answer is
+// cut off.
 //
 // Corresponds with GET /api/v1/skus/{id}/draw (the `GetWaitingRoomDraw` operationId).
 func (c *RawClient) GetWaitingRoomDraw(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6722,6 +6770,13 @@ type ClientWithResponsesInterface interface {
 	// the draw with it. No shopper identity needed. 409
 	// `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 	// `no_waiting_room`.
+	//
+	// An instance sends the draw to a few readers at a time and answers
+	// the others 503 `busy` with `Retry-After`. The document is about 30
+	// bytes a ticket (15 MB for 500,000), sent with its
+	// `Content-Length`: a reader must take it within the server's write
+	// timeout (`http.write_timeout`, 10 s by default), or the answer is
+	// cut off.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10428,6 +10483,13 @@ func (c *ClientWithResponses) GetSKUWithResponse(ctx context.Context, id SKUIdPa
 // the draw with it. No shopper identity needed. 409
 // `draw_not_published` before the sale has ended; 404 `unknown_sku` /
 // `no_waiting_room`.
+//
+// An instance sends the draw to a few readers at a time and answers
+// the others 503 `busy` with `Retry-After`. The document is about 30
+// bytes a ticket (15 MB for 500,000), sent with its
+// `Content-Length`: a reader must take it within the server's write
+// timeout (`http.write_timeout`, 10 s by default), or the answer is
+// cut off.
 //
 // Returns a wrapper object for the known response body format(s).
 //

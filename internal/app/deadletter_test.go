@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
@@ -166,7 +167,7 @@ func TestAReconcileDoesNotComeBetweenADeadLettersDeleteAndItsReturn(t *testing.T
 	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "bob", 1).Status)
 	require.Equal(t, http.StatusAccepted, s.buy(0, sku, "alice", 1).Status)
 
-	reconcile := &http.Client{Timeout: 1500 * time.Millisecond}
+	reconcile := &http.Client{Timeout: 1500 * time.Millisecond, Transport: apitest.Transport(t, nil)}
 	var during int
 	s.apps[0].Redis.AddHook(&beforeReturn{f: func() {
 		req, err := http.NewRequest("POST", fmt.Sprintf("%s/admin/skus/%d/reconcile", s.urls[1], sku), nil)
@@ -205,7 +206,7 @@ func TestADeadLettersDeleteLeftByItsClientStillReturnsTheUnits(t *testing.T) {
 	req, err := http.NewRequestWithContext(ctx, "DELETE", fmt.Sprintf("%s/admin/skus/%d/dead/%s", s.urls[0], sku, task), nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := (&http.Client{Transport: apitest.Transport(t, nil)}).Do(req); err == nil {
 		resp.Body.Close()
 	}
 	require.Eventually(t, func() bool {

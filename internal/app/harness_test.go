@@ -157,7 +157,7 @@ func (s *deployment) start() {
 	url := "http://" + addr
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(url + "/healthz")
+		resp, err := s.client.Get(url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			break

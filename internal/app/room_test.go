@@ -304,3 +304,78 @@ func TestARoomOfASaleEndedBeforeItOpenedIsClosed(t *testing.T) {
 		assert.Equal(t, "sale_ended", got.Str("reason"), got.Raw)
 	}
 }
+
+// The draw of a random room nobody joined before the start publishes an
+// empty pre-queue as an empty list, as api/openapi.yaml describes it, and
+// the tickets of those who joined after it in later.
+func TestTheDrawOfARoomNobodyJoinedBeforeTheStart(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(5, time.Second, map[string]any{"mode": "random", "admit_per_second": 10})
+	// The seed is shown from starts_at on: from then, a join is a later one.
+	require.Eventually(t, func() bool {
+		wr, _ := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil).Body["waiting_room"].(map[string]any)
+		return wr["seed"] != nil
+	}, 10*time.Second, 100*time.Millisecond, "the sale starts")
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	var r testutil.Reply
+	require.Eventually(t, func() bool {
+		r = s.do(0, "POST", queue, "alice", nil)
+		return r.Status == http.StatusOK // 503 busy while the draw is made
+	}, 10*time.Second, 100*time.Millisecond, "alice joins after the start: %s", r.Raw)
+	assert.EqualValues(t, 1, r.Num("position"), r.Raw)
+	require.Equal(t, http.StatusOK, s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/end", sku), "", nil).Status)
+
+	d := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d/draw", sku), "", nil)
+	require.Equal(t, http.StatusOK, d.Status, d.Raw)
+	assert.Equal(t, []any{}, d.Body["pre_queue"], d.Raw)
+	assert.Equal(t, []any{r.Str("ticket")}, d.Body["later"], d.Raw)
+}
+
+// After Redis loses a room SKU's state mid-sale, the admissions made
+// before the loss cannot be checked: the audit says so, counts the buyers
+// concerned, and finds the sale consistent; the buyers admitted since are
+// checked.
+func TestTheAuditOfARoomWhoseStateWasLost(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(5, time.Second, map[string]any{"mode": "fifo", "admit_per_second": 50, "pass_ttl": "30s", "overbook": 1})
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	// buy joins as user, waits for admission and buys with the pass,
+	// retrying what answers 503 (a draw, a state being restored).
+	buy := func(user string) {
+		t.Helper()
+		var r testutil.Reply
+		require.Eventually(t, func() bool {
+			r = s.do(0, "POST", queue, user, nil)
+			return r.Status == http.StatusOK
+		}, 15*time.Second, 100*time.Millisecond, "%s joins: %s", user, r.Raw)
+		require.Eventually(t, func() bool {
+			r = s.do(0, "GET", queue, user, nil)
+			return r.Str("status") == room.Admitted
+		}, 15*time.Second, 100*time.Millisecond, "%s is admitted: %s", user, r.Raw)
+		b := s.do(0, "POST", "/api/v1/orders", user, map[string]any{"sku_id": sku, "qty": 1, "pass": r.Str("pass")})
+		require.Equal(t, http.StatusAccepted, b.Status, b.Raw)
+	}
+	buy("alice")
+	buy("bob")
+	s.drained(sku)
+
+	ctx := t.Context()
+	rdb := s.apps[0].Redis
+	keys, err := rdb.Keys(ctx, fmt.Sprintf("%s{sku:%d}*", s.env["SECKILL_REDIS_KEY_PREFIX"], sku)).Result()
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(ctx, keys...).Err())
+	buy("carol")
+
+	var a testutil.Reply
+	require.Eventually(t, func() bool {
+		a = s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/audit", sku), "", nil)
+		return a.Status == http.StatusOK && a.Num("queued_orders") == 0
+	}, 30*time.Second, 100*time.Millisecond, a.Raw)
+	assert.Equal(t, true, a.Body["consistent"], a.Raw)
+	assert.Equal(t, []any{}, a.Body["violations"], a.Raw)
+	wr, _ := a.Body["waiting_room"].(map[string]any)
+	require.NotNil(t, wr, a.Raw)
+	assert.Equal(t, true, wr["state_lost"], a.Raw)
+	assert.EqualValues(t, 2, wr["unchecked_buyers"], "alice and bob: %s", a.Raw)
+	assert.EqualValues(t, 0, wr["not_admitted_buyers"], a.Raw)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/apitest"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/internal/config"
@@ -102,7 +103,7 @@ func serve(t *testing.T, env map[string]string) string {
 	base := "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := checked(t).Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -265,13 +266,18 @@ func TestBadConfigurationExitsTwoAtOnce(t *testing.T) {
 
 func get(t *testing.T, url string, want int) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := checked(t).Get(url)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	require.Equal(t, want, resp.StatusCode, "%s: %s", url, b.String())
 	return b.String()
+}
+
+// checked is a client whose every exchange is held to api/openapi.yaml.
+func checked(t *testing.T) *http.Client {
+	return &http.Client{Transport: apitest.Transport(t, nil)}
 }
 
 // onServices returns a runner of command lines against the test Redis and

@@ -62,7 +62,7 @@ type spyEvents struct {
 	spy *cursorSpy
 }
 
-func (s spyEvents) List(_ context.Context, _ string, after uint64, _ int) ([]outbox.View, uint64, error) {
+func (s spyEvents) List(_ context.Context, _, _ string, after uint64, _ int) ([]outbox.View, uint64, error) {
 	s.spy.after = append(s.spy.after, after)
 	return nil, 0, nil
 }

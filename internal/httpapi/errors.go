@@ -43,6 +43,7 @@ var (
 	errTokenUser        = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "the token's user claim is not a valid shopper id (1-64 letters, digits or - _ . : @)"}
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
 	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
+	errDrawReaders      = &Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many readers of the draw right now, retry shortly", RetryAfter: retrySoon, expected: true}
 	// errClientClosed is the answer to a request whose client went away
 	// before it was answered, whatever the error: nobody reads it, so
 	// nothing is written; the log and the metrics show it under

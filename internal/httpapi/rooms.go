@@ -15,7 +15,9 @@ import (
 type Rooms interface {
 	Join(ctx context.Context, sku uint64, user string) (room.Status, error)
 	Peek(ctx context.Context, sku uint64, user string) (room.Status, error)
-	Published(ctx context.Context, sku uint64) (*room.Draw, error)
+	// Published is the JSON document of a SKU's published draw, shared:
+	// not to be modified.
+	Published(ctx context.Context, sku uint64) ([]byte, error)
 }
 
 // handleRoom answers a shopper's place in a SKU's waiting room, joining it
@@ -70,6 +72,39 @@ func writeStatus(c *gin.Context, st room.Status) {
 	replyBufs.Put(bp)
 }
 
+// drawReaders is how many answers of the published draw an instance
+// writes at once. Every reader is sent the same bytes, so one costs no
+// memory of its own; but the draw of a large room is megabytes, and a
+// slow reader holds its place until it has read them or the server's
+// write timeout cuts it off.
+const drawReaders = 16
+
+// handleDraw answers a SKU's published draw, to at most drawReaders at a
+// time; the others are told to come back (503 busy).
 func handleDraw(rooms Rooms, log *slog.Logger) gin.HandlerFunc {
-	return skuAction(rooms.Published, log)
+	readers := make(chan struct{}, drawReaders)
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		select {
+		case readers <- struct{}{}:
+			defer func() { <-readers }()
+		default:
+			writeError(c, log, errDrawReaders)
+			return
+		}
+		doc, err := rooms.Published(c.Request.Context(), id)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		h := c.Writer.Header()
+		h["Content-Type"] = jsonContentType
+		h["Content-Length"] = []string{strconv.Itoa(len(doc))}
+		c.Status(http.StatusOK)
+		_, _ = c.Writer.Write(doc)
+	}
 }

@@ -83,7 +83,7 @@ func serve(t *testing.T, env map[string]string) *server {
 	t.Cleanup(s.stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.base + "/readyz")
+		resp, err := checked(t).Get(s.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -114,7 +114,7 @@ func (b *Board) Peek(ctx context.Context, sku uint64, user string) (Status, erro
 }
 
 // Published is Room.Published.
-func (b *Board) Published(ctx context.Context, sku uint64) (*Draw, error) {
+func (b *Board) Published(ctx context.Context, sku uint64) ([]byte, error) {
 	return b.room.Published(ctx, sku)
 }
 

@@ -136,9 +136,11 @@ func (r *Room) drawOnce(ctx context.Context, sku *catalog.SKU) error {
 	return nil
 }
 
-// preQueue reads the pre-queue's tickets in the order they joined.
+// preQueue reads the pre-queue's tickets in the order they joined: an
+// empty list, not nil, when nobody joined before the start, as the
+// published draw shows it.
 func (r *Room) preQueue(ctx context.Context, k keys) ([]string, error) {
-	var out []string
+	out := []string{}
 	for start := int64(0); ; start += drawChunk {
 		part, err := r.rdb.ZRange(ctx, k.pre, start, start+drawChunk-1).Result()
 		if err != nil {
@@ -149,50 +151,4 @@ func (r *Room) preQueue(ctx context.Context, k keys) ([]string, error) {
 			return out, nil
 		}
 	}
-}
-
-// Draw is a room's published draw: everything needed to recompute the
-// order of its line.
-type Draw struct {
-	SKU        uint64 `json:"sku_id"`
-	Mode       string `json:"mode"`
-	Seed       string `json:"seed,omitempty"`
-	SeedSHA256 string `json:"seed_sha256,omitempty"`
-	Rule       string `json:"rule"`
-	// PreQueue: the tickets that joined before starts_at, in the order
-	// they joined (random mode).
-	PreQueue []string `json:"pre_queue"`
-	// Later: the tickets that joined after (every ticket, fifo), in the
-	// order they joined.
-	Later []string `json:"later"`
-}
-
-// Published returns the draw of the SKU with id sku once its sale has
-// ended: ErrNotPublished before.
-func (r *Room) Published(ctx context.Context, id uint64) (*Draw, error) {
-	sku, err := r.skus.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !sku.Room.On() {
-		return nil, ErrNoRoom
-	}
-	if r.o.Now().Before(sku.EndsAt) {
-		return nil, fmt.Errorf("%w: at %s", ErrNotPublished, sku.EndsAt.UTC().Format(time.RFC3339))
-	}
-	k := r.keys(sku.ID)
-	d := &Draw{SKU: sku.ID, Mode: sku.Room.Mode, PreQueue: []string{}, Later: []string{}}
-	if sku.Room.Mode == catalog.RoomFIFO {
-		d.Rule = "every ticket in the order it joined"
-		d.Later, err = r.rdb.ZRange(ctx, k.line, 0, -1).Result()
-	} else {
-		d.Rule, d.Seed, d.SeedSHA256 = Rule, sku.Room.Seed, sku.Room.SeedSHA256()
-		if d.PreQueue, err = r.preQueue(ctx, k); err == nil {
-			d.Later, err = r.rdb.ZRangeByScore(ctx, k.line, &redis.ZRangeBy{Min: "1e12", Max: "+inf"}).Result()
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("room: draw of sku %d: %w", sku.ID, err)
-	}
-	return d, nil
 }

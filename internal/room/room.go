@@ -126,6 +126,10 @@ type Room struct {
 	signer  *Signer
 	o       Options
 	drawing singleflight.Group
+	// publishing builds each published draw's document once at a time;
+	// draws keeps the last ones built.
+	publishing singleflight.Group
+	draws      draws
 	// restoring runs OnStateLost once at a time per SKU.
 	restoring singleflight.Group
 }

@@ -1,9 +1,11 @@
 package room
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -98,6 +100,19 @@ func (f *fixture) buy(user, pass, rid string) stock.Result {
 	return res[0]
 }
 
+// published decodes the room's published draw, which has no field a Draw
+// does not.
+func (f *fixture) published() Draw {
+	f.t.Helper()
+	doc, err := f.room.Published(f.t.Context(), f.sku.ID)
+	require.NoError(f.t, err)
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	var d Draw
+	require.NoError(f.t, dec.Decode(&d), "%s", doc)
+	return d
+}
+
 // One ticket per shopper, whatever they send or retry; a look without a
 // ticket, a room not open yet and a SKU without a room are refused.
 func TestJoinIsIdempotent(t *testing.T) {
@@ -147,8 +162,7 @@ func TestDrawRecomputesFromThePublishedDraw(t *testing.T) {
 	_, err := f.room.Published(t.Context(), f.sku.ID)
 	require.ErrorIs(t, err, ErrNotPublished)
 	f.clock.Advance(f.sku.EndsAt.Sub(f.clock.Now()))
-	d, err := f.room.Published(t.Context(), f.sku.ID)
-	require.NoError(t, err)
+	d := f.published()
 	sum := sha256.Sum256([]byte(d.Seed))
 	assert.Equal(t, hex.EncodeToString(sum[:]), d.SeedSHA256)
 	assert.Equal(t, f.sku.Room.SeedSHA256(), d.SeedSHA256)
@@ -314,7 +328,7 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	f.clock.Advance(2 * time.Minute)
 	assert.Equal(t, "pass_used", f.peek("alice").Reason)
 	assert.Equal(t, "pass_expired", f.peek("bob").Reason)
-	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	rep, err := f.room.Audit(t.Context(), f.sku, f.buyers("alice"))
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, rep.Admitted)
 	assert.EqualValues(t, 1, rep.ExpiredPasses, "bob's only")
@@ -324,14 +338,15 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 // The audit finds a buyer the room never admitted.
 func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
 	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
-	none, err := f.room.Audit(t.Context(), f.sku, []string{"alice"})
+	none, err := f.room.Audit(t.Context(), f.sku, nil)
 	require.NoError(t, err)
 	assert.False(t, none.Kept, "no room state yet")
+	assert.False(t, none.StateLost)
 	f.join("alice")
 	f.join("bob")
 	f.clock.Advance(time.Minute + time.Second)
 	require.Equal(t, Admitted, f.peek("alice").Status)
-	rep, err := f.room.Audit(t.Context(), f.sku, []string{"alice", "bob", "mallory", "alice"})
+	rep, err := f.room.Audit(t.Context(), f.sku, f.buyers("alice", "bob", "mallory", "alice"))
 	require.NoError(t, err)
 	assert.True(t, rep.Kept)
 	assert.EqualValues(t, 2, rep.Joined)
@@ -339,6 +354,65 @@ func TestAuditFindsBuyersNotAdmitted(t *testing.T) {
 	assert.EqualValues(t, 2, rep.ValidPasses)
 	assert.EqualValues(t, 1, rep.NotAdmitted)
 	assert.Equal(t, []string{"mallory"}, rep.Sample)
+	assert.False(t, rep.StateLost)
+	assert.Zero(t, rep.Unchecked)
+	assert.Equal(t, t0, *rep.Since, "alice's ticket")
+}
+
+// After Redis loses a room's state mid-sale, the admissions made before
+// the loss cannot be checked: the audit says the state was lost and counts
+// the buyers concerned, and reports as not admitted only a buyer who
+// ordered after the state was made again and whom it did not admit.
+func TestAuditAfterTheRoomsStateWasLost(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
+	f.join("alice")
+	f.join("bob")
+	f.clock.Advance(time.Minute + time.Second)
+	require.NoError(t, f.buy("alice", f.peek("alice").Pass, "").Err)
+	require.NoError(t, f.buy("bob", f.peek("bob").Pass, "").Err)
+	before := f.buyers("alice", "bob")
+
+	k := f.room.keys(f.sku.ID)
+	require.NoError(t, f.room.rdb.Del(t.Context(), k.meta, k.who, k.pre, k.line, k.passes, k.expired, k.valid).Err())
+	f.clock.Advance(time.Second)
+	rep, err := f.room.Audit(t.Context(), f.sku, before)
+	require.NoError(t, err)
+	assert.False(t, rep.Kept)
+	assert.True(t, rep.StateLost, "buyers, and no state before its expiry")
+	assert.EqualValues(t, 2, rep.Unchecked)
+	assert.Zero(t, rep.NotAdmitted)
+
+	// Made again by the next join; alice joins again too, and is
+	// admitted without buying (her limit is spent).
+	made := f.clock.Now()
+	f.join("carol")
+	f.join("alice")
+	f.clock.Advance(time.Second)
+	require.NoError(t, f.buy("carol", f.peek("carol").Pass, "").Err)
+	rep, err = f.room.Audit(t.Context(), f.sku, append(before, f.buyers("carol", "mallory")...))
+	require.NoError(t, err)
+	assert.True(t, rep.Kept)
+	assert.True(t, rep.StateLost)
+	assert.Equal(t, made, *rep.Since)
+	assert.EqualValues(t, 2, rep.Unchecked, "alice and bob, who ordered before")
+	assert.EqualValues(t, 1, rep.NotAdmitted, "mallory ordered since, unadmitted")
+	assert.Equal(t, []string{"mallory"}, rep.Sample)
+
+	// Past the state's expiry nothing is kept, and nothing is checked.
+	f.clock.Advance(f.sku.EndsAt.Add(f.room.o.Keep).Sub(f.clock.Now()))
+	require.NoError(t, f.room.rdb.Del(t.Context(), k.meta).Err())
+	rep, err = f.room.Audit(t.Context(), f.sku, before)
+	require.NoError(t, err)
+	assert.Equal(t, Report{}, *rep)
+}
+
+// buyers are users who each placed their last order now.
+func (f *fixture) buyers(users ...string) []Buyer {
+	out := make([]Buyer, len(users))
+	for i, u := range users {
+		out[i] = Buyer{User: u, Last: f.clock.Now()}
+	}
+	return out
 }
 
 // A room created with admit_per_second 0 admits at twice the orders per
@@ -410,8 +484,7 @@ func TestARoomLostAfterItsDrawStartsAgainInJoinOrder(t *testing.T) {
 	assert.ErrorIs(t, f.buy("alice", st.Pass, "").Err, stock.ErrLimitExceeded, "she bought before the loss")
 
 	f.clock.Advance(time.Hour)
-	d, err := f.room.Published(t.Context(), f.sku.ID)
-	require.NoError(t, err)
+	d := f.published()
 	assert.Empty(t, d.PreQueue)
 	assert.Equal(t, []string{carol.Ticket, bob.Ticket, alice.Ticket}, d.Later)
 }

@@ -45,7 +45,7 @@ type Report struct {
 	// Buckets reports each bucket of a SKU whose stock is split.
 	Buckets []BucketReport `json:"buckets,omitempty"`
 	// WaitingRoom reports the SKU's waiting room, if it has one: every
-	// buyer was admitted.
+	// buyer it can check was admitted.
 	WaitingRoom *room.Report `json:"waiting_room,omitempty"`
 }
 
@@ -228,13 +228,16 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 // auditRoom checks sku's waiting room against its buyers: the shoppers of
 // its orders in SQL and of queued.
 func (s *Service) auditRoom(ctx context.Context, sku *catalog.SKU, queued []stock.OrderTask) (*room.Report, error) {
-	var buyers []string
-	if err := s.db.WithContext(ctx).Model(&order.Order{}).Distinct("user_id").Where("sku_id = ?", sku.ID).
-		Pluck("user_id", &buyers).Error; err != nil {
+	last, err := order.LastOrders(s.db.WithContext(ctx), sku.ID)
+	if err != nil {
 		return nil, fmt.Errorf("sale: audit: %w", err)
 	}
+	buyers := make([]room.Buyer, 0, len(last)+len(queued))
+	for user, at := range last {
+		buyers = append(buyers, room.Buyer{User: user, Last: at})
+	}
 	for _, t := range queued {
-		buyers = append(buyers, t.User)
+		buyers = append(buyers, room.Buyer{User: t.User, Last: time.UnixMilli(t.CreatedMS)})
 	}
 	return s.o.Rooms.Audit(ctx, sku, buyers)
 }

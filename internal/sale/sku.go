@@ -48,7 +48,7 @@ type Options struct {
 
 // Rooms checks a SKU's waiting room against its buyers (internal/room).
 type Rooms interface {
-	Audit(ctx context.Context, sku *catalog.SKU, buyers []string) (*room.Report, error)
+	Audit(ctx context.Context, sku *catalog.SKU, buyers []room.Buyer) (*room.Report, error)
 }
 
 // Service runs the operations on sales.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Delivery state per receiver (docs/OPERATIONS.md, Events): each event is
+-- Delivery state per receiver (docs/operate/runbook.md#events): each event is
 -- delivered to each receiver on its own, so a receiver that refuses delays
 -- only its own deliveries. outbox keeps the events; outbox_deliveries
 -- keeps, per event and receiver, how its delivery goes; outbox_receivers

@@ -11,7 +11,8 @@
 --         closed), drawn (the pre-queue is in the line), epoch (the first
 --         ticket issued: names this state, so that a copy of it taken
 --         before the state was lost and made again is told from it),
---         joined, admitted, expired (counters)
+--         since (Unix ms of that first ticket: every admission of this
+--         state is at or after it), joined, admitted, expired (counters)
 -- KEYS[2] who HASH: shopper -> ticket
 -- KEYS[3] pre ZSET: ticket -> seq, the pre-queue (random mode, joined
 --         before starts_at), until the draw puts it in the line
@@ -82,7 +83,9 @@ for i = 9, #ARGV, 2 do
     ticket = ARGV[i + 1]
     issued[user] = 1
     if not seq then
-      redis.call('HSETNX', meta, 'epoch', ticket)
+      if redis.call('HSETNX', meta, 'epoch', ticket) == 1 then
+        redis.call('HSET', meta, 'since', ARGV[2])
+      end
       seq = tonumber(redis.call('HGET', meta, 'seq')) or 0
       pre_open = now < starts and redis.call('HEXISTS', meta, 'drawing') == 0
     end
