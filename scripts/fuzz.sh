@@ -25,6 +25,7 @@ targets=(
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/catalog FuzzSpecNumbers"
 )
 
 # fuzz_once runs one target; its output goes to the terminal and to $log.

@@ -60,8 +60,13 @@ func (s *Spec) Missing() []string {
 
 // Validate reports the first given field out of range, wrapping ErrInvalid;
 // a field not given is not checked (Missing and Apply see to it). It trims
-// the name of surrounding white space.
+// the name of surrounding white space and cuts the times to the
+// millisecond, as they are stored, so that what it judges is what is kept.
 func (s *Spec) Validate() error {
+	s.StartsAt, s.EndsAt = Stored(s.StartsAt), Stored(s.EndsAt)
+	if r := s.WaitingRoom; r != nil {
+		r.OpensAt = Stored(r.OpensAt)
+	}
 	switch {
 	case s.ID > MaxID:
 		return invalidf("id must be from 1 to %d (or left out)", uint64(MaxID))
@@ -78,7 +83,8 @@ func (s *Spec) Validate() error {
 	case s.EndsAt != nil && (s.EndsAt.Year() < 2000 || s.EndsAt.Year() > 9000):
 		return invalidf("ends_at must be in the years 2000 to 9000")
 	case s.StartsAt != nil && s.EndsAt != nil && !s.EndsAt.After(*s.StartsAt):
-		return invalidf("ends_at must be after starts_at")
+		return invalidf("ends_at must be after starts_at: the sale would run from %s to %s (times are kept to the millisecond)",
+			s.StartsAt.Format(time.RFC3339Nano), s.EndsAt.Format(time.RFC3339Nano))
 	}
 	if r := s.WaitingRoom; r != nil {
 		if err := r.validate(); err != nil {
@@ -99,6 +105,16 @@ func (s *Spec) Validate() error {
 		s.Name = &name
 	}
 	return nil
+}
+
+// Stored is t as SQL keeps it: in UTC, to the millisecond (MySQL's
+// DATETIME(3) would round or cut what is finer, by its settings). nil
+// stays nil.
+func Stored(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return new(t.UTC().Truncate(time.Millisecond))
 }
 
 func invalidf(format string, args ...any) error {
@@ -132,12 +148,13 @@ func (s *Spec) New(now time.Time) (SKU, error) {
 	return sku, nil
 }
 
-// Apply returns cur changed by s: the fields s gives, the others as they
-// are. It refuses, changing nothing, a field out of range or an ID other
-// than cur's (ErrInvalid), a window it moves that would not end after it
-// starts (ErrInvalid), a bucket count other than cur's (ErrBucketsFixed) and a
-// stock below what cur has sold (ErrBelowSold).
-func (s *Spec) Apply(cur SKU) (SKU, error) {
+// Apply returns cur changed by s at now: the fields s gives, the others as
+// they are. It refuses, changing nothing, a field out of range or an ID
+// other than cur's (ErrInvalid), a window it moves that would not end after
+// it starts or that would open a drawn waiting room again (ErrInvalid, see
+// reopens), a bucket count other than cur's (ErrBucketsFixed) and a stock
+// below what cur has sold (ErrBelowSold).
+func (s *Spec) Apply(cur SKU, now time.Time) (SKU, error) {
 	if err := s.Validate(); err != nil {
 		return SKU{}, err
 	}
@@ -180,16 +197,30 @@ func (s *Spec) Apply(cur SKU) (SKU, error) {
 	// and its other fields may still change.
 	moved := s.StartsAt != nil || s.EndsAt != nil
 	if moved && !next.EndsAt.After(next.StartsAt) {
-		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s",
-			next.StartsAt.Format(time.RFC3339), next.EndsAt.Format(time.RFC3339))
+		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s (times are kept to the millisecond)",
+			next.StartsAt.Format(time.RFC3339Nano), next.EndsAt.Format(time.RFC3339Nano))
 	}
 	if moved && next.Room.On() && next.Room.OpensAt.After(next.StartsAt) {
-		return SKU{}, invalidf("starts_at must be at or after the waiting room's opens_at (%s)", next.Room.OpensAt.Format(time.RFC3339))
+		return SKU{}, invalidf("starts_at must be at or after the waiting room's opens_at (%s)", next.Room.OpensAt.Format(time.RFC3339Nano))
+	}
+	if moved && reopens(cur, next, now) {
+		return SKU{}, invalidf("starts_at cannot move past now: sku %d's waiting room drew its line at %s with a seed that is public since, "+
+			"so a new start would draw a new line everyone can compute in advance. Keep starts_at in the past (ends_at may still move), "+
+			"or create a new sku, with a room of its own, for another sale", cur.ID, cur.StartsAt.Format(time.RFC3339Nano))
 	}
 	if next.StockTotal < cur.Sold {
 		return SKU{}, fmt.Errorf("%w: %d sold, asked for %d", ErrBelowSold, cur.Sold, next.StockTotal)
 	}
 	return next, nil
+}
+
+// reopens reports whether next, cur with its window moved at now, opens
+// cur's waiting room for a draw again once its seed is public: a random
+// room's seed is shown from the sale's start (and with the draw from its
+// end), so from then on a start after now would draw a pre-queue whose
+// order anyone knows in advance. A fifo room has no draw.
+func reopens(cur, next SKU, now time.Time) bool {
+	return cur.Room.On() && cur.Room.Mode == RoomRandom && !now.Before(cur.StartsAt) && now.Before(next.StartsAt)
 }
 
 // columns are the columns of table skus that s changes, with their values.

@@ -166,7 +166,7 @@ func lockSKU(tx *gorm.DB, id uint64) (*SKU, error) {
 // update writes the columns spec changes of cur, a row tx holds, and
 // returns the row as stored.
 func update(tx *gorm.DB, cur *SKU, spec Spec, now time.Time) (*SKU, error) {
-	if _, err := spec.Apply(*cur); err != nil {
+	if _, err := spec.Apply(*cur, now); err != nil {
 		return nil, err
 	}
 	cols := spec.columns()

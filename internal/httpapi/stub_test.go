@@ -132,7 +132,7 @@ func (a stubAdmin) Seed(ctx context.Context, specs []catalog.Spec) ([]sale.Seede
 func (stubAdmin) UpdateSKU(_ context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error) {
 	v := stubSKU(id)
 	sku, err := spec.Apply(catalog.SKU{ID: id, Name: v.Name, PriceCents: v.PriceCents, StockTotal: v.Stock,
-		PerUserLimit: v.PerUserLimit, Buckets: 1, StartsAt: v.StartsAt, EndsAt: v.EndsAt})
+		PerUserLimit: v.PerUserLimit, Buckets: 1, StartsAt: v.StartsAt, EndsAt: v.EndsAt}, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (s *Service) CheckSeed(ctx context.Context, specs []catalog.Spec) error {
 			}
 			cur = *got
 		}
-		next, err := spec.Apply(cur)
+		next, err := spec.Apply(cur, now)
 		if err != nil {
 			return fmt.Errorf("seed %s: %w", seedfile.Label(i, spec), err)
 		}

@@ -219,7 +219,7 @@ func (s *Service) UpdateSKU(ctx context.Context, id uint64, spec catalog.Spec) (
 // update changes cur as spec says. Run it under exclusive.
 func (s *Service) update(ctx context.Context, cur *catalog.SKU, spec catalog.Spec) (*SeededSKU, error) {
 	// Checked before a cut lowers Redis: a refused change writes nothing.
-	next, err := spec.Apply(*cur)
+	next, err := spec.Apply(*cur, s.o.Now())
 	if err != nil {
 		return nil, err
 	}
