@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,6 +332,53 @@ func TestSaleWindowIsJudgedToTheMillisecond(t *testing.T) {
 	}
 	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{})) })
 	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
+}
+
+// Two creates at once, one without an id and one with the id the first
+// would get: neither is a 500, each answer says whether its request
+// created the SKU, and the outcome is what the two would have made one
+// after the other, in MySQL and in Redis.
+func TestConcurrentCreatesOfTheNextID(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	maxID := func() int64 {
+		var n int64
+		require.NoError(t, s.apps[0].DB.Raw("SELECT COALESCE(MAX(id), 0) FROM skus").Scan(&n).Error)
+		return n
+	}
+	var ids []int64
+	for round := range 40 {
+		next := maxID() + 1
+		var a, b testutil.Reply
+		var wg sync.WaitGroup
+		wg.Go(func() { a = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"name": "A", "stock": 10})) })
+		wg.Go(func() {
+			b = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": next, "name": "B", "stock": 7}))
+		})
+		wg.Wait()
+		require.Equal(t, http.StatusCreated, a.Status, "round %d, without an id: %s", round, a.Raw)
+		require.Contains(t, []int{http.StatusCreated, http.StatusOK}, b.Status, "round %d, id %d: %s", round, next, b.Raw)
+		assert.Equal(t, next, b.Num("id"))
+		assert.Equal(t, "B", b.Str("name"))
+		if a.Num("id") == next {
+			// A first: B updated the SKU A created.
+			assert.Equal(t, http.StatusOK, b.Status, "round %d: B changed A's SKU, it did not create it", round)
+		} else {
+			assert.Equal(t, http.StatusCreated, b.Status, "round %d: B created %d: %s", round, next, b.Raw)
+			got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", a.Num("id")), "", nil)
+			assert.Equal(t, "A", got.Str("name"), "round %d", round)
+			assert.Equal(t, int64(10), got.Num("stock_left"), "round %d", round)
+			ids = append(ids, a.Num("id"))
+		}
+		got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", next), "", nil)
+		assert.Equal(t, "B", got.Str("name"), "round %d", round)
+		assert.Equal(t, int64(7), got.Num("stock"), "round %d", round)
+		assert.Equal(t, int64(7), got.Num("stock_left"), "round %d: Redis has what MySQL has", round)
+		ids = append(ids, next)
+	}
+	for _, id := range ids {
+		rep := s.audit(uint64(id))
+		assert.True(t, rep.Consistent, "sku %d: %+v", id, rep)
+	}
 }
 
 // A waiting room's seed is public from the sale's start: a window change

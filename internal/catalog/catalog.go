@@ -20,6 +20,9 @@ var (
 	// SKU was created with. The count names the hash tags its Redis stock
 	// lives under, so it cannot change while the SKU exists.
 	ErrBucketsFixed = errors.New("a sku's stock buckets are fixed when it is created")
+	// ErrIDTaken: a new SKU's id is taken, by a SKU created meanwhile.
+	// Nothing was written; judged again, the id is an existing SKU's.
+	ErrIDTaken = errors.New("sku id taken meanwhile")
 )
 
 // MaxID is the largest SKU id: ids run from 1 to MaxID, the range of a
