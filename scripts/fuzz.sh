@@ -25,6 +25,8 @@ targets=(
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/seedfile FuzzReadYAML"
+	"./internal/seedfile FuzzReadCSV"
 	"./internal/catalog FuzzSpecNumbers"
 )
 
