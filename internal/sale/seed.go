@@ -64,6 +64,8 @@ func (s *Service) seed(ctx context.Context, rows []seedfile.Row) ([]Seeded, erro
 			ids = append(ids, r.Spec.ID)
 		}
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	var written []catalog.Written
 	left := map[uint64]int64{}
 	err := s.exclusiveAll(ctx, ids, func(ctx context.Context) error {
