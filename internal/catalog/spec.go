@@ -63,9 +63,9 @@ func (s *Spec) Missing() []string {
 // the name of surrounding white space and cuts the times to the
 // millisecond, as they are stored, so that what it judges is what is kept.
 func (s *Spec) Validate() error {
-	s.StartsAt, s.EndsAt = Stored(s.StartsAt), Stored(s.EndsAt)
+	s.StartsAt, s.EndsAt = kept(s.StartsAt), kept(s.EndsAt)
 	if r := s.WaitingRoom; r != nil {
-		r.OpensAt = Stored(r.OpensAt)
+		r.OpensAt = kept(r.OpensAt)
 	}
 	switch {
 	case s.ID > MaxID:
@@ -107,10 +107,10 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// Stored is t as SQL keeps it: in UTC, to the millisecond (MySQL's
+// kept is t as SQL keeps it: in UTC, to the millisecond (MySQL's
 // DATETIME(3) would round or cut what is finer, by its settings). nil
 // stays nil.
-func Stored(t *time.Time) *time.Time {
+func kept(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
