@@ -28,6 +28,9 @@ targets=(
 	"./internal/config FuzzLoadFile"
 	"./internal/config FuzzEventReceivers"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/seedfile FuzzReadYAML"
+	"./internal/seedfile FuzzReadCSV"
+	"./internal/catalog FuzzSpecNumbers"
 )
 
 # fuzz_once runs one target; its output goes to the terminal and to $log.

@@ -2554,17 +2554,20 @@ type ClientInterface interface {
 	// /admin/skus` takes (`application/yaml`). Each SKU is written as
 	// `POST /admin/skus` writes it: an `id` that exists is updated with
 	// the fields given (an empty cell, or a key left out, is not given),
-	// any other is created. Every SKU is checked before any is written,
-	// against what is stored and as the file leaves it: a field out of
-	// range, a new SKU without every required field, or a change its SKU
-	// refuses (a window that would not end after it starts, another
-	// waiting room: 400 `invalid_request`; another bucket count: 409
-	// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
-	// is refused naming it, and nothing is written. A write that fails
-	// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
-	// stops the seed; the SKUs before it stay written and the detail says
-	// how many. The file is at most
-	// `http.max_body_bytes` (16 KiB by default).
+	// any other is created. The file is written whole or not at all: every
+	// row is checked first, against what is stored and as the file's
+	// earlier rows leave it, then all are written in one MySQL
+	// transaction, and Redis after (a cut first, as for one SKU). A file
+	// that does not read (an unknown field, a fraction where a whole
+	// number goes, a number that is not finite, a second YAML document),
+	// a field out of range, a new SKU without every required field, or a
+	// change its SKU refuses (a window that would not end after it starts,
+	// another waiting room: 400 `invalid_request`; another bucket count:
+	// 409 `buckets_fixed`; a stock below what is sold in MySQL or taken in
+	// Redis: 409 `below_sold`) is refused naming the file's line and the
+	// field, and nothing is written. A row without an `id` gets an id no
+	// row of the file names. The file is at most `http.max_body_bytes`
+	// (16 KiB by default).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2604,7 +2607,11 @@ type ClientInterface interface {
 	// nothing. `buckets` is fixed when the SKU is created: an update without
 	// it keeps the SKU's count, one with another count is 409
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
-	// Another change of the same SKU running is 503 `busy`.
+	// Another change of the same SKU running is 503 `busy`. A window is
+	// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+	// and so is a move of a drawn waiting room's start. Two creates at once
+	// are answered as one after the other would be: when a create without
+	// an `id` takes the id this one names, this one changes that SKU (200).
 	//
 	// `waiting_room` sells the new SKU through a waiting room
 	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -2639,7 +2646,11 @@ type ClientInterface interface {
 	// nothing. `buckets` is fixed when the SKU is created: an update without
 	// it keeps the SKU's count, one with another count is 409
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
-	// Another change of the same SKU running is 503 `busy`.
+	// Another change of the same SKU running is 503 `busy`. A window is
+	// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+	// and so is a move of a drawn waiting room's start. Two creates at once
+	// are answered as one after the other would be: when a create without
+	// an `id` takes the id this one names, this one changes that SKU (200).
 	//
 	// `waiting_room` sells the new SKU through a waiting room
 	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -2665,13 +2676,19 @@ type ClientInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -2699,13 +2716,19 @@ type ClientInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -2733,13 +2756,19 @@ type ClientInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -3459,17 +3488,20 @@ func (c *RawClient) AdminListPayments(ctx context.Context, params *AdminListPaym
 // /admin/skus` takes (`application/yaml`). Each SKU is written as
 // `POST /admin/skus` writes it: an `id` that exists is updated with
 // the fields given (an empty cell, or a key left out, is not given),
-// any other is created. Every SKU is checked before any is written,
-// against what is stored and as the file leaves it: a field out of
-// range, a new SKU without every required field, or a change its SKU
-// refuses (a window that would not end after it starts, another
-// waiting room: 400 `invalid_request`; another bucket count: 409
-// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
-// is refused naming it, and nothing is written. A write that fails
-// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
-// stops the seed; the SKUs before it stay written and the detail says
-// how many. The file is at most
-// `http.max_body_bytes` (16 KiB by default).
+// any other is created. The file is written whole or not at all: every
+// row is checked first, against what is stored and as the file's
+// earlier rows leave it, then all are written in one MySQL
+// transaction, and Redis after (a cut first, as for one SKU). A file
+// that does not read (an unknown field, a fraction where a whole
+// number goes, a number that is not finite, a second YAML document),
+// a field out of range, a new SKU without every required field, or a
+// change its SKU refuses (a window that would not end after it starts,
+// another waiting room: 400 `invalid_request`; another bucket count:
+// 409 `buckets_fixed`; a stock below what is sold in MySQL or taken in
+// Redis: 409 `below_sold`) is refused naming the file's line and the
+// field, and nothing is written. A row without an `id` gets an id no
+// row of the file names. The file is at most `http.max_body_bytes`
+// (16 KiB by default).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3529,7 +3561,11 @@ func (c *RawClient) AdminListSKUs(ctx context.Context, params *AdminListSKUsPara
 // nothing. `buckets` is fixed when the SKU is created: an update without
 // it keeps the SKU's count, one with another count is 409
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
-// Another change of the same SKU running is 503 `busy`.
+// Another change of the same SKU running is 503 `busy`. A window is
+// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+// and so is a move of a drawn waiting room's start. Two creates at once
+// are answered as one after the other would be: when a create without
+// an `id` takes the id this one names, this one changes that SKU (200).
 //
 // `waiting_room` sells the new SKU through a waiting room
 // (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -3574,7 +3610,11 @@ func (c *RawClient) UpsertSKUWithBody(ctx context.Context, contentType string, b
 // nothing. `buckets` is fixed when the SKU is created: an update without
 // it keeps the SKU's count, one with another count is 409
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
-// Another change of the same SKU running is 503 `busy`.
+// Another change of the same SKU running is 503 `busy`. A window is
+// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+// and so is a move of a drawn waiting room's start. Two creates at once
+// are answered as one after the other would be: when a create without
+// an `id` takes the id this one names, this one changes that SKU (200).
 //
 // `waiting_room` sells the new SKU through a waiting room
 // (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -3610,13 +3650,19 @@ func (c *RawClient) UpsertSKU(ctx context.Context, body UpsertSKUJSONRequestBody
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -3654,13 +3700,19 @@ func (c *RawClient) PatchSKUWithBody(ctx context.Context, id SKUIdParam, content
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -3698,13 +3750,19 @@ func (c *RawClient) PatchSKU(ctx context.Context, id SKUIdParam, body PatchSKUJS
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -6260,17 +6318,20 @@ type ClientWithResponsesInterface interface {
 	// /admin/skus` takes (`application/yaml`). Each SKU is written as
 	// `POST /admin/skus` writes it: an `id` that exists is updated with
 	// the fields given (an empty cell, or a key left out, is not given),
-	// any other is created. Every SKU is checked before any is written,
-	// against what is stored and as the file leaves it: a field out of
-	// range, a new SKU without every required field, or a change its SKU
-	// refuses (a window that would not end after it starts, another
-	// waiting room: 400 `invalid_request`; another bucket count: 409
-	// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
-	// is refused naming it, and nothing is written. A write that fails
-	// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
-	// stops the seed; the SKUs before it stay written and the detail says
-	// how many. The file is at most
-	// `http.max_body_bytes` (16 KiB by default).
+	// any other is created. The file is written whole or not at all: every
+	// row is checked first, against what is stored and as the file's
+	// earlier rows leave it, then all are written in one MySQL
+	// transaction, and Redis after (a cut first, as for one SKU). A file
+	// that does not read (an unknown field, a fraction where a whole
+	// number goes, a number that is not finite, a second YAML document),
+	// a field out of range, a new SKU without every required field, or a
+	// change its SKU refuses (a window that would not end after it starts,
+	// another waiting room: 400 `invalid_request`; another bucket count:
+	// 409 `buckets_fixed`; a stock below what is sold in MySQL or taken in
+	// Redis: 409 `below_sold`) is refused naming the file's line and the
+	// field, and nothing is written. A row without an `id` gets an id no
+	// row of the file names. The file is at most `http.max_body_bytes`
+	// (16 KiB by default).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6312,7 +6373,11 @@ type ClientWithResponsesInterface interface {
 	// nothing. `buckets` is fixed when the SKU is created: an update without
 	// it keeps the SKU's count, one with another count is 409
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
-	// Another change of the same SKU running is 503 `busy`.
+	// Another change of the same SKU running is 503 `busy`. A window is
+	// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+	// and so is a move of a drawn waiting room's start. Two creates at once
+	// are answered as one after the other would be: when a create without
+	// an `id` takes the id this one names, this one changes that SKU (200).
 	//
 	// `waiting_room` sells the new SKU through a waiting room
 	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -6347,7 +6412,11 @@ type ClientWithResponsesInterface interface {
 	// nothing. `buckets` is fixed when the SKU is created: an update without
 	// it keeps the SKU's count, one with another count is 409
 	// `buckets_fixed` and changes nothing. A field set to `null` is 400.
-	// Another change of the same SKU running is 503 `busy`.
+	// Another change of the same SKU running is 503 `busy`. A window is
+	// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+	// and so is a move of a drawn waiting room's start. Two creates at once
+	// are answered as one after the other would be: when a create without
+	// an `id` takes the id this one names, this one changes that SKU (200).
 	//
 	// `waiting_room` sells the new SKU through a waiting room
 	// (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -6373,13 +6442,19 @@ type ClientWithResponsesInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -6407,13 +6482,19 @@ type ClientWithResponsesInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -6441,13 +6522,19 @@ type ClientWithResponsesInterface interface {
 	//   `below_sold`.
 	// - `starts_at` and `ends_at` must leave a window that ends after it
 	//   starts, with the other bound as it is when only one is given (400).
+	//   Times are kept to the millisecond and judged as kept: the window
+	//   must end at least a millisecond after it starts, and the answer
+	//   shows them as kept.
 	// - `buckets` is fixed when the SKU is created: the SKU's own count is
 	//   accepted and changes nothing, another is 409 `buckets_fixed`.
 	// - `id`, when given, must be the path's (400): a SKU's id never changes.
 	// - `waiting_room` is given when a SKU is created: the SKU's own room
 	//   is accepted and changes nothing, any other is 400 (a SKU without
 	//   one cannot get one). `starts_at` cannot move before the room's
-	//   `opens_at` (400).
+	//   `opens_at` (400). Once a `random` room's seed is public (from
+	//   `starts_at`), `starts_at` cannot move past now (400): the new
+	//   pre-queue would be drawn with a seed everyone knows. `ends_at` may
+	//   still move; for another sale, create a new SKU.
 	// - No field can be removed: `null` for any field is 400
 	//   `invalid_request`.
 	//
@@ -9829,17 +9916,20 @@ func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context,
 // /admin/skus` takes (`application/yaml`). Each SKU is written as
 // `POST /admin/skus` writes it: an `id` that exists is updated with
 // the fields given (an empty cell, or a key left out, is not given),
-// any other is created. Every SKU is checked before any is written,
-// against what is stored and as the file leaves it: a field out of
-// range, a new SKU without every required field, or a change its SKU
-// refuses (a window that would not end after it starts, another
-// waiting room: 400 `invalid_request`; another bucket count: 409
-// `buckets_fixed`; a stock below what SQL has sold: 409 `below_sold`)
-// is refused naming it, and nothing is written. A write that fails
-// anyway (409 `below_sold` for units taken in Redis meanwhile, 503)
-// stops the seed; the SKUs before it stay written and the detail says
-// how many. The file is at most
-// `http.max_body_bytes` (16 KiB by default).
+// any other is created. The file is written whole or not at all: every
+// row is checked first, against what is stored and as the file's
+// earlier rows leave it, then all are written in one MySQL
+// transaction, and Redis after (a cut first, as for one SKU). A file
+// that does not read (an unknown field, a fraction where a whole
+// number goes, a number that is not finite, a second YAML document),
+// a field out of range, a new SKU without every required field, or a
+// change its SKU refuses (a window that would not end after it starts,
+// another waiting room: 400 `invalid_request`; another bucket count:
+// 409 `buckets_fixed`; a stock below what is sold in MySQL or taken in
+// Redis: 409 `below_sold`) is refused naming the file's line and the
+// field, and nothing is written. A row without an `id` gets an id no
+// row of the file names. The file is at most `http.max_body_bytes`
+// (16 KiB by default).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9893,7 +9983,11 @@ func (c *ClientWithResponses) AdminListSKUsWithResponse(ctx context.Context, par
 // nothing. `buckets` is fixed when the SKU is created: an update without
 // it keeps the SKU's count, one with another count is 409
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
-// Another change of the same SKU running is 503 `busy`.
+// Another change of the same SKU running is 503 `busy`. A window is
+// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+// and so is a move of a drawn waiting room's start. Two creates at once
+// are answered as one after the other would be: when a create without
+// an `id` takes the id this one names, this one changes that SKU (200).
 //
 // `waiting_room` sells the new SKU through a waiting room
 // (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -9934,7 +10028,11 @@ func (c *ClientWithResponses) UpsertSKUWithBodyWithResponse(ctx context.Context,
 // nothing. `buckets` is fixed when the SKU is created: an update without
 // it keeps the SKU's count, one with another count is 409
 // `buckets_fixed` and changes nothing. A field set to `null` is 400.
-// Another change of the same SKU running is 503 `busy`.
+// Another change of the same SKU running is 503 `busy`. A window is
+// judged as kept, to the millisecond, as in `PATCH /admin/skus/{id}`,
+// and so is a move of a drawn waiting room's start. Two creates at once
+// are answered as one after the other would be: when a create without
+// an `id` takes the id this one names, this one changes that SKU (200).
 //
 // `waiting_room` sells the new SKU through a waiting room
 // (`WaitingRoomSpec`): its buyers join it, are admitted in turn and
@@ -9966,13 +10064,19 @@ func (c *ClientWithResponses) UpsertSKUWithResponse(ctx context.Context, body Up
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -10006,13 +10110,19 @@ func (c *ClientWithResponses) PatchSKUWithBodyWithResponse(ctx context.Context, 
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //
@@ -10046,13 +10156,19 @@ func (c *ClientWithResponses) PatchSKUWithResponse(ctx context.Context, id SKUId
 //     `below_sold`.
 //   - `starts_at` and `ends_at` must leave a window that ends after it
 //     starts, with the other bound as it is when only one is given (400).
+//     Times are kept to the millisecond and judged as kept: the window
+//     must end at least a millisecond after it starts, and the answer
+//     shows them as kept.
 //   - `buckets` is fixed when the SKU is created: the SKU's own count is
 //     accepted and changes nothing, another is 409 `buckets_fixed`.
 //   - `id`, when given, must be the path's (400): a SKU's id never changes.
 //   - `waiting_room` is given when a SKU is created: the SKU's own room
 //     is accepted and changes nothing, any other is 400 (a SKU without
 //     one cannot get one). `starts_at` cannot move before the room's
-//     `opens_at` (400).
+//     `opens_at` (400). Once a `random` room's seed is public (from
+//     `starts_at`), `starts_at` cannot move past now (400): the new
+//     pre-queue would be drawn with a seed everyone knows. `ends_at` may
+//     still move; for another sale, create a new SKU.
 //   - No field can be removed: `null` for any field is 400
 //     `invalid_request`.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/api/client"
+	"github.com/seckill/seckill/internal/testutil"
 )
 
 // skuBody is a complete create body of a SKU on sale for the next hour,
@@ -286,4 +288,141 @@ func TestStockIsOneName(t *testing.T) {
 	items, _ := r.Body["items"].([]any)
 	require.Len(t, items, 1)
 	assert.Equal(t, float64(14), items[0].(map[string]any)["stock"], "the admin list")
+}
+
+// A sale window is judged as it is stored, to the millisecond: a window
+// shorter than a millisecond is refused however it is set, and answers show
+// the times as stored, not as sent.
+func TestSaleWindowIsJudgedToTheMillisecond(t *testing.T) {
+	check := func(t *testing.T, s *deployment) {
+		base := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
+		short := map[string]any{"starts_at": base.Add(100 * time.Microsecond), "ends_at": base.Add(400 * time.Microsecond)}
+		r := s.do(0, "POST", "/admin/skus", "", skuBody(short))
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		assert.Contains(t, r.Str("detail"), "ends_at", r.Raw)
+		r = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": 9601, "starts_at": short["starts_at"], "ends_at": short["ends_at"]}))
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		r = s.seedFile("application/yaml", fmt.Sprintf("- {id: 9602, name: A, price_cents: 1, stock: 1, per_user_limit: 1, starts_at: %s, ends_at: %s}\n",
+			base.Add(100*time.Microsecond).Format(time.RFC3339Nano), base.Add(400*time.Microsecond).Format(time.RFC3339Nano)))
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		assert.Contains(t, r.Str("detail"), "ends_at", r.Raw)
+		assert.Zero(t, s.skuCount(), "no window of no length is stored")
+
+		r = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"starts_at": base.Add(1234567 * time.Nanosecond),
+			"ends_at": base.Add(time.Hour + 999999*time.Microsecond)}))
+		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+		sku := r.Num("id")
+		starts, ends := base.Add(time.Millisecond), base.Add(time.Hour+999*time.Millisecond)
+		assert.Equal(t, starts.Format(time.RFC3339Nano), r.Str("starts_at"), "the answer shows the start as stored")
+		assert.Equal(t, ends.Format(time.RFC3339Nano), r.Str("ends_at"))
+		got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", sku), "", nil)
+		assert.Equal(t, starts.Format(time.RFC3339Nano), got.Str("starts_at"))
+		assert.Equal(t, ends.Format(time.RFC3339Nano), got.Str("ends_at"))
+
+		path := fmt.Sprintf("/admin/skus/%d", sku)
+		r = s.do(0, "PATCH", path, "", map[string]any{"ends_at": starts.Add(300 * time.Microsecond)})
+		assert.Equal(t, http.StatusBadRequest, r.Status, "an end within the start's millisecond: %s", r.Raw)
+		r = s.do(0, "PATCH", path, "", short)
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		r = s.do(0, "POST", "/admin/skus", "", map[string]any{"id": sku, "ends_at": starts.Add(300 * time.Microsecond)})
+		assert.Equal(t, http.StatusBadRequest, r.Status, "the seeding form: %s", r.Raw)
+		r = s.do(0, "PATCH", path, "", map[string]any{"ends_at": starts.Add(1500 * time.Microsecond)})
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		assert.Equal(t, starts.Add(time.Millisecond).Format(time.RFC3339Nano), r.Str("ends_at"), "the answer shows the end as stored")
+	}
+	t.Run("mysql", func(t *testing.T) { check(t, startSale(t, saleOpts{})) })
+	t.Run("embedded", func(t *testing.T) { check(t, startSale(t, saleOpts{embedded: true})) })
+}
+
+// Two creates at once, one without an id and one with the id the first
+// would get: neither is a 500, each answer says whether its request
+// created the SKU, and the outcome is what the two would have made one
+// after the other, in MySQL and in Redis.
+func TestConcurrentCreatesOfTheNextID(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	maxID := func() int64 {
+		var n int64
+		require.NoError(t, s.apps[0].DB.Raw("SELECT COALESCE(MAX(id), 0) FROM skus").Scan(&n).Error)
+		return n
+	}
+	var ids []int64
+	for round := range 40 {
+		next := maxID() + 1
+		var a, b testutil.Reply
+		var wg sync.WaitGroup
+		wg.Go(func() { a = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"name": "A", "stock": 10})) })
+		wg.Go(func() {
+			b = s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": next, "name": "B", "stock": 7}))
+		})
+		wg.Wait()
+		require.Equal(t, http.StatusCreated, a.Status, "round %d, without an id: %s", round, a.Raw)
+		require.Contains(t, []int{http.StatusCreated, http.StatusOK}, b.Status, "round %d, id %d: %s", round, next, b.Raw)
+		assert.Equal(t, next, b.Num("id"))
+		assert.Equal(t, "B", b.Str("name"))
+		if a.Num("id") == next {
+			// A first: B updated the SKU A created.
+			assert.Equal(t, http.StatusOK, b.Status, "round %d: B changed A's SKU, it did not create it", round)
+		} else {
+			assert.Equal(t, http.StatusCreated, b.Status, "round %d: B created %d: %s", round, next, b.Raw)
+			got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", a.Num("id")), "", nil)
+			assert.Equal(t, "A", got.Str("name"), "round %d", round)
+			assert.Equal(t, int64(10), got.Num("stock_left"), "round %d", round)
+			ids = append(ids, a.Num("id"))
+		}
+		got := s.do(0, "GET", fmt.Sprintf("/api/v1/skus/%d", next), "", nil)
+		assert.Equal(t, "B", got.Str("name"), "round %d", round)
+		assert.Equal(t, int64(7), got.Num("stock"), "round %d", round)
+		assert.Equal(t, int64(7), got.Num("stock_left"), "round %d: Redis has what MySQL has", round)
+		ids = append(ids, next)
+	}
+	for _, id := range ids {
+		rep := s.audit(uint64(id))
+		assert.True(t, rep.Consistent, "sku %d: %+v", id, rep)
+	}
+}
+
+// A waiting room's seed is public from the sale's start: a window change
+// that would open the room for another draw (a start moved past now) is
+// refused, since that draw would be known in advance; a change that keeps
+// the start in the past, or a start moved while the seed is still secret,
+// is not.
+func TestAWindowChangeDoesNotReopenADrawnRoom(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	now := time.Now().UTC().Truncate(time.Second)
+	create := func(id int, mode string, opens, starts, ends time.Duration) string {
+		t.Helper()
+		r := s.do(0, "POST", "/admin/skus", "", skuBody(map[string]any{"id": id, "starts_at": now.Add(starts), "ends_at": now.Add(ends),
+			"waiting_room": map[string]any{"opens_at": now.Add(opens), "mode": mode}}))
+		require.Equal(t, http.StatusCreated, r.Status, r.Raw)
+		return fmt.Sprintf("/admin/skus/%d", id)
+	}
+	refused := func(r testutil.Reply) {
+		t.Helper()
+		assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+		assert.Equal(t, "invalid_request", r.Str("error"), r.Raw)
+		assert.Contains(t, r.Str("detail"), "seed", r.Raw)
+		assert.Contains(t, r.Str("detail"), "new sku", r.Raw)
+	}
+	future := map[string]any{"starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour)}
+
+	ended := create(9701, "random", -3*time.Hour, -2*time.Hour, -time.Hour)
+	v := s.do(0, "GET", "/api/v1/skus/9701", "", nil)
+	require.NotEmpty(t, v.Body["waiting_room"].(map[string]any)["seed"], "the seed is public: %s", v.Raw)
+	refused(s.do(0, "PATCH", ended, "", future))
+	refused(s.do(0, "POST", "/admin/skus", "", map[string]any{"id": 9701, "starts_at": future["starts_at"], "ends_at": future["ends_at"]}))
+	refused(s.seedFile("application/yaml", fmt.Sprintf("- {id: 9701, starts_at: %s, ends_at: %s}\n",
+		now.Add(time.Hour).Format(time.RFC3339), now.Add(2*time.Hour).Format(time.RFC3339))))
+	r := s.do(0, "PATCH", ended, "", map[string]any{"ends_at": now.Add(time.Hour)})
+	assert.Equal(t, http.StatusOK, r.Status, "the sale goes on, its draw as it was: %s", r.Raw)
+
+	live := create(9702, "random", -2*time.Hour, -time.Hour, time.Hour)
+	refused(s.do(0, "PATCH", live, "", map[string]any{"starts_at": now.Add(10 * time.Minute)}))
+
+	upcoming := create(9703, "random", -time.Minute, time.Hour, 2*time.Hour)
+	r = s.do(0, "PATCH", upcoming, "", map[string]any{"starts_at": now.Add(90 * time.Minute)})
+	assert.Equal(t, http.StatusOK, r.Status, "the seed is still secret: %s", r.Raw)
+
+	fifo := create(9704, "fifo", -3*time.Hour, -2*time.Hour, -time.Hour)
+	r = s.do(0, "PATCH", fifo, "", future)
+	assert.Equal(t, http.StatusOK, r.Status, "a fifo room has no draw: %s", r.Raw)
 }

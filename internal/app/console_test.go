@@ -177,7 +177,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	window := fmt.Sprintf("%s,%s", now.UTC().Add(time.Hour).Format(time.RFC3339), now.UTC().Add(2*time.Hour).Format(time.RFC3339))
 	seed("bad.csv", "id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n9101,Gift,0,5,1,"+window+"\n9102,Oops,,,,,\n")
-	b.contains("#seed-result", `400 · invalid_request: sku 2 (id 9102, "Oops") is new and needs price_cents`)
+	b.contains("#seed-result", `400 · invalid_request: line 3 (id 9102, "Oops"): a new sku needs price_cents`)
 	assert.Equal(t, http.StatusNotFound, s.do(0, "GET", "/api/v1/skus/9101", "", nil).Status, "nothing written")
 	seed("good.yaml", fmt.Sprintf("- {id: 9101, name: Gift, price_cents: 0, stock: 5, per_user_limit: 1, starts_at: %s, ends_at: %s}\n",
 		now.UTC().Add(time.Hour).Format(time.RFC3339), now.UTC().Add(2*time.Hour).Format(time.RFC3339)))

@@ -111,21 +111,21 @@ func TestSpecApplyChangesOnlyWhatItGives(t *testing.T) {
 		StartsAt: start, EndsAt: start.Add(time.Hour)}
 
 	rename := Spec{Name: ptr(" Phone X ")}
-	next, err := rename.Apply(cur)
+	next, err := rename.Apply(cur, start)
 	require.NoError(t, err)
 	want := cur
 	want.Name = "Phone X"
 	assert.Equal(t, want, next, "only the name changes")
 	assert.Equal(t, map[string]any{"name": "Phone X"}, rename.columns(), "and only its column is written")
 
-	next, err = (&Spec{ID: 7, PriceCents: ptr(int64(0)), Stock: ptr(int64(4)), Buckets: 4}).Apply(cur)
+	next, err = (&Spec{ID: 7, PriceCents: ptr(int64(0)), Stock: ptr(int64(4)), Buckets: 4}).Apply(cur, start)
 	require.NoError(t, err, "its own id and bucket count, a free price, a stock down to what is sold")
 	assert.Equal(t, int64(0), next.PriceCents)
 	assert.Equal(t, int64(4), next.StockTotal)
 	assert.Equal(t, "Phone", next.Name)
 
 	later := start.Add(3 * time.Hour)
-	next, err = (&Spec{EndsAt: &later}).Apply(cur)
+	next, err = (&Spec{EndsAt: &later}).Apply(cur, start)
 	require.NoError(t, err)
 	assert.Equal(t, later, next.EndsAt)
 	assert.Equal(t, start, next.StartsAt)
@@ -144,10 +144,10 @@ func TestSpecApplyChangesOnlyWhatItGives(t *testing.T) {
 		"negative stock":     {Spec{Stock: ptr(int64(-1))}, ErrInvalid},
 		"limit out of range": {Spec{PerUserLimit: ptr(0)}, ErrInvalid},
 	} {
-		_, err := tc.spec.Apply(cur)
+		_, err := tc.spec.Apply(cur, start)
 		assert.True(t, errors.Is(err, tc.want), "%s: %v", name, err)
 	}
-	_, err = (&Spec{EndsAt: ptr(start.Add(-time.Hour))}).Apply(cur)
+	_, err = (&Spec{EndsAt: ptr(start.Add(-time.Hour))}).Apply(cur, start)
 	assert.ErrorContains(t, err, "ends_at must be after starts_at: the sale would run from 2026-11-11T00:00:00Z to 2026-11-10T23:00:00Z")
 }
 

@@ -24,10 +24,10 @@ func TestLimitCountsCancelledDefaultsTrueAndIsKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, sku.LimitCountsCancelled)
 
-	next, err := (&catalog.Spec{Name: ptr("Phone X")}).Apply(sku)
+	next, err := (&catalog.Spec{Name: ptr("Phone X")}).Apply(sku, start)
 	require.NoError(t, err)
 	assert.False(t, next.LimitCountsCancelled, "a change without the flag keeps it")
-	next, err = (&catalog.Spec{LimitCountsCancelled: ptr(true)}).Apply(sku)
+	next, err = (&catalog.Spec{LimitCountsCancelled: ptr(true)}).Apply(sku, start)
 	require.NoError(t, err)
 	assert.True(t, next.LimitCountsCancelled)
 

@@ -80,8 +80,8 @@ func (r *RoomSpec) validate() error {
 		return invalidf("waiting_room.admit_per_second must be from 0 (the configured default) to %d", MaxAdmitPerSecond)
 	case r.PassTTL != 0 && (time.Duration(r.PassTTL) < MinPassTTL || time.Duration(r.PassTTL) > MaxPassTTL):
 		return invalidf("waiting_room.pass_ttl must be from %s to %s", MinPassTTL, MaxPassTTL)
-	case r.Overbook != 0 && (r.Overbook < 1 || r.Overbook > MaxOverbook):
-		return invalidf("waiting_room.overbook must be from 1 to %d", MaxOverbook)
+	case r.Overbook != 0 && !(r.Overbook >= 1 && r.Overbook <= MaxOverbook): // NaN too
+		return invalidf("waiting_room.overbook must be from 1 to %d (or 0, left out, for %g)", MaxOverbook, DefaultOverbook)
 	}
 	return nil
 }

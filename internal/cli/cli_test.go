@@ -399,7 +399,7 @@ func TestSeedBuckets(t *testing.T) {
 	_, err = run(sku("--stock", "5", "--buckets", "8")...)
 	require.Error(t, err)
 	assert.Equal(t, ExitFailure, ExitCode(err))
-	assert.Contains(t, err.Error(), `seed "Hot": a sku's stock buckets are fixed when it is created: sku 21 has 4, asked for 8`)
+	assert.Contains(t, err.Error(), `sku 21 ("Hot"): a sku's stock buckets are fixed when it is created: sku 21 has 4, asked for 8`)
 	var stock int64
 	require.NoError(t, db.QueryRow("SELECT stock_total FROM skus WHERE id = 21").Scan(&stock))
 	assert.Equal(t, int64(9), stock, "the refused seed wrote nothing")

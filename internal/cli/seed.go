@@ -26,15 +26,21 @@ func seedCmd(e *env) *cobra.Command {
 		Short: "Seed sale inventory (SKUs) from flags or a YAML/CSV file",
 		Long: `seed writes SKUs to MySQL and warms their stock in Redis. Give one SKU with
 flags, or many with --file: a YAML list of objects, or a CSV file whose header
-names its columns (id, name, price_cents, stock, per_user_limit, starts_at,
-ends_at, buckets, limit_counts_cancelled; any of them, in any order). Times
-are RFC 3339.
+names its columns. Times are RFC 3339, kept to the millisecond.
+
+A YAML SKU's keys are id, name, price_cents, stock, per_user_limit, starts_at,
+ends_at, buckets, hidden, limit_counts_cancelled and waiting_room, an object
+with the keys opens_at, mode, admit_per_second, pass_ttl and overbook. A CSV
+file's columns are any of id, name, price_cents, stock, per_user_limit,
+starts_at, ends_at, buckets, limit_counts_cancelled, and the waiting room's
+room_opens_at, room_mode, room_admit_per_second, room_pass_ttl and
+room_overbook, in any order. A whole number is one (0.99 is refused, not cut
+to 0), a number is finite, and a YAML file is one document.
 
 A new SKU needs every field but id and buckets: name, price_cents, stock,
 per_user_limit, starts_at and ends_at. None has a default: a price left out
 is not a free sale (give --price-cents 0 for one) and a start left out is not
-"now". A new SKU missing one is refused naming it, exit 2, and nothing is
-written, not even the other SKUs of the file.
+"now".
 
 A SKU with an id that exists is updated: only the fields given change (a
 flag, a YAML key, a CSV cell), the others are kept. A YAML key left out or
@@ -42,6 +48,12 @@ null, and an empty CSV cell, are not given. The stock is never set below what
 is sold. So re-running a seed file changes nothing, and
   seckill seed --id 1 --name "Phone X Pro"
 renames SKU 1 and leaves its price, stock, limit and window as they are.
+
+A file is written whole or not at all. Every SKU is checked first, against
+what is stored and as the file's earlier rows leave it; then all are written
+in one MySQL transaction. A refusal exits 2 (1 for another bucket count or a
+stock below what is sold), names the file's line and the field, and writes
+nothing. A SKU without an id gets one no row of the file names.
 
 buckets (--buckets, 1 to 64) splits a SKU's stock in Redis over that many
 hash tags, so that one hot SKU's buys spread over as many Redis Cluster
@@ -53,7 +65,13 @@ limit_counts_cancelled (--limit-counts-cancelled, true or false) says whether
 per_user_limit counts the units of a shopper's cancelled and expired orders
 too. true, the default for a new SKU: a shopper who cancels cannot buy again
 past the limit. false: a cancel or an expiry gives the shopper's count back.
-Left out, an existing SKU keeps its setting.`,
+Left out, an existing SKU keeps its setting. hidden (YAML only) leaves a SKU
+out of the shop's list.
+
+waiting_room gives a new SKU a waiting room (only opens_at is required; see
+docs/shop/waiting-room.md); a re-seed may give the SKU's own room again,
+another is refused. Once a random room's seed is public (from starts_at), a
+window that would start after now is refused: create a new SKU instead.`,
 		Example: `  seckill seed --id 1 --name "Phone X" --price-cents 99900 --stock 10 --per-user-limit 1 \
       --starts-at 2026-11-11T00:00:00Z --ends-at 2026-11-11T01:00:00Z
   seckill seed --id 1 --name "Phone X Pro"      # SKU 1 exists: only its name changes
@@ -65,7 +83,7 @@ Left out, an existing SKU keeps its setting.`,
   seckill seed --file configs/skus.example.csv    # a CSV file with a header row`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var specs []catalog.Spec
+			var rows []seedfile.Row
 			if file != "" {
 				for _, name := range skuFlags {
 					if cmd.Flags().Changed(name) {
@@ -73,7 +91,7 @@ Left out, an existing SKU keeps its setting.`,
 					}
 				}
 				var err error
-				if specs, err = readSpecs(file); err != nil {
+				if rows, err = readRows(file); err != nil {
 					return usageError{err}
 				}
 			} else {
@@ -81,18 +99,20 @@ Left out, an existing SKU keeps its setting.`,
 				if err != nil {
 					return usageError{err}
 				}
-				specs = []catalog.Spec{spec}
+				rows = []seedfile.Row{{Spec: spec}}
 			}
-			for i := range specs {
-				if err := specs[i].Validate(); err != nil {
-					return usageError{fmt.Errorf("%s: %w", seedfile.Name(i, specs[i]), err)}
+			specs := make([]catalog.Spec, len(rows))
+			for i := range rows {
+				if err := rows[i].Spec.Validate(); err != nil {
+					return usageError{withFile(file, fmt.Errorf("%s: %w", rows[i].Name(), err))}
 				}
 				// Without an id the SKU is new: known before connecting.
-				if specs[i].ID == 0 {
-					if err := seedfile.NeedsAll(i, specs[i], file == ""); err != nil {
-						return usageError{err}
+				if rows[i].Spec.ID == 0 {
+					if err := seedfile.NeedsAll(rows[i]); err != nil {
+						return usageError{withFile(file, err)}
 					}
 				}
+				specs[i] = rows[i].Spec
 			}
 			cfg, log, err := e.load()
 			if err != nil {
@@ -106,29 +126,16 @@ Left out, an existing SKU keeps its setting.`,
 				return err
 			}
 			defer a.Close()
-			err = seedfile.CheckNew(cmd.Context(), a.Catalog, specs, file == "")
-			if err == nil {
-				err = a.Sales.CheckSeed(cmd.Context(), specs)
-			}
+			seeded, err := a.Sales.Seed(cmd.Context(), rows)
 			if errors.Is(err, catalog.ErrInvalid) {
-				return usageError{err}
+				return usageError{withFile(file, err)}
 			}
 			if err != nil {
-				return err
+				return withFile(file, err)
 			}
 			enc := json.NewEncoder(e.stdout)
-			for i, s := range specs {
-				v, created, err := a.Sales.UpsertSKU(cmd.Context(), s)
-				if errors.Is(err, catalog.ErrInvalid) {
-					return usageError{fmt.Errorf("seed %s: %w", seedfile.Label(i, s), err)}
-				}
-				if err != nil {
-					return fmt.Errorf("seed %s: %w", seedfile.Label(i, s), err)
-				}
-				_ = enc.Encode(struct {
-					Created bool `json:"created"`
-					SKU     any  `json:"sku"`
-				}{created, v})
+			for _, s := range seeded {
+				_ = enc.Encode(s)
 			}
 			return nil
 		},
@@ -194,17 +201,23 @@ func (in *flagSKU) spec(changed func(string) bool) (catalog.Spec, error) {
 	return s, nil
 }
 
-// readSpecs reads SKUs from a YAML list or a CSV file with a header row
-// (seedfile.Read).
-func readSpecs(path string) ([]catalog.Spec, error) {
+// readRows reads the SKUs of a seed file: a YAML list or a CSV file with a
+// header row (seedfile.Read).
+func readRows(path string) ([]seedfile.Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	specs, err := seedfile.Read(f, seedfile.FormatOf(path))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	rows, err := seedfile.Read(f, seedfile.FormatOf(path))
+	return rows, withFile(path, err)
+}
+
+// withFile names the seed file path in err, whose lines it names; nil
+// stays nil, and so does the file of seed's flags ("").
+func withFile(path string, err error) error {
+	if err == nil || path == "" {
+		return err
 	}
-	return specs, nil
+	return fmt.Errorf("%s: %w", path, err)
 }

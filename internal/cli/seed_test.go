@@ -2,8 +2,10 @@ package cli
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +160,81 @@ func TestSeedOfAnExistingSKUChangesOnlyWhatIsGiven(t *testing.T) {
 	_, err = run("seed", "--file", writeFile(t, "late.yaml", "- {id: 5, stock: 30}\n- {id: 5, starts_at: 2037-01-01T00:00:00Z}\n"))
 	assert.Equal(t, ExitBadConfig, ExitCode(err), "%v", err)
 	assert.Equal(t, want, readSKU(t, db, 5), "the refused seeds wrote nothing")
+}
+
+// seedRow is a YAML row of a new SKU with every required field and the
+// fields more gives (YAML flow style).
+func seedRow(more string) string {
+	fields := []string{more, "price_cents: 100, stock: 10, per_user_limit: 1, starts_at: " + seedStart + ", ends_at: " + seedEnd}
+	if !strings.Contains(more, "name:") {
+		fields = append(fields, "name: Row")
+	}
+	return "- {" + strings.Join(fields, ", ") + "}\n"
+}
+
+// seed refuses what POST /admin/seed refuses, with an error that names the
+// file's line and the field, exit 2, and writes nothing: a fraction where
+// a whole number goes, a second YAML document or anything unparsable after
+// the first, a number that is not finite or out of range, an unknown field.
+func TestSeedFileRefusalsNameTheLineAndWriteNothing(t *testing.T) {
+	run, db := onServices(t)
+	_, err := run("migrate")
+	require.NoError(t, err)
+	csvHead := "id,name,price_cents,stock,per_user_limit,starts_at,ends_at,room_opens_at,room_overbook\n"
+	csvRow := func(id int, overbook string) string {
+		return fmt.Sprintf("%d,Row,100,10,1,%s,%s,2026-11-10T00:00:00Z,%s\n", id, seedStart, seedEnd, overbook)
+	}
+	for _, tc := range []struct{ name, file, body, line, field string }{
+		{"fraction", "a.yaml", seedRow("id: 1") + "- {name: Cheap, price_cents: 0.99, stock: 10.9, per_user_limit: 1.7, starts_at: " + seedStart + ", ends_at: " + seedEnd + "}\n", "line 2", "price_cents"},
+		{"two documents", "b.yaml", seedRow("id: 1") + "---\n" + seedRow("id: 2"), "line 2", "document"},
+		{"garbage", "c.yaml", seedRow("id: 1") + "---\n{{{\n", "line ", ""},
+		{"yaml nan", "d.yaml", seedRow("id: 1") + seedRow("id: 2, waiting_room: {opens_at: 2026-11-10T00:00:00Z, overbook: .nan}"), "line 2", "overbook"},
+		{"csv nan", "e.csv", csvHead + csvRow(1, "1.5") + csvRow(2, "NaN"), "line 3", "overbook"},
+		{"overflow", "f.yaml", seedRow("id: 1") + seedRow("id: 2, stock: 9223372036854775808"), "line 2", "stock"},
+		{"unknown", "g.yaml", seedRow("id: 1") + seedRow("id: 2, price: 5"), "line 2", "price_cents"},
+	} {
+		_, err = run("seed", "--file", writeFile(t, tc.file, tc.body))
+		require.Error(t, err, tc.name)
+		assert.Equal(t, ExitBadConfig, ExitCode(err), "%s: %v", tc.name, err)
+		assert.ErrorContains(t, err, tc.file+": "+tc.line, tc.name)
+		assert.ErrorContains(t, err, tc.field, tc.name)
+	}
+	var n int64
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM skus").Scan(&n))
+	assert.Zero(t, n, "the refused files wrote nothing")
+}
+
+// A row of a seed file without an id gets one that no row of the file
+// names: no row overwrites another.
+func TestSeedFileRowsDoNotOverwriteEachOther(t *testing.T) {
+	run, db := onServices(t)
+	_, err := run("seed", "--file", writeFile(t, "one.yaml", seedRow("name: Zero")))
+	require.NoError(t, err)
+	var top int
+	require.NoError(t, db.QueryRow("SELECT MAX(id) FROM skus").Scan(&top))
+	out, err := run("seed", "--file", writeFile(t, "two.yaml", seedRow("name: First")+seedRow(fmt.Sprintf("id: %d, name: Second", top+1))))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(out, `"created":true`), out)
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM skus").Scan(&n))
+	assert.Equal(t, 3, n, "both rows are SKUs")
+	assert.Equal(t, "Second", readSKU(t, db, top+1).Name)
+	var first int
+	require.NoError(t, db.QueryRow("SELECT id FROM skus WHERE name = 'First'").Scan(&first))
+	assert.NotEqual(t, top+1, first)
+}
+
+// seed --help names every field a seed file takes, the CSV columns and the
+// YAML keys of a SKU and of its waiting room, as docs/admin/seed-files.md does.
+func TestSeedHelpNamesEveryField(t *testing.T) {
+	help := seedCmd(&env{}).Long
+	readme, err := os.ReadFile("../../docs/admin/seed-files.md")
+	require.NoError(t, err)
+	fields := []string{"id", "name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at", "buckets",
+		"limit_counts_cancelled", "room_opens_at", "room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook",
+		"hidden", "waiting_room", "opens_at", "mode", "admit_per_second", "pass_ttl", "overbook"}
+	for _, f := range fields {
+		assert.Regexp(t, `\b`+f+`\b`, help, "seed --help names %s", f)
+		assert.Contains(t, string(readme), "`"+f, "docs/admin/seed-files.md names %s", f)
+	}
 }

@@ -14,12 +14,13 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/internal/seedfile"
 )
 
 // Admin is what the admin endpoints need.
 type Admin interface {
 	UpsertSKU(ctx context.Context, spec catalog.Spec) (*sale.SeededSKU, bool, error)
-	Seed(ctx context.Context, specs []catalog.Spec) ([]sale.Seeded, error)
+	Seed(ctx context.Context, rows []seedfile.Row) ([]sale.Seeded, error)
 	UpdateSKU(ctx context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error)
 	SetStock(ctx context.Context, id uint64, stock int64) (*sale.SKUView, error)
 	Audit(ctx context.Context, id uint64) (*sale.Report, error)

@@ -33,7 +33,7 @@ func seedFormat(ct string) (seedfile.Format, bool) {
 }
 
 // handleSeed writes the SKUs of a seed file, the CSV or YAML that
-// `seckill seed --file` reads, all checked before any is written.
+// `seckill seed --file` reads: all of them, or none (sale.Service.Seed).
 func handleSeed(admin Admin, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		format, ok := seedFormat(c.GetHeader("Content-Type"))
@@ -47,12 +47,12 @@ func handleSeed(admin Admin, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, err)
 			return
 		}
-		specs, err := seedfile.Read(bytes.NewReader(body), format)
+		rows, err := seedfile.Read(bytes.NewReader(body), format)
 		if err != nil {
 			writeError(c, log, invalid(err.Error()))
 			return
 		}
-		seeded, err := admin.Seed(c.Request.Context(), specs)
+		seeded, err := admin.Seed(c.Request.Context(), rows)
 		if err != nil {
 			writeError(c, log, err)
 			return

@@ -146,6 +146,11 @@ func FuzzSKURequest(f *testing.F) {
 		`{"name":"x","stock":1,"per_user_limit":1,"buckets":1.5}`, `{"name":"x","stock":1,"per_user_limit":1,"buckets":"2"}`,
 		`{"name":"Phone X"}`, `{"price_cents":0}`, `{"stock":2}`, `{"stock_total":12}`, `{"stock":5,"stock_total":6}`,
 		`{"name":null}`, `{"ends_at":"2026-11-10T00:00:00Z"}`, `{"id":7,"buckets":1}`, `{"id":8}`, `{"buckets":2}`,
+		`{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00.0001Z","ends_at":"2026-01-01T00:00:00.0004Z"}`,
+		`{"name":"x","price_cents":1,"stock":1,"per_user_limit":1,"starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z",` +
+			`"waiting_room":{"opens_at":"2025-12-31T00:00:00Z","mode":"fifo","admit_per_second":100,"pass_ttl":"90s","overbook":1.5}}`,
+		`{"waiting_room":{"opens_at":"2025-12-31T00:00:00Z","overbook":1e308,"admit_per_second":-1,"pass_ttl":"-5s"}}`,
+		`{"waiting_room":{"opens_at":"2025-12-31T00:00:00Z","overbook":-0.0,"pass_ttl":"9999999999h"}}`,
 	} {
 		f.Add([]byte(b))
 	}
@@ -182,7 +187,7 @@ func FuzzSKURequest(f *testing.F) {
 			checkSKU(t, body, sku)
 		}
 		// As a patch: within bounds, and what it does not give is kept.
-		next, err := spec.Apply(cur)
+		next, err := spec.Apply(cur, start)
 		if err != nil {
 			mustBe4xx(t, err, body)
 			return
@@ -220,8 +225,13 @@ func checkSKU(t *testing.T, body []byte, sku catalog.SKU) {
 		t.Fatalf("%q: accepted per_user_limit %d", body, sku.PerUserLimit)
 	case sku.Buckets < 1 || sku.Buckets > catalog.MaxBuckets:
 		t.Fatalf("%q: accepted buckets %d", body, sku.Buckets)
-	case !sku.EndsAt.After(sku.StartsAt) || sku.StartsAt.Year() < 2000 || sku.EndsAt.Year() > 9000:
+	case !sku.EndsAt.After(sku.StartsAt) || sku.StartsAt.Year() < 2000 || sku.EndsAt.Year() > 9000 ||
+		!sku.StartsAt.Equal(sku.StartsAt.Truncate(time.Millisecond)) || !sku.EndsAt.Equal(sku.EndsAt.Truncate(time.Millisecond)):
 		t.Fatalf("%q: accepted window %s .. %s", body, sku.StartsAt.Format(time.RFC3339Nano), sku.EndsAt.Format(time.RFC3339Nano))
+	case sku.Room.On() && (!(sku.Room.Overbook >= 1 && sku.Room.Overbook <= catalog.MaxOverbook) ||
+		sku.Room.PassTTL() < catalog.MinPassTTL || sku.Room.PassTTL() > catalog.MaxPassTTL ||
+		sku.Room.AdmitPerSecond < 0 || sku.Room.AdmitPerSecond > catalog.MaxAdmitPerSecond):
+		t.Fatalf("%q: accepted waiting room %+v", body, sku.Room)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/internal/seedfile"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -117,10 +118,10 @@ func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SeededSK
 	return stubSeeded(sku), spec.ID == 0, nil
 }
 
-func (a stubAdmin) Seed(ctx context.Context, specs []catalog.Spec) ([]sale.Seeded, error) {
+func (a stubAdmin) Seed(ctx context.Context, rows []seedfile.Row) ([]sale.Seeded, error) {
 	var out []sale.Seeded
-	for _, spec := range specs {
-		v, created, err := a.UpsertSKU(ctx, spec)
+	for _, r := range rows {
+		v, created, err := a.UpsertSKU(ctx, r.Spec)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +133,7 @@ func (a stubAdmin) Seed(ctx context.Context, specs []catalog.Spec) ([]sale.Seede
 func (stubAdmin) UpdateSKU(_ context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error) {
 	v := stubSKU(id)
 	sku, err := spec.Apply(catalog.SKU{ID: id, Name: v.Name, PriceCents: v.PriceCents, StockTotal: v.Stock,
-		PerUserLimit: v.PerUserLimit, Buckets: 1, StartsAt: v.StartsAt, EndsAt: v.EndsAt})
+		PerUserLimit: v.PerUserLimit, Buckets: 1, StartsAt: v.StartsAt, EndsAt: v.EndsAt}, time.Now())
 	if err != nil {
 		return nil, err
 	}

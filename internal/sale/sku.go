@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -166,8 +165,10 @@ func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
 // UpsertSKU creates the SKU spec describes, or changes the one spec.ID
 // names as UpdateSKU does (the seeding form: re-running the same spec
 // changes nothing). A new SKU needs every catalog.Required field
-// (catalog.ErrInvalid naming those missing, nothing written). Errors also:
-// those of UpdateSKU but catalog.ErrNotFound.
+// (catalog.ErrInvalid naming those missing, nothing written). It reports
+// whether spec created the SKU: when a create without an id takes spec.ID
+// meanwhile, spec changes that SKU, as it would have one after the other.
+// Errors also: those of UpdateSKU but catalog.ErrNotFound.
 func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
@@ -178,18 +179,40 @@ func (s *Service) UpsertSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU,
 	var view *SeededSKU
 	created := false
 	err := s.exclusive(ctx, spec.ID, func(ctx context.Context) error {
-		cur, err := s.skus.Get(ctx, spec.ID)
-		if errors.Is(err, catalog.ErrNotFound) {
-			view, created, err = s.createSKU(ctx, spec)
-			return err
+		for try := 1; ; try++ {
+			cur, err := s.skus.Get(ctx, spec.ID)
+			if err == nil {
+				view, err = s.update(ctx, cur, spec)
+				return err
+			}
+			if !errors.Is(err, catalog.ErrNotFound) {
+				return err
+			}
+			sku, err := s.skus.Create(ctx, spec)
+			if errors.Is(err, catalog.ErrIDTaken) && try < idTries {
+				continue // a create without an id took it: spec changes that SKU
+			}
+			if err != nil {
+				return taken(err)
+			}
+			view, created = s.configureNew(ctx, sku), true
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		view, err = s.update(ctx, cur, spec)
-		return err
 	})
 	return view, created, err
+}
+
+// idTries bounds the writes of a new SKU whose id a concurrent create takes
+// each time; after them the caller is answered busy (taken).
+const idTries = 3
+
+// taken is err, the last of idTries writes, as the caller is answered: a
+// new SKU's id taken again and again is stock.ErrBusy (retry shortly).
+func taken(err error) error {
+	if errors.Is(err, catalog.ErrIDTaken) {
+		return fmt.Errorf("%w: %w", stock.ErrBusy, err)
+	}
+	return err
 }
 
 // UpdateSKU changes SKU id's fields that spec gives and keeps the others,
@@ -219,7 +242,7 @@ func (s *Service) UpdateSKU(ctx context.Context, id uint64, spec catalog.Spec) (
 // update changes cur as spec says. Run it under exclusive.
 func (s *Service) update(ctx context.Context, cur *catalog.SKU, spec catalog.Spec) (*SeededSKU, error) {
 	// Checked before a cut lowers Redis: a refused change writes nothing.
-	next, err := spec.Apply(*cur)
+	next, err := spec.Apply(*cur, s.o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -237,20 +260,60 @@ func (s *Service) seededView(sku *catalog.SKU, left int64) *SeededSKU {
 		LimitCountsCancelled: sku.LimitCountsCancelled}
 }
 
-// createSKU creates a SKU in SQL, then its state in Redis.
+// createSKU creates a SKU without an id in SQL, then its state in Redis
+// (configureNew, under the new SKU's admin lock).
 func (s *Service) createSKU(ctx context.Context, spec catalog.Spec) (*SeededSKU, bool, error) {
-	sku, created, err := s.skus.Upsert(ctx, spec)
-	if err != nil {
-		return nil, false, err
+	var sku *catalog.SKU
+	for try := 1; ; try++ {
+		var err error
+		sku, err = s.skus.Create(ctx, spec)
+		if errors.Is(err, catalog.ErrIDTaken) && try < idTries {
+			continue // a create with that id came first: the database gives the next
+		}
+		if err != nil {
+			return nil, false, taken(err)
+		}
+		break
 	}
+	return s.configureLocked(ctx, sku), true, nil
+}
+
+// configureLocked is configureNew under the admin lock of sku, just created
+// in SQL. Without the lock (another change of the SKU holds it, or Redis
+// does not answer) it answers with the SKU as created: the change that
+// holds it configures Redis from SQL, and otherwise the first buyer does
+// (see configureNew).
+func (s *Service) configureLocked(ctx context.Context, sku *catalog.SKU) *SeededSKU {
+	var view *SeededSKU
+	err := s.exclusive(ctx, sku.ID, func(ctx context.Context) error {
+		view = s.configureNew(ctx, sku)
+		return nil
+	})
+	if err != nil {
+		s.o.Log.Warn("redis state of a new sku not configured: its first buyer rebuilds it from sql", "sku", sku.ID, "err", err)
+		s.cache.Forget(sku.ID)
+		return s.seededView(sku, sku.StockTotal)
+	}
+	return view
+}
+
+// configureNew configures the Redis state of sku, just created in SQL, as
+// SQL holds it now (a change by id may have followed the create), and
+// returns its view. Run it under exclusive. A SKU new in SQL has no units
+// taken anywhere, so a failure here is left to its first buyer, whose
+// stock.ErrStateLost rebuilds the state from SQL: the SKU exists, and its
+// answer says so.
+func (s *Service) configureNew(ctx context.Context, sku *catalog.SKU) *SeededSKU {
 	defer s.cache.Forget(sku.ID)
-	// A SKU that is new in SQL has no units taken anywhere; if Redis fails
-	// here, the first buyer's ErrStateLost rebuilds it from SQL.
-	left, err := s.store.Configure(ctx, sku.ID, s.config(sku), created)
-	if err != nil {
-		return nil, false, err
+	if now, err := s.skus.Get(ctx, sku.ID); err == nil {
+		sku = now
 	}
-	return s.seededView(sku, left), created, nil
+	left, err := s.store.Configure(ctx, sku.ID, s.config(sku), true)
+	if err != nil {
+		s.o.Log.Warn("redis state of a new sku not configured: its first buyer rebuilds it from sql", "sku", sku.ID, "err", err)
+		left = sku.StockTotal - sku.Sold
+	}
+	return s.seededView(sku, left)
 }
 
 // SetStock sets a SKU's stock (a top-up or a cut): UpdateSKU with the
@@ -262,119 +325,6 @@ func (s *Service) SetStock(ctx context.Context, id uint64, stock int64) (*SKUVie
 	}
 	return &v.SKUView, nil
 }
-
-// change writes a change of an existing SKU to both stores (write does the
-// SQL side), in the order that lets a failure between the two only
-// undersell, never fail an order Redis accepted: a cut lowers Redis first
-// — Redis refuses it below the units taken, and then nothing is written —
-// and SQL after; a top-up raises SQL first and Redis after. A SKU Redis has
-// lost is rebuilt from SQL after the SQL write, and so is one whose limit
-// now counts cancelled orders or no longer does: its shoppers' counts are
-// recounted under the new rule. Run it under exclusive.
-func (s *Service) change(ctx context.Context, cur *catalog.SKU, next stock.Config, write func(context.Context) (*catalog.SKU, error)) (*catalog.SKU, int64, error) {
-	defer s.cache.Forget(cur.ID)
-	if err := s.mendTotals(ctx, cur); err != nil {
-		return nil, 0, err
-	}
-	cut := next.Total < cur.StockTotal
-	lost := false
-	var left int64
-	if cut {
-		var err error
-		left, err = s.store.Configure(ctx, cur.ID, next, false)
-		switch {
-		case errors.Is(err, stock.ErrBelowTaken):
-			return nil, 0, fmt.Errorf("%w: units already taken in Redis", catalog.ErrBelowSold)
-		case errors.Is(err, stock.ErrStateLost):
-			lost = true
-		case err != nil:
-			return nil, 0, err
-		}
-	}
-	sku, err := write(ctx)
-	if err != nil {
-		if cut && !lost && (errors.Is(err, catalog.ErrBelowSold) || errors.Is(err, catalog.ErrBucketsFixed) ||
-			errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound)) {
-			// SQL refused and kept the old total: Redis may have it back.
-			// After any other error SQL may hold the cut, so Redis keeps it
-			// too (it can only undersell until the change is retried).
-			if _, rerr := s.store.Configure(context.WithoutCancel(ctx), cur.ID, s.config(cur), false); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}
-		return nil, 0, err
-	}
-	if !cut {
-		left, err = s.store.Configure(ctx, cur.ID, s.config(sku), false)
-		switch {
-		case errors.Is(err, stock.ErrStateLost):
-			lost = true
-		case err != nil:
-			return nil, 0, err
-		}
-	}
-	if lost || sku.LimitCountsCancelled != cur.LimitCountsCancelled {
-		if _, err := s.reconcile(ctx, cur.ID); err != nil {
-			return nil, 0, err
-		}
-		if left, _, err = s.store.Left(ctx, cur.ID, cur.Buckets); err != nil {
-			return nil, 0, err
-		}
-	}
-	return sku, left, nil
-}
-
-// mendTotals rebuilds the Redis state of sku, split into buckets, from SQL
-// when the buckets' totals do not add up to SQL's stock: a rebuild that a
-// stalled Redis stopped part-way leaves them so (the buckets it wrote hold
-// what their shoppers took, units lent to them still counted by the
-// lender), and stock.Configure computes a change's delta from them. A SKU
-// Redis has lost is left to the caller (stock.ErrStateLost). Run it under
-// exclusive.
-func (s *Service) mendTotals(ctx context.Context, sku *catalog.SKU) error {
-	if sku.Buckets <= 1 {
-		return nil
-	}
-	st, ok, err := s.store.Sum(ctx, sku.ID, sku.Buckets)
-	if err != nil || !ok || st.Total == sku.StockTotal {
-		return err
-	}
-	s.o.Log.Warn("redis buckets do not add up to the stock in sql: rebuilding them",
-		"sku", sku.ID, "redis_total", st.Total, "sql_total", sku.StockTotal)
-	_, err = s.reconcile(ctx, sku.ID)
-	return err
-}
-
-// exclusive runs f while holding sku's admin lock: stock changes and
-// rebuilds of one SKU run one at a time across every instance, so no two
-// of them interleave their SQL and Redis writes. It waits up to 5 seconds
-// for the lock (stock.ErrBusy after), or until ctx is done.
-//
-// Once the lock is held, f runs to its end whether or not the caller is
-// still there: each change is several writes (a dead letter's delete, then
-// the return of its units; a rebuild's pause, writes and unpause), and one
-// cut half-way by a client that gave up would leave the SKU inconsistent
-// with nobody left to finish it. It stops only if the lock is lost (Redis
-// unreachable past its TTL) or after changeTimeout.
-func (s *Service) exclusive(ctx context.Context, sku uint64, f func(context.Context) error) error {
-	m, err := s.locks.Lock(ctx, "sku-admin:"+strconv.FormatUint(sku, 10), 10*time.Second,
-		lock.WithWaitTimeout(5*time.Second), lock.WithWatchdog(0))
-	if errors.Is(err, lock.ErrNotObtained) {
-		return fmt.Errorf("%w: another change of sku %d is running", stock.ErrBusy, sku)
-	}
-	if err != nil {
-		return fmt.Errorf("sale: lock sku %d: %w", sku, err)
-	}
-	defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }()
-	work, stop := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
-	defer stop()
-	lctx, cancel := m.Context(work)
-	defer cancel()
-	return f(lctx)
-}
-
-// changeTimeout bounds an admin change of a SKU once it has started.
-const changeTimeout = 2 * time.Minute
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
