@@ -23,6 +23,7 @@ const (
 	ExitOK        = 0
 	ExitFailure   = 1 // a runtime failure, or verify found a violation
 	ExitBadConfig = 2 // bad configuration or command-line usage
+	ExitUnchecked = 3 // verify found no violation but could not run every check
 )
 
 // usageError marks a mistake on the command line.
@@ -40,6 +41,9 @@ func ExitCode(err error) int {
 	var ue usageError
 	if errors.As(err, &ce) || errors.As(err, &fe) || errors.As(err, &ue) {
 		return ExitBadConfig
+	}
+	if errors.Is(err, errUnchecked) && !errors.Is(err, errViolation) {
+		return ExitUnchecked
 	}
 	return ExitFailure
 }

@@ -351,6 +351,20 @@ func TestSeedVerifyAndQueue(t *testing.T) {
 	assert.Equal(t, ExitFailure, ExitCode(err))
 	assert.Contains(t, out, `"consistent":false`)
 
+	// A check that cannot run is its own exit code, never a violation; the
+	// SKUs are still checked and reported.
+	_, err = db.Exec("UPDATE skus SET sold = 0 WHERE id = 12")
+	require.NoError(t, err)
+	_, err = db.Exec("RENAME TABLE payments TO payments_away")
+	require.NoError(t, err)
+	out, err = run("verify")
+	require.Error(t, err)
+	assert.Equal(t, ExitUnchecked, ExitCode(err), "%v", err)
+	assert.NotErrorIs(t, err, errViolation)
+	assert.Equal(t, 3, strings.Count(out, `"consistent":true`))
+	_, err = db.Exec("RENAME TABLE payments_away TO payments")
+	require.NoError(t, err)
+
 	bigID := dir + "/big.csv"
 	require.NoError(t, os.WriteFile(bigID, []byte("id,name,price_cents,stock,per_user_limit,starts_at,ends_at\n"+
 		"18446744073709551615,Big,1,5,2,2026-11-11T00:00:00Z,2036-11-11T01:00:00Z\n"), 0o600))
