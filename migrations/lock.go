@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // LockWait is how long Up waits for another process that is migrating the
@@ -43,19 +46,22 @@ func (l *mysqlLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	deadline := time.Now().Add(l.wait)
 	for {
 		var got sql.NullInt64
-		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", l.name).Scan(&got); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("waiting for migration lock %q held by another process: %w", l.name, ctx.Err())
-			}
-			return fmt.Errorf("migration lock %q: %w", l.name, err)
-		}
+		err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", l.name).Scan(&got)
 		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("waiting for migration lock %q held by another process: %w", l.name, ctx.Err())
+		case contended(err):
+			// TiDB reports some waits for a held lock as an error rather
+			// than GET_LOCK's 0: the lock was not got, try again.
+		case err != nil:
+			return fmt.Errorf("migration lock %q: %w", l.name, err)
 		case !got.Valid:
 			return fmt.Errorf("migration lock %q: GET_LOCK failed", l.name)
 		case got.Int64 == 1:
 			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("%w: %q for over %s; SELECT IS_USED_LOCK('%s') names the connection holding it",
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %q for over %s; on MySQL, SELECT IS_USED_LOCK('%s') names the connection holding it",
 				ErrLockTimeout, l.name, l.wait, l.name)
 		}
 	}
@@ -64,8 +70,18 @@ func (l *mysqlLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
 // SessionUnlock releases the lock. Its error is not reported: a connection
 // that fails here is dropped, and the server releases its locks with it.
 func (l *mysqlLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	_, _ = conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", l.name)
+	// SELECT rather than DO: TiDB runs a prepared DO RELEASE_LOCK as a no-op.
+	var released sql.NullInt64
+	_ = conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 	return nil
+}
+
+// contended reports whether err is TiDB's answer to GET_LOCK on a lock
+// another session holds: error 1105 ("pessimistic lock retry limit
+// reached"), which MySQL and MariaDB never give for it.
+func contended(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1105 && strings.Contains(me.Message, "lock")
 }
 
 // lockName is the lock's name for database db, within MySQL's 64 characters.

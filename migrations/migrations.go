@@ -49,13 +49,25 @@ func provider(db *sql.DB, dialect string, locked bool) (*goose.Provider, error) 
 // Up applies every pending migration and returns the versions it applied.
 // On MySQL it holds a lock on the database while it does, so processes
 // started together migrate one after the other; it waits up to LockWait (or
-// until ctx ends) for the lock and then fails with ErrLockTimeout.
+// until ctx ends) for the lock and then fails with ErrLockTimeout. On TiDB
+// it first turns CHECK constraints on (ErrChecksOff when it may not), and
+// adds those a database migrated without them lacks.
 func Up(ctx context.Context, db *sql.DB, dialect string) ([]int64, error) {
 	p, err := provider(db, dialect, true)
 	if err != nil {
 		return nil, err
 	}
+	var after func() error
 	if dialect == MySQL {
+		tidb, err := IsTiDB(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		if tidb {
+			if after, err = upTiDB(ctx, db); err != nil {
+				return nil, err
+			}
+		}
 		// Provider.Up first asks HasPending, which creates the version table
 		// without the lock when it is missing, and another process holding
 		// the lock would then find the table without its first row. Status
@@ -67,6 +79,11 @@ func Up(ctx context.Context, db *sql.DB, dialect string) ([]int64, error) {
 	results, err := p.Up(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: up: %w", err)
+	}
+	if after != nil {
+		if err := after(); err != nil {
+			return nil, err
+		}
 	}
 	applied := make([]int64, 0, len(results))
 	for _, r := range results {

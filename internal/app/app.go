@@ -185,6 +185,9 @@ func (a *App) Migrate(ctx context.Context) error {
 		return err
 	}
 	applied, err := migrations.Up(ctx, sqlDB, a.Dialect)
+	if errors.Is(err, migrations.ErrChecksOff) {
+		return &config.Error{Key: "mysql.dsn", Allowed: "names a TiDB server where " + migrations.ErrChecksOff.Error()}
+	}
 	if err != nil {
 		return err
 	}

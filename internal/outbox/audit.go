@@ -67,12 +67,13 @@ func Audit(ctx context.Context, db *gorm.DB, now time.Time, retention time.Durat
 
 // snapshot makes a transaction read one consistent state on MySQL
 // (REPEATABLE READ reads its first read's snapshot); SQLite's transactions
-// do anyway.
+// do anyway. Not READ ONLY: TiDB refuses START TRANSACTION READ ONLY by
+// default, and the snapshot is the same without it.
 func snapshot(db *gorm.DB) *sql.TxOptions {
 	if db.Dialector.Name() != "mysql" {
 		return nil
 	}
-	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 }
 
 func audit(db *gorm.DB, now time.Time, retention time.Duration) (AuditReport, error) {

@@ -222,9 +222,11 @@ func splitRebuilt(id uint64, cfg stock.Config, r stock.Rebuilt, kept map[string]
 // snapshotTx is the isolation of a transaction whose reads must be one
 // snapshot: REPEATABLE READ on MySQL, set explicitly since a server's
 // default may be READ COMMITTED; SQLite's transactions are serializable.
+// Not READ ONLY: TiDB refuses START TRANSACTION READ ONLY by default, and
+// the snapshot is the same without it.
 func (s *Service) snapshotTx() *sql.TxOptions {
 	if s.db.Dialector.Name() == "mysql" {
-		return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+		return &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 	}
 	return nil
 }

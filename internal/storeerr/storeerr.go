@@ -30,7 +30,8 @@ import (
 // (a failover closes the old master's connections); or a MySQL over its
 // connection limit (1040) or short of resources for one (1203, 1135), or
 // that rolled a transaction back for a deadlock (1213) or a lock wait
-// timed out (1205; the transaction then rolls back as it returns).
+// timed out (1205; the transaction then rolls back as it returns), or a
+// TiDB that reports a transaction to retry whole (tidbRetry).
 func Unavailable(err error) bool {
 	var ne net.Error
 	switch {
@@ -43,7 +44,7 @@ func Unavailable(err error) bool {
 		return true
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) && slices.Contains([]uint16{1040, 1203, 1135, 1213, 1205}, me.Number) {
+	if errors.As(err, &me) && (slices.Contains([]uint16{1040, 1203, 1135, 1213, 1205}, me.Number) || slices.Contains(tidbRetry, me.Number)) {
 		return true
 	}
 	if _, moved := redis.IsMovedError(err); moved {
@@ -56,6 +57,13 @@ func Unavailable(err error) bool {
 		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err)
 }
+
+// tidbRetry are TiDB's own errors after which its documentation says to
+// retry the transaction (its error codes page): a write conflict (8002,
+// 8005, 9007), a commit that failed (8022), the schema changed under it
+// (8028), PD or TiKV timing out, busy, or a region unavailable (9001 to
+// 9005). No MySQL or MariaDB error has these numbers.
+var tidbRetry = []uint16{8002, 8005, 8022, 8028, 9001, 9002, 9003, 9004, 9005, 9007}
 
 // connErrors are the texts of go-redis's own connection failures (its
 // pool's, kept in an internal package, and its client's, not exported): a

@@ -21,7 +21,9 @@ func TestMySQLOverItsLimitIsUnavailable(t *testing.T) {
 	for _, tc := range []struct {
 		number uint16
 		want   bool
-	}{{1040, true}, {1203, true}, {1135, true}, {1213, true}, {1205, true}, {1062, false}, {1146, false}} {
+	}{{1040, true}, {1203, true}, {1135, true}, {1213, true}, {1205, true}, {1062, false}, {1146, false},
+		{8002, true}, {8005, true}, {8022, true}, {8028, true}, {9001, true}, {9002, true}, {9003, true}, {9004, true}, {9005, true}, {9007, true},
+		{8004, false}, {9006, false}} {
 		err := fmt.Errorf("catalog: get 7: %w", &mysql.MySQLError{Number: tc.number, Message: "x"})
 		assert.Equal(t, tc.want, Unavailable(err), "error %d", tc.number)
 	}

@@ -72,11 +72,14 @@ SELECT id, '*', order_id, status, attempts, window_from, next_at, last_error
 FROM outbox WHERE status IN ('pending', 'dead') ORDER BY id;
 
 -- outbox_order_type: the audit's look-up of an order's event of a type;
--- outbox_created: retention deletes events by age.
+-- outbox_created: retention deletes events by age. The indexes go first, in
+-- a statement of their own: TiDB drops no column an index covers, even one
+-- the same statement drops.
 ALTER TABLE outbox
     DROP INDEX outbox_status_id,
     DROP INDEX outbox_order_id,
-    DROP INDEX outbox_delivered,
+    DROP INDEX outbox_delivered;
+ALTER TABLE outbox
     DROP COLUMN status,
     DROP COLUMN attempts,
     DROP COLUMN window_from,
