@@ -28,7 +28,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/lock"
 )
 
 type config struct {

@@ -22,7 +22,6 @@ import (
 	"github.com/seckill/seckill/internal/clockcheck"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/drain"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/pace"
@@ -32,6 +31,7 @@ import (
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/lock"
 	"github.com/seckill/seckill/migrations"
 )
 

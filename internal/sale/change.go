@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/catalog"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/lock"
 )
 
 // change writes a change of an existing SKU to both stores (write does the

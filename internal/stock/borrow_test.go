@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/storeerr"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // userIn returns a shopper whose home is bucket b of the sale's SKU.

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // bucketSale is a SKU split into buckets on the 3-master Cluster, with two

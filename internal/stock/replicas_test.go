@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // With the store waiting for a replica, every write a buy's acceptance

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/fanout"
-	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/lock"
 )
 
 // Strategies.

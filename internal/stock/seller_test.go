@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // A SKU's combining line stops when it has had nothing to do for LineIdle,

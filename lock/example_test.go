@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/lock"
 )
 
 // exampleRedis connects to SECKILL_TEST_REDIS_ADDR (or 127.0.0.1:6379) and
