@@ -8,39 +8,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/fanout"
 )
 
-// Options configures a Client. The zero value is usable.
-type Options struct {
-	// Prefix starts every key and channel name; default DefaultPrefix.
-	Prefix string
-	// Backoff is the default retry schedule of Lock calls.
-	Backoff Backoff
-	// Metrics, when not nil, receives acquisitions, failures, wait times,
-	// renewals and lost locks. Nil turns metrics off at no cost.
-	Metrics *Metrics
-	// Now is the clock used to track expiry of held locks; default time.Now.
-	// Tests inject one to show cases a real clock cannot.
-	Now func() time.Time
-}
-
-// env is what every handle needs from the Client or Redlock that made it.
+// env is what every lease needs from the Client or Redlock that made it.
 type env struct {
 	now      func() time.Time
-	metrics  *Metrics
+	observer Observer
 	closing  chan struct{}
 	closeMu  sync.Mutex
 	isClosed bool
 	wg       sync.WaitGroup // watchdogs
 }
 
-func newEnv(now func() time.Time, m *Metrics) *env {
-	if now == nil {
-		now = time.Now
-	}
-	return &env{now: now, metrics: m, closing: make(chan struct{})}
+func newEnv(o options) *env {
+	return &env{now: o.c.now, observer: o.c.observer, closing: make(chan struct{})}
 }
 
 // goWatchdog starts f as a goroutine owned by the env, unless it is closed.
@@ -50,11 +31,7 @@ func (e *env) goWatchdog(f func()) bool {
 	if e.isClosed {
 		return false
 	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		f()
-	}()
+	e.wg.Go(f)
 	return true
 }
 
@@ -79,63 +56,40 @@ func (e *env) close() {
 	e.wg.Wait()
 }
 
-// Client takes locks on one Redis deployment (standalone, Sentinel or
-// Cluster). It is safe for concurrent use. Close it to stop its pub/sub
-// connection and the watchdogs of the locks it handed out.
+// Client takes locks on one Redis deployment: standalone, Sentinel or
+// Cluster. It is safe for concurrent use; make one per process and Close it
+// to stop its pub/sub connection and the watchdogs of its leases.
 type Client struct {
 	rdb     redis.UniversalClient
 	prefix  string
-	backoff Backoff
+	backoff backoff
 	env     *env
-	notify  *fanout.Hub
+	notify  *hub
 }
 
-// New returns a Client that locks through rdb. It opens no connection until
-// a caller waits for a lock.
-func New(rdb redis.UniversalClient, opts Options) *Client {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
+// New returns a Client that locks through rdb, configured by WithPrefix,
+// WithBackoff and WithObserver. It opens no connection until a caller waits
+// for a lock.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	o := newOptions(opts)
 	return &Client{
 		rdb:     rdb,
-		prefix:  prefix,
-		backoff: opts.Backoff.withDefaults(),
-		env:     newEnv(opts.Now, opts.Metrics),
-		notify:  newNotifier(rdb),
+		prefix:  o.c.prefix,
+		backoff: o.backoff,
+		env:     newEnv(o),
+		notify:  newHub(rdb),
 	}
-}
-
-// newNotifier shares one pub/sub connection among all waiters of a Client. A
-// channel is subscribed while at least one local waiter waits on it. A release
-// message with payload "1" (mutex, reentrant) wakes one local waiter, the one
-// that has waited longest without a pending wake-up, so a release does not
-// send every waiter of the process to Redis at once; the others keep their
-// backoff timers. Payload "a" (read-write lock) and a (re)subscription
-// confirmation wake every waiter of the channel: several readers may go at
-// once, and a release published before the subscription took effect must not
-// be slept through.
-func newNotifier(rdb redis.UniversalClient) *fanout.Hub {
-	return fanout.New(rdb, fanout.Options{
-		WakeOne:         func(payload string) bool { return payload != "a" },
-		WakeOnSubscribe: true,
-		Timeout:         time.Second,
-	})
 }
 
 // Close stops the shared pub/sub connection and the watchdogs, and waits for
 // their goroutines. Waiting Lock calls and new acquisitions return ErrClosed.
-// Held locks are not released (handles can still Unlock them) and otherwise
-// expire by their TTL. Close is idempotent and always returns nil.
+// Held locks are not released (their leases can still Unlock them) and
+// otherwise expire by their TTL. Close is idempotent and returns nil.
 func (c *Client) Close() error {
 	c.env.close()
-	_ = c.notify.Close()
+	_ = c.notify.close()
 	return nil
 }
-
-// Key returns the Redis key of the mutex called name, for callers that check
-// ownership inside their own scripts.
-func (c *Client) Key(name string) string { return newKeys(c.prefix, name).mutex() }
 
 // newToken returns 128 random bits, base64-encoded (22 bytes).
 func newToken() string {
@@ -148,25 +102,14 @@ func newToken() string {
 // error that ends the acquisition.
 type attempt func(ctx context.Context) (bool, error)
 
-// wait retries try until it succeeds, the context ends, or the call's wait
-// budget is used up. Between tries it sleeps by cfg.backoff, and wakes at once
-// when the notifier reports a release on channel (unless disabled).
-func (c *Client) wait(ctx context.Context, channel string, cfg *config, try attempt) error {
-	var n *fanout.Hub
-	if !cfg.noWakeup {
-		n = c.notify
-	}
-	return waitLoop(ctx, c.env, n, channel, cfg, try)
-}
-
 // tryThenWait makes the first try and, when that finds the lock taken and
-// wait is set, waits for it on channel (waitFor); the outcome and the time
-// it took are counted as a k. It returns when the try that got the lock
-// began, ErrNotObtained when it was not got, or a *waitError when ctx ended
-// during the first try.
-func (c *Client) tryThenWait(ctx context.Context, k kind, channel string, cfg config, wait bool, try attempt) (start time.Time, err error) {
+// wait is set, waits for it on channel; the outcome and the time it took are
+// reported as a k. It returns when the try that got the lock began,
+// ErrNotObtained when it was not got, or a *waitError when ctx ended during
+// the first try.
+func (c *Client) tryThenWait(ctx context.Context, k kind, channel string, cfg options, wait bool, try attempt) (start time.Time, err error) {
 	begin := c.env.now()
-	defer func() { c.env.metrics.outcome(k, err, c.env.now().Sub(begin), wait) }()
+	defer func() { c.env.acquired(k, wait, c.env.now().Sub(begin), err) }()
 	ok, err := try(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -176,35 +119,35 @@ func (c *Client) tryThenWait(ctx context.Context, k kind, channel string, cfg co
 	case !wait:
 		return begin, ErrNotObtained
 	}
-	return c.waitFor(ctx, channel, &cfg, try)
-}
-
-// waitFor is wait that also returns when the successful attempt was sent,
-// the start of the lock's TTL.
-func (c *Client) waitFor(ctx context.Context, channel string, cfg *config, try attempt) (time.Time, error) {
-	var start time.Time
-	err := c.wait(ctx, channel, cfg, func(ctx context.Context) (bool, error) {
+	var n *hub
+	if !cfg.noWakeup {
+		n = c.notify
+	}
+	err = waitLoop(ctx, c.env, n, channel, &cfg, func(ctx context.Context) (bool, error) {
 		start = c.env.now()
 		return try(ctx)
 	})
 	return start, err
 }
 
-func waitLoop(ctx context.Context, e *env, n *fanout.Hub, channel string, cfg *config, try attempt) error {
+// waitLoop retries try until it succeeds, the context ends, or the call's
+// wait budget is used up. Between tries it sleeps by cfg.backoff, and wakes
+// at once when the hub (if any) reports a release on channel.
+func waitLoop(ctx context.Context, e *env, n *hub, channel string, cfg *options, try attempt) error {
 	var wake <-chan struct{}
 	if n != nil {
 		c := make(chan struct{}, 1)
 		// A failed SUBSCRIBE only costs the wake-up: the waiter stays
 		// registered (go-redis subscribes when it reconnects) and keeps its
 		// backoff timer.
-		if w, _ := n.Add(ctx, channel, c); w != nil {
-			defer w.Remove()
+		if w, _ := n.add(ctx, channel, c); w != nil {
+			defer w.remove()
 			wake = c
 		}
 	}
 	var deadline <-chan time.Time
-	if cfg.waitTimeout > 0 {
-		t := time.NewTimer(cfg.waitTimeout)
+	if cfg.wait > 0 {
+		t := time.NewTimer(cfg.wait)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -212,7 +155,7 @@ func waitLoop(ctx context.Context, e *env, n *fanout.Hub, channel string, cfg *c
 	defer timer.Stop()
 	for retry := 0; ; retry++ {
 		if cfg.maxRetries > 0 && retry >= cfg.maxRetries {
-			return ErrRetriesExhausted
+			return errRetriesExhausted
 		}
 		if retry > 0 {
 			timer.Reset(cfg.backoff.delay(retry))

@@ -3,11 +3,11 @@ package lock_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,62 +15,50 @@ import (
 	"github.com/seckill/seckill/lock"
 )
 
-// exampleRedis connects to SECKILL_TEST_REDIS_ADDR (or 127.0.0.1:6379) and
-// returns a unique key prefix and a cleanup that deletes its keys.
-func exampleRedis() (*redis.Client, string, func()) {
-	addr := os.Getenv("SECKILL_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	prefix := "example:" + randomHex() + ":"
-	return rdb, prefix, func() {
+// newClient connects to the Redis at SECKILL_TEST_REDIS_ADDR and returns a
+// Client whose keys start with a prefix of its own, and a func that deletes
+// them and closes both.
+func newClient() (*lock.Client, *redis.Client, func()) {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("SECKILL_TEST_REDIS_ADDR")})
+	prefix := "example:" + rand.Text()[:8] + ":"
+	locks := lock.New(rdb, lock.WithPrefix(prefix))
+	return locks, rdb, func() {
+		_ = locks.Close()
 		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
+		for iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator(); iter.Next(ctx); {
 			rdb.Del(ctx, iter.Val())
 		}
 		_ = rdb.Close()
 	}
 }
 
-func randomHex() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
+// One holder at a time: TryLock makes one attempt, Unlock releases.
 func Example() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
+	locks, _, done := newClient()
+	defer done()
 	ctx := context.Background()
 
-	m, err := locks.TryLock(ctx, "{sku:42}", 5*time.Second)
+	l, err := locks.TryLock(ctx, "report", 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("locked", strings.TrimPrefix(m.Key(), prefix))
-
-	_, err = locks.TryLock(ctx, "{sku:42}", 5*time.Second)
+	_, err = locks.TryLock(ctx, "report", 10*time.Second)
 	fmt.Println("second try:", err, errors.Is(err, lock.ErrNotObtained))
 
-	fmt.Println("unlock:", m.Unlock(ctx))
-	fmt.Println("unlock again:", m.Unlock(ctx))
+	fmt.Println("unlock:", l.Unlock(ctx))
+	fmt.Println("unlock again:", l.Unlock(ctx))
 	// Output:
-	// locked lock:{sku:42}
 	// second try: lock: not obtained true
 	// unlock: <nil>
 	// unlock again: lock: not held
 }
 
+// Lock waits for the holder's release, woken by its pub/sub message;
+// WithWait bounds the wait.
 func ExampleClient_Lock() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
+	locks, _, done := newClient()
+	defer done()
 	ctx := context.Background()
 
 	first, _ := locks.TryLock(ctx, "report", time.Minute)
@@ -78,146 +66,172 @@ func ExampleClient_Lock() {
 		time.Sleep(10 * time.Millisecond)
 		_ = first.Unlock(ctx)
 	}()
-	// Woken by the release message, not by polling.
-	m, err := locks.Lock(ctx, "report", time.Minute, lock.WithWaitTimeout(10*time.Second))
-	fmt.Println("got it:", err == nil)
-	_ = m.Unlock(ctx)
+	l, err := locks.Lock(ctx, "report", time.Minute, lock.WithWait(10*time.Second))
+	fmt.Println("got it after the release:", err)
 
-	held, _ := locks.TryLock(ctx, "report", time.Minute)
-	_, err = locks.Lock(ctx, "report", time.Minute, lock.WithWaitTimeout(20*time.Millisecond))
-	fmt.Println(errors.Is(err, lock.ErrWaitTimeout), errors.Is(err, lock.ErrNotObtained))
-	_ = held.Unlock(ctx)
+	_, err = locks.Lock(ctx, "report", time.Minute, lock.WithWait(20*time.Millisecond))
+	fmt.Println(err, errors.Is(err, lock.ErrWaitTimeout), errors.Is(err, lock.ErrNotObtained))
+	_ = l.Unlock(ctx)
 	// Output:
-	// got it: true
-	// true true
+	// got it after the release: <nil>
+	// lock: not obtained: wait deadline reached true true
 }
 
-// The sale path locks "{sku:42}" with a fencing token and checks both inside
-// its own script, whose keys share the hash tag.
-func ExampleWithFencing() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
+// Done is closed, and Context cancelled, the moment a lease is known lost:
+// here the watchdog finds the key gone.
+func ExampleLease_Done() {
+	locks, rdb, done := newClient()
+	defer done()
 	ctx := context.Background()
 
-	sell := redis.NewScript(`
--- KEYS[1] lock key, KEYS[2] stock, KEYS[3] highest fence seen; ARGV[1] token, ARGV[2] fence
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-if tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[2]) then return -2 end
-redis.call('SET', KEYS[3], ARGV[2])
-return redis.call('DECR', KEYS[2])`)
-	stock, fence := prefix+"{sku:42}:stock", prefix+"{sku:42}:fence-seen"
-	rdb.Set(ctx, stock, 10, 0)
-
-	m, _ := locks.TryLock(ctx, "{sku:42}", time.Second, lock.WithFencing())
-	left, err := sell.Run(ctx, rdb, []string{m.Key(), stock, fence}, m.Token(), m.Fence()).Int64()
-	fmt.Println("left:", left, err)
-	_ = m.Unlock(ctx)
-
-	// A holder whose lock is gone is refused.
-	left, _ = sell.Run(ctx, rdb, []string{m.Key(), stock, fence}, m.Token(), m.Fence()).Int64()
-	fmt.Println("stale holder:", left)
-	// Output:
-	// left: 9 <nil>
-	// stale holder: -1
-}
-
-func ExampleWithWatchdog() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
-	ctx := context.Background()
-
-	m, _ := locks.TryLock(ctx, "import", 300*time.Millisecond, lock.WithWatchdog(0))
-	work, cancel := m.Context(ctx) // cancelled the moment the lock is lost
+	l, _ := locks.TryLock(ctx, "import", time.Second, lock.WithWatchdog(0))
+	work, cancel := l.Context(ctx) // stop the work when the lock is lost
 	defer cancel()
 
-	rdb.Del(ctx, m.Key()) // someone deletes the lock behind our back
+	rdb.Del(ctx, l.Key()) // the lock disappears behind the holder's back
+	<-l.Done()
 	<-work.Done()
-	fmt.Println(context.Cause(work))
-	fmt.Println(m.Unlock(ctx))
+	fmt.Println(l.Err(), context.Cause(work))
+	fmt.Println(l.Unlock(ctx))
 	// Output:
-	// lock: lost
+	// lock: lost lock: lost
 	// lock: not held
 }
 
-func ExampleOwner() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
+// The watchdog renews the lock every ttl/3 while the work runs, so the TTL
+// can be short: a holder that dies frees the lock within a second.
+func ExampleWithWatchdog() {
+	locks, _, done := newClient()
+	defer done()
 	ctx := context.Background()
 
-	session := locks.NewOwner("session-7")
-	outer, _ := session.TryLockReentrant(ctx, "cart", time.Minute)
-	inner, _ := session.TryLockReentrant(ctx, "cart", time.Minute) // same owner: enters again
-	_, err := locks.NewOwner("session-8").TryLockReentrant(ctx, "cart", time.Minute)
-	fmt.Println("other owner:", err)
+	l, _ := locks.TryLock(ctx, "nightly", time.Second, lock.WithWatchdog(0))
+	time.Sleep(2 * time.Second) // work longer than the TTL
 
-	n, _ := inner.Unlock(ctx)
-	fmt.Println("still held:", n)
-	_, _ = session.TryLock(ctx, "coupon", time.Minute)
-	_, _ = session.RWMutex("catalog").TryRLock(ctx, time.Minute)
-	_ = outer
-	fmt.Println("holding", session.Len())
-	fmt.Println("unlock all:", session.UnlockAll(ctx), session.Len())
+	ttl, err := l.TTL(ctx)
+	fmt.Println("still held:", err == nil && ttl > 0, l.Err())
+	fmt.Println(l.Unlock(ctx))
 	// Output:
-	// other owner: lock: not obtained
-	// still held: 1
-	// holding 3
-	// unlock all: <nil> 0
+	// still held: true <nil>
+	// <nil>
 }
 
-func ExampleRWMutex() {
-	rdb, prefix, cleanup := exampleRedis()
-	defer cleanup()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
-	defer locks.Close()
+// A store that remembers the highest fence it accepted refuses a holder
+// whose lock expired while it was paused, after the next holder wrote.
+func ExampleWithFencing() {
+	locks, _, done := newClient()
+	defer done()
+	ctx := context.Background()
+	store := &fencedStore{}
+
+	a, _ := locks.TryLock(ctx, "{doc:7}", 50*time.Millisecond, lock.WithFencing())
+	time.Sleep(100 * time.Millisecond) // a pauses; its lock expires
+	b, _ := locks.Lock(ctx, "{doc:7}", time.Minute, lock.WithFencing(), lock.WithWait(time.Second))
+	fmt.Println("b writes:", store.write(b.Fence(), "from b"))
+	fmt.Println("a writes:", store.write(a.Fence(), "from a"))
+	fmt.Println(store.value, b.Fence() > a.Fence())
+	_ = b.Unlock(ctx)
+	// Output:
+	// b writes: <nil>
+	// a writes: stale fence
+	// from b true
+}
+
+// fencedStore stands for any resource that checks fences: a database row
+// with a fence column, a file server, a payment API.
+type fencedStore struct {
+	mu      sync.Mutex
+	highest int64
+	value   string
+}
+
+func (s *fencedStore) write(fence int64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fence <= s.highest {
+		return errors.New("stale fence")
+	}
+	s.highest, s.value = fence, value
+	return nil
+}
+
+// An Owner re-enters its own lock; another owner waits until every hold is
+// released.
+func ExampleClient_Owner() {
+	locks, _, done := newClient()
+	defer done()
 	ctx := context.Background()
 
-	rw := locks.RWMutex("{sku:42}")
+	session := locks.Owner("session-7")
+	outer, _ := session.TryLock(ctx, "cart", time.Minute)
+	inner, err := session.TryLock(ctx, "cart", time.Minute) // nested call: enters again
+	fmt.Println("same owner:", err)
+	_, err = locks.Owner("session-8").TryLock(ctx, "cart", time.Minute)
+	fmt.Println("other owner:", err)
+
+	_ = inner.Unlock(ctx)
+	_, err = locks.Owner("session-8").TryLock(ctx, "cart", time.Minute)
+	fmt.Println("after one release:", err)
+	_ = outer.Unlock(ctx)
+	_, err = locks.Owner("session-8").TryLock(ctx, "cart", time.Minute)
+	fmt.Println("after both:", err)
+	// Output:
+	// same owner: <nil>
+	// other owner: lock: not obtained
+	// after one release: lock: not obtained
+	// after both: <nil>
+}
+
+// Readers share the lock; a writer waits for them, and new readers wait
+// for the writer.
+func ExampleClient_RWMutex() {
+	locks, _, done := newClient()
+	defer done()
+	ctx := context.Background()
+
+	rw := locks.RWMutex("price-list")
 	r1, _ := rw.TryRLock(ctx, time.Minute)
 	r2, err := rw.TryRLock(ctx, time.Minute)
 	fmt.Println("two readers:", err)
 	_, err = rw.TryLock(ctx, time.Minute)
 	fmt.Println("writer:", err)
+
 	_ = r1.Unlock(ctx)
 	_ = r2.Unlock(ctx)
 	w, err := rw.TryLock(ctx, time.Minute)
-	fmt.Println("writer after readers:", err)
+	fmt.Println("writer after the readers:", err)
+	_, err = rw.TryRLock(ctx, time.Minute)
+	fmt.Println("reader during the write:", err)
 	_ = w.Unlock(ctx)
 	// Output:
 	// two readers: <nil>
 	// writer: lock: not obtained
-	// writer after readers: <nil>
+	// writer after the readers: <nil>
+	// reader during the write: lock: not obtained
 }
 
+// Redlock holds the lock when a majority of independent masters took it in
+// time; it survives the loss of a minority of them.
 func ExampleNewRedlock() {
-	addrs := os.Getenv("SECKILL_TEST_REDLOCK_ADDRS")
-	if addrs == "" {
-		addrs = "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383,127.0.0.1:6384,127.0.0.1:6385"
-	}
-	prefix := "example:" + randomHex() + ":"
 	var nodes []redis.UniversalClient
-	for _, a := range strings.Split(addrs, ",") {
-		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+	for _, addr := range strings.Split(os.Getenv("SECKILL_TEST_REDLOCK_ADDRS"), ",") {
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		defer c.Close()
 		nodes = append(nodes, c)
 	}
-	rl := lock.NewRedlock(nodes, lock.RedlockOptions{Prefix: prefix})
+	rl := lock.NewRedlock(nodes, lock.WithPrefix("example:"+rand.Text()[:8]+":"))
 	defer rl.Close()
 	ctx := context.Background()
 
-	m, err := rl.TryLock(ctx, "payout", 10*time.Second)
+	l, err := rl.TryLock(ctx, "payout", 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("quorum:", rl.Quorum(), "valid for less than the TTL:", m.Validity() < 10*time.Second)
-	fmt.Println(m.Unlock(ctx))
+	_, err = rl.TryLock(ctx, "payout", 10*time.Second)
+	fmt.Println("second try:", err)
+	fmt.Println("unlock on every node:", l.Unlock(ctx))
 	// Output:
-	// quorum: 3 valid for less than the TTL: true
-	// <nil>
+	// second try: lock: not obtained
+	// unlock on every node: <nil>
 }

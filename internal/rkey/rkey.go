@@ -9,7 +9,7 @@ package rkey
 
 import "strings"
 
-// DefaultPrefix starts every key of the lock, queue and stock packages when
+// DefaultPrefix starts every key of the queue and stock packages when
 // their options give no prefix.
 const DefaultPrefix = "seckill:"
 
