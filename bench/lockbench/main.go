@@ -1,4 +1,4 @@
-// Command lockbench compares internal/lock with bsm/redislock and
+// Command lockbench compares package lock (github.com/seckill/seckill/lock) with bsm/redislock and
 // go-redsync/redsync on the same Redis in one run:
 //
 //   - uncontended: workers acquire and release their own lock in a loop;
@@ -28,7 +28,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/lock"
 )
 
 type config struct {
@@ -79,16 +79,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	prefix := fmt.Sprintf("lockbench:%d:", time.Now().UnixNano())
 	defer cleanup(rdb, prefix)
 
-	ours := lock.New(rdb, lock.Options{Prefix: prefix})
+	ours := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 	defer func() { _ = ours.Close() }()
 	bsm := redislock.New(rdb)
 	rs := redsync.New(goredis.NewPool(rdb))
 
 	libs := []lib{
 		{
-			name: "internal/lock",
+			name: "seckill/lock",
 			acquire: func(ctx context.Context, name string, wait bool) (func(context.Context) error, error) {
-				var m *lock.Mutex
+				var m *lock.Lease
 				var err error
 				if wait {
 					m, err = ours.Lock(ctx, name, 10*time.Second)
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			acquire: func(ctx context.Context, name string, wait bool) (func(context.Context) error, error) {
 				opt := &redislock.Options{}
 				if wait {
-					// The same schedule as internal/lock's default backoff.
+					// The same schedule as package lock's default backoff.
 					opt.RetryStrategy = redislock.ExponentialBackoff(2*time.Millisecond, 128*time.Millisecond)
 				}
 				l, err := bsm.Obtain(ctx, prefix+"bsm:"+name, 10*time.Second, opt)

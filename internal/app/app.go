@@ -22,7 +22,6 @@ import (
 	"github.com/seckill/seckill/internal/clockcheck"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/drain"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/pace"
@@ -32,6 +31,8 @@ import (
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/lock"
+	"github.com/seckill/seckill/lock/lockmetrics"
 	"github.com/seckill/seckill/migrations"
 )
 
@@ -133,7 +134,7 @@ func (a *App) build() error {
 	cfg := a.Cfg
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	lockMetrics := lock.NewMetrics("seckill")
+	lockMetrics := lockmetrics.New("seckill")
 	a.QueueMetrics = queue.NewMetrics("seckill")
 	a.Registry.MustRegister(lockMetrics, a.QueueMetrics)
 
@@ -157,7 +158,7 @@ func (a *App) build() error {
 		PerUser:     perUser,
 		Replicas:    replicas,
 	})
-	a.Locks = lock.New(a.Redis, lock.Options{Prefix: cfg.Redis.KeyPrefix, Metrics: lockMetrics})
+	a.Locks = lock.New(a.Redis, lock.WithPrefix(cfg.Redis.KeyPrefix+"lock:"), lock.WithObserver(lockMetrics))
 	a.closers = append(a.closers, func() { _ = a.Locks.Close() })
 	a.cache = catalog.NewCache(a.Catalog, 2*time.Second)
 	a.Pace = pace.New(a.Redis, cfg.Redis.KeyPrefix, nil)

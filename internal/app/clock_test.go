@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -24,4 +25,19 @@ func TestEveryInstanceExportsItsClockOffset(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, v, 1.0)
 	assert.Greater(t, v, -1.0)
+}
+
+// A buy takes the SKU lock of the default strategy, and the lock's series
+// are exported under seckill_lock_.
+func TestBuyCountsTheSKULock(t *testing.T) {
+	s := startSale(t, saleOpts{})
+	sku := s.seed(2, 1)
+	r := s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1})
+	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+	line := regexp.MustCompile(`(?m)^seckill_lock_acquired_total\{kind="mutex"\} (\S+)$`)
+	m := line.FindStringSubmatch(s.do(0, "GET", "/metrics", "", nil).Raw)
+	require.NotNil(t, m, "seckill_lock_acquired_total{kind=\"mutex\"} exported")
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, v, 1.0)
 }

@@ -1,6 +1,7 @@
 // Package backoff computes capped exponential retry delays: the schedule of
-// every retry loop of the project, from a lock waiter's milliseconds to a
-// queue task's minutes.
+// every retry loop of the service, from a connection's milliseconds to a
+// queue task's minutes. (The public package lock keeps its own copy, so that
+// it imports nothing of seckill.)
 //
 // A schedule is a value, and the delay before retry n is a pure function of
 // n: nothing to allocate, reset or share between goroutines, and a loop that

@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock"
 )
 
 // TestStalledLockHolderIsFenced runs in-process on the lock and the stock
@@ -22,7 +22,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	testutil.SkipShort(t, "needs Redis")
 	rdb, prefix := testsvc.Redis(t)
 	ctx := t.Context()
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 	t.Cleanup(func() { _ = locks.Close() })
 	store := stock.NewStore(rdb, stock.StoreOptions{Prefix: prefix})
 	const sku = 7
@@ -32,7 +32,7 @@ func TestStalledLockHolderIsFenced(t *testing.T) {
 	req := func(user string) []stock.Request {
 		return []stock.Request{{User: user, Qty: 1, PriceCents: 100, Created: time.Now()}}
 	}
-	guard := func(m *lock.Mutex) stock.Guard {
+	guard := func(m *lock.Lease) stock.Guard {
 		return stock.Guard{LockKey: m.Key(), Token: m.Token(), Fence: m.Fence()}
 	}
 	unchanged := func(left int64, queued int64) {

@@ -2,14 +2,14 @@
 // Cluster hash slot.
 //
 // Redis Cluster hashes only the part of a key between the first '{' and the
-// next '}' (the hash tag) when that part is non-empty. Every key of one lock,
-// one queue or one SKU is built from the same tag, so each Lua script touches
+// next '}' (the hash tag) when that part is non-empty. Every key of one queue
+// or one SKU is built from the same tag, so each Lua script touches
 // keys of a single slot and runs unchanged on standalone Redis and on Cluster.
 package rkey
 
 import "strings"
 
-// DefaultPrefix starts every key of the lock, queue and stock packages when
+// DefaultPrefix starts every key of the queue and stock packages when
 // their options give no prefix.
 const DefaultPrefix = "seckill:"
 

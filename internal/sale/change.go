@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/catalog"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/lock"
 )
 
 // change writes a change of an existing SKU to both stores (write does the
@@ -175,7 +175,7 @@ func (s *Service) hold(ctx, work context.Context, skus []uint64, f func(context.
 	}
 	sku := skus[0]
 	m, err := s.locks.Lock(ctx, "sku-admin:"+strconv.FormatUint(sku, 10), 10*time.Second,
-		lock.WithWaitTimeout(5*time.Second), lock.WithWatchdog(0))
+		lock.WithWait(5*time.Second), lock.WithWatchdog(0))
 	if errors.Is(err, lock.ErrNotObtained) {
 		return fmt.Errorf("%w: another change of sku %d is running", stock.ErrBusy, sku)
 	}

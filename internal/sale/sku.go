@@ -21,10 +21,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/lock"
 )
 
 // Options configure a Service.

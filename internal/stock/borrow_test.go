@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/storeerr"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // userIn returns a shopper whose home is bucket b of the sale's SKU.
@@ -96,7 +96,7 @@ func TestAnUnknownOutcomeAfterABorrowIsNotBusy(t *testing.T) {
 			b := &bucketSale{ctx: ctx, store: store, sku: 78, buckets: 2}
 			_, err := store.Configure(ctx, b.sku, Config{Total: 2, Limit: 1, Buckets: 2, Expires: time.Now().Add(time.Hour)}, true)
 			require.NoError(t, err)
-			locks := lock.New(rdb, lock.Options{Prefix: prefix})
+			locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 			t.Cleanup(func() { _ = locks.Close() })
 			seller := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyAtomic, BatchMax: 1})
 			t.Cleanup(seller.Close)

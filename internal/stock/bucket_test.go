@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // bucketSale is a SKU split into buckets on the 3-master Cluster, with two
@@ -35,7 +35,7 @@ func newBucketSale(t *testing.T, strategy string, total int64, limit, buckets in
 	_, err := store.Configure(ctx, b.sku, Config{Total: total, Limit: limit, Buckets: buckets, Expires: time.Now().Add(time.Hour)}, true)
 	require.NoError(t, err)
 	for range 2 {
-		locks := lock.New(rdb, lock.Options{Prefix: prefix})
+		locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 		t.Cleanup(func() { _ = locks.Close() })
 		s := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: strategy, LockWait: 2 * time.Second})
 		t.Cleanup(s.Close)

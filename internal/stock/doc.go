@@ -9,7 +9,7 @@
 // enqueues the order task (internal/queue's enqueue library is prepended to
 // the script), so no crash can leave stock taken without its order or an
 // order without its stock. Under StrategyLock the script runs while the
-// caller holds the SKU's lock (internal/lock) and refuses to write when that
+// caller holds the SKU's lock (package lock) and refuses to write when that
 // lock is no longer held with the caller's token or its fencing number is
 // older than one already used.
 //

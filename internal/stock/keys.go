@@ -7,7 +7,7 @@ import (
 )
 
 // Tag is the hash tag of a SKU, "{sku:42}". Every key of the SKU — stock,
-// buyers, request ids, its lock (internal/lock) and its order queue
+// buyers, request ids, its lock (package lock) and its order queue
 // (internal/queue) — carries it, so one script can touch them all, on
 // standalone Redis and in one Redis Cluster slot alike.
 func Tag(sku uint64) string { return Part{SKU: sku}.Tag() }

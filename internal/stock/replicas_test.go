@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // With the store waiting for a replica, every write a buy's acceptance
@@ -32,7 +32,7 @@ func TestAMoveBetweenShardsWaitsForTheLendersReplica(t *testing.T) {
 	b := &bucketSale{ctx: ctx, store: store, sku: 79, buckets: 6}
 	_, err := store.Configure(ctx, b.sku, Config{Total: 6, Limit: 1, Buckets: 6, Expires: time.Now().Add(time.Hour)}, true)
 	require.NoError(t, err)
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 	t.Cleanup(func() { _ = locks.Close() })
 	seller := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyAtomic, BatchMax: 1})
 	t.Cleanup(seller.Close)

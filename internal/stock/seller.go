@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/fanout"
-	"github.com/seckill/seckill/internal/lock"
+	"github.com/seckill/seckill/lock"
 )
 
 // Strategies.
@@ -184,7 +184,7 @@ func (s *Seller) Buy(ctx context.Context, sku uint64, buckets int, req Request) 
 
 // lease is the SKU lock a combining line keeps across batches (StrategyLock).
 type lease struct {
-	m     *lock.Mutex
+	m     *lock.Lease
 	since time.Time
 }
 
@@ -207,13 +207,13 @@ func (s *Seller) execute(ctx context.Context, p Part, buckets int, reqs []Reques
 	sku := p.SKU
 	var g Guard
 	if s.o.Strategy == StrategyLock {
-		m := (*lock.Mutex)(nil)
+		m := (*lock.Lease)(nil)
 		if l != nil {
 			m = l.m
 		}
 		if m == nil {
 			var err error
-			m, err = s.locks.Lock(ctx, p.Tag(), s.o.LockTTL, lock.WithWaitTimeout(s.o.LockWait), lock.WithFencing())
+			m, err = s.locks.Lock(ctx, p.Tag(), s.o.LockTTL, lock.WithWait(s.o.LockWait), lock.WithFencing())
 			if err != nil {
 				if errors.Is(err, lock.ErrNotObtained) {
 					return nil, fmt.Errorf("%w: %w", ErrBusy, err)

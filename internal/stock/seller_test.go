@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/lock"
 	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/lock"
 )
 
 // A SKU's combining line stops when it has had nothing to do for LineIdle,
@@ -28,7 +28,7 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 			rdb, prefix := testsvc.Redis(t)
 			ctx := t.Context()
 			store := NewStore(rdb, StoreOptions{Prefix: prefix})
-			locks := lock.New(rdb, lock.Options{Prefix: prefix})
+			locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 			t.Cleanup(func() { _ = locks.Close() })
 			s := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: strategy, LineIdle: 20 * time.Millisecond})
 			t.Cleanup(s.Close)
@@ -116,7 +116,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 	ctx, rdb, prefix, store, counts := countedSale(t, sku, 100000)
 	var sellers [2]*Seller
 	for i := range sellers {
-		locks := lock.New(rdb, lock.Options{Prefix: prefix})
+		locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 		t.Cleanup(func() { _ = locks.Close() })
 		sellers[i] = NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyLock, LockWait: 2 * time.Second})
 		t.Cleanup(sellers[i].Close)
@@ -150,7 +150,7 @@ func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 	rdb, prefix := testsvc.Redis(t)
 	ctx := t.Context()
 	store := NewStore(rdb, StoreOptions{Prefix: prefix})
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 	t.Cleanup(func() { _ = locks.Close() })
 	const sku, other = 41, 42
 	var sellers [2]*Seller
@@ -182,7 +182,7 @@ func TestStockBackClearsSoldOutEverywhere(t *testing.T) {
 func TestRequestsQueuedBehindTheEndCostNoScript(t *testing.T) {
 	const sku = 51
 	ctx, rdb, prefix, store, counts := countedSale(t, sku, 1)
-	locks := lock.New(rdb, lock.Options{Prefix: prefix})
+	locks := lock.New(rdb, lock.WithPrefix(prefix+"lock:"))
 	t.Cleanup(func() { _ = locks.Close() })
 	s := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyLock, BatchMax: 2, LockWait: 10 * time.Second})
 	t.Cleanup(s.Close)

@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock/internal/locktest"
 )
 
 func TestRWManyReadersOneWriter(t *testing.T) {
 	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		rw := c.RWMutex("{sku:9}")
-		var readers []*RWHold
+		var readers []*Lease
 		for range 10 {
 			r, err := rw.TryRLock(ctx, time.Minute)
 			require.NoError(t, err, "readers share the lock")
-			assert.False(t, r.Write())
+			assert.False(t, r.h.(*rwHold).write)
 			readers = append(readers, r)
 		}
 		_, err := rw.TryLock(ctx, time.Minute)
@@ -29,9 +29,9 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 		// A reader releases only its own share.
 		require.NoError(t, readers[0].Unlock(ctx))
 		assert.ErrorIs(t, readers[0].Unlock(ctx), ErrNotHeld)
-		assert.EqualValues(t, 9, c.rdb.HLen(ctx, rw.Key()).Val())
+		assert.EqualValues(t, 9, c.rdb.HLen(ctx, rw.keyv[0]).Val())
 		for _, r := range readers[1:] {
-			held, err := r.Held(ctx)
+			held, err := r.heldIn(ctx)
 			require.NoError(t, err)
 			assert.True(t, held)
 			require.NoError(t, r.Unlock(ctx))
@@ -39,7 +39,7 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 
 		w, err := rw.TryLock(ctx, time.Minute)
 		require.NoError(t, err)
-		assert.True(t, w.Write())
+		assert.True(t, w.h.(*rwHold).write)
 		_, err = rw.TryRLock(ctx, time.Minute)
 		assert.ErrorIs(t, err, ErrNotObtained, "the writer excludes readers")
 		_, err = rw.TryLock(ctx, time.Minute)
@@ -49,7 +49,7 @@ func TestRWManyReadersOneWriter(t *testing.T) {
 		require.NoError(t, err)
 		assert.Greater(t, ttl, time.Minute)
 		require.NoError(t, w.Unlock(ctx))
-		assert.Zero(t, c.rdb.Exists(ctx, rw.Key()).Val())
+		assert.Zero(t, c.rdb.Exists(ctx, rw.keyv[0]).Val())
 	})
 }
 
@@ -58,19 +58,19 @@ func TestRWWaitersWokenByRelease(t *testing.T) {
 		rw := c.RWMutex("doc")
 		w, err := rw.TryLock(ctx, time.Minute)
 		require.NoError(t, err)
-		slow := WithBackoff(Backoff{Min: time.Hour, Max: time.Hour})
+		slow := WithBackoff(time.Hour, time.Hour)
 		const readers = 4
 		got := make(chan error, readers)
 		for range readers {
 			go func() {
-				r, err := rw.RLock(ctx, time.Minute, slow, WithWaitTimeout(20*time.Second))
+				r, err := rw.RLock(ctx, time.Minute, slow, WithWait(20*time.Second))
 				if err == nil {
 					err = r.Unlock(ctx)
 				}
 				got <- err
 			}()
 		}
-		testutil.Eventually(t, 10*time.Second, "readers wait", func() bool { return c.notify.Count(c.RWMutex("doc").keys.rw()) == readers })
+		locktest.Eventually(t, 10*time.Second, "readers wait", func() bool { return c.notify.count(c.RWMutex("doc").keyv[0]) == readers })
 		require.NoError(t, w.Unlock(ctx))
 		for range readers {
 			require.NoError(t, <-got, "one write release wakes every reader")
@@ -87,8 +87,8 @@ func TestRWWriterNotStarved(t *testing.T) {
 		var reads atomic.Int64
 		var writing atomic.Bool
 		var overlap atomic.Bool
-		stop := testutil.Repeat(t, 4, func() bool {
-			r, err := rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+		stop := locktest.Repeat(t, 4, func() bool {
+			r, err := rw.RLock(ctx, time.Minute, WithWait(20*time.Second))
 			if err != nil {
 				return false
 			}
@@ -100,9 +100,9 @@ func TestRWWriterNotStarved(t *testing.T) {
 			_ = r.Unlock(ctx)
 			return true
 		})
-		testutil.Eventually(t, 10*time.Second, "readers running", func() bool { return reads.Load() > 20 })
+		locktest.Eventually(t, 10*time.Second, "readers running", func() bool { return reads.Load() > 20 })
 
-		w, err := rw.Lock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+		w, err := rw.Lock(ctx, time.Minute, WithWait(20*time.Second))
 		require.NoError(t, err, "the writer is not starved")
 		writing.Store(true)
 		_, err = rw.TryRLock(ctx, time.Minute)
@@ -126,7 +126,7 @@ func TestRWWaitingWriterBlocksNewReadersAndGivesUpCleanly(t *testing.T) {
 			_, err := rw.Lock(wctx, time.Minute)
 			done <- err
 		}()
-		testutil.Eventually(t, 10*time.Second, "writer marker blocks new readers", func() bool {
+		locktest.Eventually(t, 10*time.Second, "writer marker blocks new readers", func() bool {
 			_, err := rw.TryRLock(ctx, time.Minute)
 			return err != nil
 		})
@@ -150,19 +150,19 @@ func TestRWDeadHoldersExpire(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, long.Unlock(ctx))
 		// The short reader dies; its share expires and the writer gets in.
-		w, err := rw.Lock(ctx, 50*time.Millisecond, WithWaitTimeout(10*time.Second))
+		w, err := rw.Lock(ctx, 50*time.Millisecond, WithWait(10*time.Second))
 		require.NoError(t, err)
 		assert.ErrorIs(t, short.Unlock(ctx), ErrNotHeld, "an expired reader cannot release anything")
 		// The writer dies too; its expiry frees the key entirely.
-		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return c.rdb.Exists(ctx, rw.Key()).Val() == 0 })
+		locktest.Eventually(t, 10*time.Second, "key expires", func() bool { return c.rdb.Exists(ctx, rw.keyv[0]).Val() == 0 })
 		assert.ErrorIs(t, w.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, w.Extend(ctx, time.Minute), ErrNotHeld)
 	})
 }
 
 func TestRWBadInput(t *testing.T) {
-	c, _ := newTestClient(t, false, Options{})
-	ctx := testutil.Context(t, 30*time.Second)
+	c, _ := newTestClient(t, false)
+	ctx := locktest.Context(t, 30*time.Second)
 	_, err := c.RWMutex("").TryRLock(ctx, time.Second)
 	assert.ErrorIs(t, err, ErrInvalidName)
 	_, err = c.RWMutex("x").Lock(ctx, 0)
@@ -186,12 +186,12 @@ func TestRWInvariant(t *testing.T) {
 			wg.Go(func() {
 				for i := range 15 {
 					write := (g+i)%4 == 0
-					var h *RWHold
+					var h *Lease
 					var err error
 					if write {
-						h, err = rw.Lock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+						h, err = rw.Lock(ctx, time.Minute, WithWait(20*time.Second))
 					} else {
-						h, err = rw.RLock(ctx, time.Minute, WithWaitTimeout(20*time.Second))
+						h, err = rw.RLock(ctx, time.Minute, WithWait(20*time.Second))
 					}
 					if !assert.NoError(t, err) {
 						return

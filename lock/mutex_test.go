@@ -12,36 +12,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/rkey"
-	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock/internal/locktest"
 )
 
 func TestMutexBasic(t *testing.T) {
 	deployments(t, func(ctx context.Context, t *testing.T, c *Client) {
 		m, err := c.TryLock(ctx, "order", time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, c.Key("order"), m.Key())
 		assert.True(t, strings.HasSuffix(m.Key(), "lock:{order}"), m.Key())
 		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
 		assert.Zero(t, m.Fence())
 
-		held, err := m.Held(ctx)
+		held, err := m.heldIn(ctx)
 		require.NoError(t, err)
 		assert.True(t, held)
 		ttl, err := m.TTL(ctx)
 		require.NoError(t, err)
 		assert.Greater(t, ttl, 50*time.Second)
-		assert.Greater(t, m.Validity(), 50*time.Second)
+		assert.Greater(t, m.validity(), 50*time.Second)
 
 		// Another holder can neither lock nor unlock it.
 		_, err = c.TryLock(ctx, "order", time.Minute)
 		assert.ErrorIs(t, err, ErrNotObtained)
-		intruder := newMutex(c.prefix, "order")
-		intruder.c = c
-		intruder.lease.init(c.env, kindMutex, intruder, time.Minute, time.Now(), false, 0)
-		assert.ErrorIs(t, intruder.Unlock(ctx), ErrNotHeld)
-		assert.ErrorIs(t, intruder.Extend(ctx, time.Hour), ErrNotHeld)
+		intruder := newMutex(c, c.prefix, "order")
+		intruder.l.start(c.env, kindMutex, intruder, time.Minute, time.Now(), &options{})
+		assert.ErrorIs(t, intruder.l.Unlock(ctx), ErrNotHeld)
+		assert.ErrorIs(t, intruder.l.Extend(ctx, time.Hour), ErrNotHeld)
 		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
 
 		require.NoError(t, m.Extend(ctx, 2*time.Minute))
@@ -50,8 +46,8 @@ func TestMutexBasic(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx))
 		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val())
 		assert.ErrorIs(t, m.Err(), ErrReleased)
-		testutil.ClosedWithin(t, 10*time.Second, m.Done(), "Done after Unlock")
-		held, err = m.Held(ctx)
+		locktest.ClosedWithin(t, 10*time.Second, m.Done(), "Done after Unlock")
+		held, err = m.heldIn(ctx)
 		require.NoError(t, err)
 		assert.False(t, held)
 
@@ -75,7 +71,7 @@ func TestMutexBadInput(t *testing.T) {
 		m, err := c.TryLock(ctx, "x", 20*time.Millisecond)
 		require.NoError(t, err)
 		assert.ErrorIs(t, m.Extend(ctx, 0), ErrInvalidTTL)
-		testutil.Eventually(t, 10*time.Second, "lock expires", func() bool { return c.rdb.Exists(ctx, m.Key()).Val() == 0 })
+		locktest.Eventually(t, 10*time.Second, "lock expires", func() bool { return c.rdb.Exists(ctx, m.Key()).Val() == 0 })
 		assert.ErrorIs(t, m.Extend(ctx, time.Second), ErrNotHeld, "extend after expiry")
 		assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld, "unlock after expiry")
 		assert.Zero(t, c.rdb.Exists(ctx, m.Key()).Val(), "extend after expiry must not recreate the key")
@@ -90,12 +86,14 @@ func TestMutexBadInput(t *testing.T) {
 }
 
 func TestMutexNameWithTagKeepsIt(t *testing.T) {
-	c := New(nil, Options{})
-	assert.Equal(t, "seckill:lock:{sku:42}", c.Key("{sku:42}"))
-	assert.Equal(t, "seckill:lock:{sku:42}", c.Key("sku:42"))
+	c := New(nil)
+	assert.Equal(t, "lock:{sku:42}", newKeys(c.prefix, "{sku:42}").mutex(), "default prefix")
+	assert.Equal(t, "lock:{sku:42}", newKeys(c.prefix, "sku:42").mutex())
+	assert.Equal(t, "app:{x}", newKeys(New(nil, WithPrefix("app:")).prefix, "x").mutex())
+	assert.Equal(t, "p:orders{sku:42}", newKeys("p:", "orders{sku:42}").mutex())
+	assert.Equal(t, "p:{a{}b}", newKeys("p:", "a{}b").mutex(), "an empty tag is no tag")
 	k := newKeys("p:", "{sku:42}")
 	for _, key := range []string{k.mutex(), k.fence(), k.reentrant(), k.rw()} {
-		assert.True(t, rkey.HasTag(key), key)
 		assert.Equal(t, redisSlot("seckill:{sku:42}:stock"), redisSlot(key), key)
 	}
 }
@@ -138,13 +136,13 @@ func TestMutexExpiryFreesCrashedHolder(t *testing.T) {
 		old, err := c.TryLock(ctx, "job", 100*time.Millisecond)
 		require.NoError(t, err)
 
-		m, err := c.Lock(ctx, "job", time.Minute, WithWaitTimeout(10*time.Second))
+		m, err := c.Lock(ctx, "job", time.Minute, WithWait(10*time.Second))
 		require.NoError(t, err)
 
 		// The old holder comes back: its Unlock must not free the new lock.
 		assert.ErrorIs(t, old.Unlock(ctx), ErrNotHeld)
 		assert.ErrorIs(t, old.Extend(ctx, time.Hour), ErrNotHeld)
-		held, err := m.Held(ctx)
+		held, err := m.heldIn(ctx)
 		require.NoError(t, err)
 		assert.True(t, held)
 		assert.Equal(t, m.Token(), c.rdb.Get(ctx, m.Key()).Val())
@@ -162,7 +160,7 @@ func TestMutexAcquireIsOneCommand(t *testing.T) {
 		w, err := c.TryLock(ctx, "one", time.Minute, WithFencing())
 		require.NoError(t, err)
 		require.NoError(t, w.Unlock(ctx))
-		hook := &testsvc.Commands{}
+		hook := &locktest.Commands{}
 		c.rdb.AddHook(hook)
 
 		m, err := c.TryLock(ctx, "one", 1500*time.Millisecond)
@@ -185,7 +183,7 @@ func TestMutexAcquireIsOneCommand(t *testing.T) {
 		hook.Take()
 
 		for i := range 200 {
-			m, err := c.TryLock(ctx, fmt.Sprint("many:", i), time.Minute, func(cfg *config) { cfg.fencing = i%2 == 0 })
+			m, err := c.TryLock(ctx, fmt.Sprint("many:", i), time.Minute, func(o *options) { o.fencing = i%2 == 0 })
 			require.NoError(t, err)
 			assert.Positive(t, pttl(t, c.rdb, m.Key()), "a lock never exists without a TTL")
 		}
@@ -230,13 +228,13 @@ func TestMutexWaitErrors(t *testing.T) {
 		_, err = c.TryLock(ctx, "busy", time.Minute)
 		assert.ErrorIs(t, err, ErrNotObtained)
 
-		_, err = c.Lock(ctx, "busy", time.Minute, WithWaitTimeout(30*time.Millisecond))
+		_, err = c.Lock(ctx, "busy", time.Minute, WithWait(30*time.Millisecond))
 		assert.ErrorIs(t, err, ErrWaitTimeout)
 		assert.ErrorIs(t, err, ErrNotObtained)
-		assert.NotErrorIs(t, err, ErrRetriesExhausted)
+		assert.NotErrorIs(t, err, errRetriesExhausted)
 
-		_, err = c.Lock(ctx, "busy", time.Minute, WithMaxRetries(3))
-		assert.ErrorIs(t, err, ErrRetriesExhausted)
+		_, err = c.Lock(ctx, "busy", time.Minute, withMaxRetries(3))
+		assert.ErrorIs(t, err, errRetriesExhausted)
 		assert.ErrorIs(t, err, ErrNotObtained)
 		assert.NotErrorIs(t, err, ErrWaitTimeout)
 
@@ -261,13 +259,13 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		m, err := c.TryLock(ctx, "wake", time.Minute)
 		require.NoError(t, err)
 
-		slow := WithBackoff(Backoff{Min: time.Hour, Max: time.Hour})
+		slow := WithBackoff(time.Hour, time.Hour)
 		const waiters = 5
-		got := make(chan *Mutex, waiters)
+		got := make(chan *Lease, waiters)
 		errs := make(chan error, waiters)
 		for range waiters {
 			go func() {
-				w, err := c.Lock(ctx, "wake", time.Minute, slow, WithWaitTimeout(20*time.Second))
+				w, err := c.Lock(ctx, "wake", time.Minute, slow, WithWait(20*time.Second))
 				if err != nil {
 					errs <- err
 					return
@@ -277,9 +275,9 @@ func TestMutexPubSubWakeup(t *testing.T) {
 		}
 		// One subscriber for all local waiters: the Client shares one
 		// pub/sub connection.
-		testutil.Eventually(t, 10*time.Second, "waiters subscribed", func() bool {
-			return c.notify.Count(m.keys.mutex()) == waiters &&
-				testsvc.NumSub(t, c.rdb, m.keys.mutex()) == 1
+		locktest.Eventually(t, 10*time.Second, "waiters subscribed", func() bool {
+			return c.notify.count(m.Key()) == waiters &&
+				locktest.NumSub(t, c.rdb, m.Key()) == 1
 		})
 		require.NoError(t, m.Unlock(ctx))
 		for range waiters {
@@ -290,8 +288,8 @@ func TestMutexPubSubWakeup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		testutil.Eventually(t, 10*time.Second, "channel unsubscribed", func() bool {
-			return testsvc.NumSub(t, c.rdb, m.keys.mutex()) == 0
+		locktest.Eventually(t, 10*time.Second, "channel unsubscribed", func() bool {
+			return locktest.NumSub(t, c.rdb, m.Key()) == 0
 		})
 	})
 }
@@ -302,23 +300,23 @@ func TestMutexBackoffFallback(t *testing.T) {
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() {
-			w, err := c.Lock(ctx, "poll", time.Minute, WithoutWakeup(),
-				WithBackoff(Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}))
+			w, err := c.Lock(ctx, "poll", time.Minute, withoutWakeup(),
+				WithBackoff(time.Millisecond, 5*time.Millisecond))
 			if err == nil {
 				err = w.Unlock(ctx)
 			}
 			done <- err
 		}()
 		time.Sleep(20 * time.Millisecond)
-		assert.Zero(t, testsvc.NumSub(t, c.rdb, m.keys.mutex()), "WithoutWakeup does not subscribe")
+		assert.Zero(t, locktest.NumSub(t, c.rdb, m.Key()), "WithoutWakeup does not subscribe")
 		require.NoError(t, m.Unlock(ctx))
 		require.NoError(t, <-done)
 	})
 }
 
 func TestMutexClosedClient(t *testing.T) {
-	c, _ := newTestClient(t, false, Options{})
-	ctx := testutil.Context(t, 30*time.Second)
+	c, _ := newTestClient(t, false)
+	ctx := locktest.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "c", time.Minute, WithWatchdog(0))
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
@@ -329,12 +327,13 @@ func TestMutexClosedClient(t *testing.T) {
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	errs := []error{ErrNotObtained, ErrWaitTimeout, ErrRetriesExhausted, ErrNotHeld, ErrLockLost,
+	errs := []error{ErrNotObtained, ErrWaitTimeout, errRetriesExhausted, ErrNotHeld, ErrLockLost,
 		ErrReleased, ErrInvalidName, ErrInvalidTTL, ErrClosed}
 	for i, a := range errs {
+		assert.True(t, strings.HasPrefix(a.Error(), "lock: "), a)
 		for j, b := range errs {
 			//nolint:errorlint // the table compares the sentinels themselves
-			want := i == j || (b == ErrNotObtained && (a == ErrWaitTimeout || a == ErrRetriesExhausted))
+			want := i == j || (b == ErrNotObtained && (a == ErrWaitTimeout || a == errRetriesExhausted))
 			assert.Equal(t, want, errors.Is(a, b), "%v is %v", a, b)
 		}
 	}
@@ -352,18 +351,18 @@ func TestMutexTwoClients(t *testing.T) {
 // TestCloseStopsWaitersAndPubSub: Close returns only after the pub/sub
 // goroutine has stopped, and a waiting Lock returns ErrClosed.
 func TestCloseStopsWaitersAndPubSub(t *testing.T) {
-	c, rdb := newTestClient(t, false, Options{})
-	ctx := testutil.Context(t, 30*time.Second)
+	c, rdb := newTestClient(t, false)
+	ctx := locktest.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "held", time.Minute)
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
-		_, err := c.Lock(ctx, "held", time.Minute, WithBackoff(Backoff{Min: time.Hour, Max: time.Hour}))
+		_, err := c.Lock(ctx, "held", time.Minute, WithBackoff(time.Hour, time.Hour))
 		got <- err
 	}()
-	testutil.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return testsvc.NumSub(t, rdb, m.Key()) == 1 })
+	locktest.Eventually(t, 10*time.Second, "waiter subscribed", func() bool { return locktest.NumSub(t, rdb, m.Key()) == 1 })
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-got, ErrClosed)
-	testutil.Eventually(t, 10*time.Second, "pub/sub connection gone", func() bool { return testsvc.NumSub(t, rdb, m.Key()) == 0 })
+	locktest.Eventually(t, 10*time.Second, "pub/sub connection gone", func() bool { return locktest.NumSub(t, rdb, m.Key()) == 0 })
 	require.NoError(t, m.Unlock(ctx))
 }

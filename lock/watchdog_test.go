@@ -8,8 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock/internal/locktest"
 )
 
 func TestWatchdogKeepsLockAlive(t *testing.T) {
@@ -26,13 +25,13 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 }
 
 func TestWatchdogCapStopsRenewal(t *testing.T) {
-	testsvc.Backends(t, func(t *testing.T, cluster bool) {
+	locktest.Backends(t, func(t *testing.T, cluster bool) {
 		t.Parallel()
-		metrics := NewMetrics("t")
-		c, rdb := newTestClient(t, cluster, Options{Metrics: metrics})
-		ctx := testutil.Context(t, 30*time.Second)
+		rec := newRecorder()
+		c, rdb := newTestClient(t, cluster, WithObserver(rec))
+		ctx := locktest.Context(t, 30*time.Second)
 		const ttl = 300 * time.Millisecond
-		hook := &testsvc.Commands{}
+		hook := &locktest.Commands{}
 		rdb.AddHook(hook)
 		m, err := c.TryLock(ctx, "capped", ttl, WithWatchdog(2))
 		require.NoError(t, err)
@@ -40,11 +39,11 @@ func TestWatchdogCapStopsRenewal(t *testing.T) {
 		// the handle reports the loss. The local estimate runs from
 		// before each command was sent, so the handle gives up no
 		// later than Redis expires the key.
-		testutil.ClosedWithin(t, 10*time.Second, m.Done(), "capped lock expires")
+		locktest.ClosedWithin(t, 10*time.Second, m.Done(), "capped lock expires")
 		assert.ErrorIs(t, m.Err(), ErrLockLost)
-		testutil.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
-		ok := counterValue(t, metrics, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "ok"})
-		assert.LessOrEqual(t, ok, 2.0, "at most the capped number of renewals")
+		locktest.Eventually(t, 10*time.Second, "key expires", func() bool { return rdb.Exists(ctx, m.Key()).Val() == 0 })
+		ok := rec.get(func(r *recorder) int { return r.renewals["mutex"][1] })
+		assert.LessOrEqual(t, ok, 2, "at most the capped number of renewals")
 		renewals := func() int {
 			n := 0
 			for _, cmd := range hook.Take() {
@@ -79,11 +78,11 @@ func TestLostSignal(t *testing.T) {
 				defer cancel()
 				require.NoError(t, tc.behind(ctx, m.Key()))
 
-				testutil.ClosedWithin(t, 10*time.Second, m.Done(), "lost signal")
+				locktest.ClosedWithin(t, 10*time.Second, m.Done(), "lost signal")
 				<-work.Done()
 				assert.ErrorIs(t, context.Cause(work), ErrLockLost)
 				assert.ErrorIs(t, m.Err(), ErrLockLost)
-				assert.Zero(t, m.Validity())
+				assert.Zero(t, m.validity())
 				assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
 				if tc.name == "overwritten" {
 					assert.Equal(t, "someone-else", c.rdb.Get(ctx, m.Key()).Val(), "the other holder's lock is untouched")
@@ -94,11 +93,11 @@ func TestLostSignal(t *testing.T) {
 }
 
 func TestLostSignalWithoutWatchdogAtExpiry(t *testing.T) {
-	c, _ := newTestClient(t, false, Options{})
-	ctx := testutil.Context(t, 30*time.Second)
+	c, _ := newTestClient(t, false)
+	ctx := locktest.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "short", 50*time.Millisecond)
 	require.NoError(t, err)
-	testutil.ClosedWithin(t, 10*time.Second, m.Done(), "expiry")
+	locktest.ClosedWithin(t, 10*time.Second, m.Done(), "expiry")
 	assert.ErrorIs(t, m.Err(), ErrLockLost)
 }
 
@@ -107,46 +106,46 @@ func TestLostSignalWithoutWatchdogAtExpiry(t *testing.T) {
 func TestLostSignalWhenRenewalsKeepFailing(t *testing.T) {
 	t.Parallel()
 	srv, rdb := killableNode(t)
-	m := NewMetrics("t")
-	c := New(rdb, Options{Metrics: m})
+	rec := newRecorder()
+	c := New(rdb, WithObserver(rec))
 	t.Cleanup(func() { _ = c.Close() })
-	ctx := testutil.Context(t, 30*time.Second)
+	ctx := locktest.Context(t, 30*time.Second)
 	mu, err := c.TryLock(ctx, "fragile", 200*time.Millisecond, WithWatchdog(0))
 	require.NoError(t, err)
 	srv.Kill()
-	testutil.ClosedWithin(t, 10*time.Second, mu.Done(), "lost after failed renewals")
+	locktest.ClosedWithin(t, 10*time.Second, mu.Done(), "lost after failed renewals")
 	assert.ErrorIs(t, mu.Err(), ErrLockLost)
-	assert.Equal(t, 1.0, counterValue(t, m, "t_lock_lost_total", map[string]string{"kind": "mutex"}))
-	assert.Positive(t, counterValue(t, m, "t_lock_renewals_total", map[string]string{"kind": "mutex", "result": "failed"}))
+	assert.Equal(t, 1, rec.get(func(r *recorder) int { return r.lost["mutex"] }))
+	assert.Positive(t, rec.get(func(r *recorder) int { return r.renewals["mutex"][0] }))
 }
 
 // TestValidityUsesInjectedClock shows the local expiry estimate follows the
 // injected clock, which a real clock could only show by sleeping.
 func TestValidityUsesInjectedClock(t *testing.T) {
-	clock := testutil.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
-	c, _ := newTestClient(t, false, Options{Now: clock.Now})
-	ctx := testutil.Context(t, 30*time.Second)
+	clock := locktest.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
+	c, _ := newTestClient(t, false, withClock(clock.Now))
+	ctx := locktest.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "clock", time.Hour)
 	require.NoError(t, err)
-	assert.Equal(t, time.Hour, m.Validity())
+	assert.Equal(t, time.Hour, m.validity())
 	clock.Advance(59 * time.Minute)
-	assert.Equal(t, time.Minute, m.Validity())
+	assert.Equal(t, time.Minute, m.validity())
 	require.NoError(t, m.Extend(ctx, time.Hour))
-	assert.Equal(t, time.Hour, m.Validity())
+	assert.Equal(t, time.Hour, m.validity())
 	clock.Advance(2 * time.Hour)
-	assert.Zero(t, m.Validity())
+	assert.Zero(t, m.validity())
 	require.NoError(t, m.Unlock(ctx))
 }
 
 // TestDoneAfterCloseFallsBackToExpiry: Close stops the watchdog; Done then
 // fires when the lock expires instead of never.
 func TestDoneAfterCloseFallsBackToExpiry(t *testing.T) {
-	c, _ := newTestClient(t, false, Options{})
-	ctx := testutil.Context(t, 30*time.Second)
+	c, _ := newTestClient(t, false)
+	ctx := locktest.Context(t, 30*time.Second)
 	m, err := c.TryLock(ctx, "closing", 200*time.Millisecond, WithWatchdog(0))
 	require.NoError(t, err)
 	done := m.Done()
 	require.NoError(t, c.Close())
-	testutil.ClosedWithin(t, 10*time.Second, done, "expiry after Close")
+	locktest.ClosedWithin(t, 10*time.Second, done, "expiry after Close")
 	assert.ErrorIs(t, m.Err(), ErrLockLost)
 }

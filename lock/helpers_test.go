@@ -10,8 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock/internal/locktest"
 )
 
 // deployments runs f on standalone Redis and on the Cluster, with a Client
@@ -19,37 +18,39 @@ import (
 // with the subtest.
 func deployments(t *testing.T, f func(ctx context.Context, t *testing.T, c *Client)) {
 	t.Helper()
-	testsvc.Deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		f(testutil.Context(t, 30*time.Second), t, clientOn(t, rdb, prefix, Options{}))
+	locktest.Deployments(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		f(locktest.Context(t, 30*time.Second), t, clientOn(t, rdb, prefix))
 	})
 }
 
-func newTestClient(t testing.TB, cluster bool, opts Options) (*Client, redis.UniversalClient) {
+func newTestClient(t testing.TB, cluster bool, opts ...Option) (*Client, redis.UniversalClient) {
 	t.Helper()
-	rdb, prefix := testsvc.Universal(t, cluster)
-	return clientOn(t, rdb, prefix, opts), rdb
+	rdb, prefix := locktest.Universal(t, cluster)
+	return clientOn(t, rdb, prefix, opts...), rdb
 }
 
 // peer returns a second Client on the Redis of c with the same prefix:
 // another process using the same locks.
 func peer(t *testing.T, c *Client) *Client {
 	t.Helper()
-	return clientOn(t, c.rdb, c.prefix, Options{})
+	c2 := New(c.rdb, WithPrefix(c.prefix))
+	t.Cleanup(func() { _ = c2.Close() })
+	return c2
 }
 
-// clientOn returns a Client on rdb under prefix, closed when the test ends.
-func clientOn(t testing.TB, rdb redis.UniversalClient, prefix string, opts Options) *Client {
-	opts.Prefix = prefix
-	c := New(rdb, opts)
+// clientOn returns a Client on rdb whose keys start with the test's prefix
+// and "lock:", closed when the test ends.
+func clientOn(t testing.TB, rdb redis.UniversalClient, prefix string, opts ...Option) *Client {
+	c := New(rdb, append([]Option{WithPrefix(prefix + "lock:")}, opts...)...)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 // killableNode starts a Redis server of the test's own and returns it with a
 // client that fails at once, without retrying, while the server is down.
-func killableNode(t *testing.T) (*testsvc.RedisServer, *redis.Client) {
+func killableNode(t *testing.T) (*locktest.Server, *redis.Client) {
 	t.Helper()
-	s := testsvc.StartRedisServer(t)
+	s := locktest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
 		DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
@@ -60,7 +61,7 @@ func killableNode(t *testing.T) (*testsvc.RedisServer, *redis.Client) {
 // of the test's own.
 func redlockNodes(t *testing.T) ([]redis.UniversalClient, string) {
 	t.Helper()
-	cs, prefix := testsvc.RedlockClients(t)
+	cs, prefix := locktest.RedlockClients(t)
 	nodes := make([]redis.UniversalClient, len(cs))
 	for i, c := range cs {
 		nodes[i] = c
@@ -68,9 +69,12 @@ func redlockNodes(t *testing.T) ([]redis.UniversalClient, string) {
 	return nodes, prefix
 }
 
-func newTestRedlock(t *testing.T, nodes []redis.UniversalClient, opts RedlockOptions) *Redlock {
+// newTestRedlock returns a Redlock whose keys start with prefix and "lock:",
+// with a generous node timeout (still far below the tests' TTLs) so that a
+// busy CI box does not turn a live node into a missing vote.
+func newTestRedlock(t *testing.T, nodes []redis.UniversalClient, prefix string, opts ...Option) *Redlock {
 	t.Helper()
-	r := NewRedlock(nodes, opts)
+	r := NewRedlock(nodes, append([]Option{WithPrefix(prefix + "lock:"), withRedlockTiming(time.Second, 0)}, opts...)...)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
@@ -88,8 +92,8 @@ func countHolding(ctx context.Context, nodes []redis.UniversalClient, key, token
 
 // locker is what a Client and a Redlock have in common.
 type locker interface {
-	TryLock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error)
-	Lock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Mutex, error)
+	TryLock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lease, error)
+	Lock(ctx context.Context, name string, ttl time.Duration, opts ...Option) (*Lease, error)
 }
 
 // watchdogTTL is short enough that a lock without renewals would be gone
@@ -98,12 +102,12 @@ const watchdogTTL = 300 * time.Millisecond
 
 // keptAlive takes name through l for watchdogTTL with the watchdog on and
 // asserts that the lock is still held several TTLs later.
-func keptAlive(ctx context.Context, t *testing.T, l locker, name string) *Mutex {
+func keptAlive(ctx context.Context, t *testing.T, l locker, name string) *Lease {
 	t.Helper()
 	m, err := l.TryLock(ctx, name, watchdogTTL, WithWatchdog(0))
 	require.NoError(t, err)
 	time.Sleep(4 * watchdogTTL)
-	held, err := m.Held(ctx)
+	held, err := m.heldIn(ctx)
 	require.NoError(t, err)
 	assert.True(t, held, "renewed past several TTLs")
 	assert.NoError(t, m.Err())
@@ -123,7 +127,7 @@ func contend(ctx context.Context, t *testing.T, name string, n int, a, b locker)
 			l = b
 		}
 		wg.Go(func() {
-			m, err := l.Lock(ctx, name, 10*time.Second, WithWaitTimeout(20*time.Second))
+			m, err := l.Lock(ctx, name, 10*time.Second, WithWait(20*time.Second))
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -162,4 +166,57 @@ func pttl(t *testing.T, rdb redis.UniversalClient, key string) time.Duration {
 	d, err := rdb.PTTL(t.Context(), key).Result()
 	require.NoError(t, err)
 	return d
+}
+
+// recorder is an Observer that counts what it is told, by kind.
+type recorder struct {
+	mu       sync.Mutex
+	acquired map[string]int
+	failed   map[string][]error
+	waits    map[string]int
+	renewals map[string][2]int // failed, ok
+	lost     map[string]int
+}
+
+func newRecorder() *recorder {
+	return &recorder{acquired: map[string]int{}, failed: map[string][]error{}, waits: map[string]int{},
+		renewals: map[string][2]int{}, lost: map[string]int{}}
+}
+
+func (r *recorder) Acquired(kind string, waited bool, _ time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if waited {
+		r.waits[kind]++
+	}
+	if err == nil {
+		r.acquired[kind]++
+	} else {
+		r.failed[kind] = append(r.failed[kind], err)
+	}
+}
+
+func (r *recorder) Renewed(kind string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.renewals[kind]
+	if ok {
+		n[1]++
+	} else {
+		n[0]++
+	}
+	r.renewals[kind] = n
+}
+
+func (r *recorder) Lost(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lost[kind]++
+}
+
+// get reads a count under the lock.
+func (r *recorder) get(f func(r *recorder) int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return f(r)
 }

@@ -7,12 +7,18 @@ import (
 	"time"
 )
 
-// renewer is implemented by every handle type: one owner-checked renewal.
-type renewer interface {
+// handle is what differs between the kinds of lock: its owner-checked
+// scripts.
+type handle interface {
+	// release frees this holder's share; false when it was not held.
+	release(ctx context.Context) (bool, error)
+	// renew sets the share's TTL to ttl from now; false when not held.
 	renew(ctx context.Context, ttl time.Duration) (bool, error)
+	// remaining returns the share's TTL in Redis, or ErrNotHeld.
+	remaining(ctx context.Context) (time.Duration, error)
 }
 
-// closedChan is the Done channel of handles that stopped holding before
+// closedChan is the Done channel of leases that stopped holding before
 // anyone asked for Done, saving an allocation per release.
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
@@ -26,13 +32,19 @@ const (
 	stateLost
 )
 
-// lease is the local state every handle shares: the expiry estimate, the
-// lost-lock signal and the watchdog.
-type lease struct {
-	env  *env
-	kind kind
-	ttl  time.Duration
-	h    renewer
+// Lease is one held acquisition of any lock of the package: a mutex, a
+// reentrant hold, a read or write hold, a Redlock. It knows its expiry, can
+// be extended, renewed by a watchdog, and released once; Done and Context
+// report the moment it is known lost. It is safe for concurrent use.
+type Lease struct {
+	env   *env
+	kind  kind
+	ttl   time.Duration
+	h     handle
+	owner *Owner // tracks the lease for UnlockAll; nil when none
+	key   string
+	token string
+	fence int64
 	// slack is taken off every renewal's validity (Redlock's drift).
 	slack time.Duration
 
@@ -48,10 +60,51 @@ type lease struct {
 	wdDone   chan struct{}
 }
 
-// extend renews the lock for ttl from now through the handle's owner-checked
-// script. It returns ErrInvalidTTL, ErrNotHeld (the lock is then marked
-// lost) or the Redis error.
-func (l *lease) extend(ctx context.Context, ttl time.Duration) error {
+// Key returns the Redis key of the lock: a string holding Token for a
+// mutex, a hash for the reentrant and read-write locks. A caller's own
+// script can check a mutex with `redis.call('GET', key) == token` when its
+// keys carry the same hash tag as the lock's name.
+func (l *Lease) Key() string { return l.key }
+
+// Token returns the value that identifies this holder in Redis: a random
+// 128-bit token, or for a reentrant hold the Owner's ID.
+func (l *Lease) Token() string { return l.token }
+
+// Fence returns the fencing token of a mutex taken WithFencing, else 0.
+// Fences of one name only grow: a resource that remembers the highest fence
+// it accepted can refuse a writer whose lock expired meanwhile.
+func (l *Lease) Fence() int64 { return l.fence }
+
+// Unlock releases the lease if Redis still holds it for this holder, in one
+// script that also wakes waiters, stops the watchdog and closes Done. It
+// returns ErrNotHeld when the lease was released already, or the lock
+// expired or is held by someone else, in which case nothing in Redis is
+// changed. On a Redis error the lease stays held, so Unlock can be retried.
+// A reentrant hold releases one entry: the lock stays held while the Owner
+// has others.
+func (l *Lease) Unlock(ctx context.Context) error {
+	if errors.Is(l.Err(), ErrReleased) {
+		return ErrNotHeld
+	}
+	l.stopWatchdog()
+	ok, err := l.h.release(ctx)
+	if err != nil {
+		return err
+	}
+	l.owner.untrack(l)
+	if !ok {
+		l.lost()
+		return ErrNotHeld
+	}
+	l.released()
+	return nil
+}
+
+// Extend sets the lease's TTL to ttl from now if Redis still holds it for
+// this holder. It returns ErrInvalidTTL, ErrNotHeld (the lease is then
+// marked lost) or the Redis error. A running watchdog keeps renewing with
+// the TTL of the acquisition.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return ErrInvalidTTL
 	}
@@ -71,6 +124,26 @@ func (l *lease) extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
+// TTL asks Redis for the lease's remaining time to live; it returns
+// ErrNotHeld when Redis no longer holds the lock for this holder. For a
+// Redlock it is the smallest TTL among a quorum of nodes, less the drift
+// allowance.
+func (l *Lease) TTL(ctx context.Context) (time.Duration, error) {
+	return l.h.remaining(ctx)
+}
+
+// heldIn reports whether Redis still holds the lease: not held is false,
+// not an error.
+func (l *Lease) heldIn(ctx context.Context) (bool, error) {
+	_, err := l.TTL(ctx)
+	if errors.Is(err, ErrNotHeld) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (l *Lease) unlock(ctx context.Context) error { return l.Unlock(ctx) }
+
 // remaining turns the answer of a PTTL script into a TTL, or ErrNotHeld when
 // the holder no longer holds the lock.
 func remaining(ms int64, err error) (time.Duration, error) {
@@ -83,17 +156,12 @@ func remaining(ms int64, err error) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// heldBy turns a TTL answer into Held's: not held is false, not an error.
-func heldBy(_ time.Duration, err error) (bool, error) {
-	if errors.Is(err, ErrNotHeld) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Time, watchdog bool, maxRenewals int) {
+// start begins the lease of a lock acquired by a command sent at start, and
+// its watchdog when cfg asks for one.
+func (l *Lease) start(e *env, k kind, h handle, ttl time.Duration, start time.Time, cfg *options) {
 	l.env, l.kind, l.h, l.ttl, l.expires = e, k, h, ttl, start.Add(ttl)
-	if watchdog {
+	if cfg.watchdog {
+		maxRenewals := cfg.maxRenewals
 		l.stop = make(chan struct{})
 		l.wdDone = make(chan struct{})
 		l.watching = true
@@ -104,11 +172,11 @@ func (l *lease) init(e *env, k kind, h renewer, ttl time.Duration, start time.Ti
 	}
 }
 
-// Done returns a channel that is closed when the handle stops holding the
+// Done returns a channel that is closed when the lease stops holding the
 // lock: after a successful Unlock, or the moment the lock is known lost (a
 // renewal or Extend found it gone or taken, renewals failed until the TTL
 // passed, or — without a watchdog — the TTL passed). Err tells which.
-func (l *lease) Done() <-chan struct{} {
+func (l *Lease) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
@@ -122,7 +190,7 @@ func (l *lease) Done() <-chan struct{} {
 
 // Err returns nil while the lock is held, ErrReleased after Unlock, and
 // ErrLockLost once the lock is known lost.
-func (l *lease) Err() error {
+func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch l.state {
@@ -136,7 +204,7 @@ func (l *lease) Err() error {
 
 // Context returns a context derived from parent that is cancelled, with
 // Err() as its cause, when Done is closed. Call cancel when done with it.
-func (l *lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	done := l.Done()
 	go func() {
@@ -149,10 +217,10 @@ func (l *lease) Context(parent context.Context) (context.Context, context.Cancel
 	return ctx, func() { cancel(context.Canceled) }
 }
 
-// Validity is how long the lock is still certainly held by the local clock:
+// validity is how long the lock is still certainly held by the local clock:
 // its TTL counted from before the last successful acquire or renewal was sent
 // (for Redlock, minus the drift allowance). Zero when not held.
-func (l *lease) Validity() time.Duration {
+func (l *Lease) validity() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateHeld {
@@ -161,20 +229,20 @@ func (l *lease) Validity() time.Duration {
 	return max(0, l.expires.Sub(l.env.now()))
 }
 
-func (l *lease) held() bool {
+func (l *Lease) held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state == stateHeld
 }
 
-func (l *lease) expiresAt() time.Time {
+func (l *Lease) expiresAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.expires
 }
 
 // renewed records a successful renewal that was sent at start.
-func (l *lease) renewed(start time.Time, ttl time.Duration) {
+func (l *Lease) renewed(start time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateHeld {
@@ -187,7 +255,7 @@ func (l *lease) renewed(start time.Time, ttl time.Duration) {
 }
 
 // armLocked (re)sets the expiry alarm behind Done when no watchdog runs.
-func (l *lease) armLocked() {
+func (l *Lease) armLocked() {
 	d := l.expires.Sub(l.env.now())
 	if l.timer == nil {
 		l.timer = time.AfterFunc(d, l.expired)
@@ -196,7 +264,7 @@ func (l *lease) armLocked() {
 	l.timer.Reset(d)
 }
 
-func (l *lease) expired() {
+func (l *Lease) expired() {
 	l.mu.Lock()
 	if l.state == stateHeld && l.env.now().Before(l.expires) {
 		l.armLocked() // extended meanwhile
@@ -208,12 +276,12 @@ func (l *lease) expired() {
 }
 
 // lost marks the lock lost, closes Done and stops the watchdog.
-func (l *lease) lost() { l.finish(stateLost) }
+func (l *Lease) lost() { l.finish(stateLost) }
 
 // released marks the lock released after a successful Unlock.
-func (l *lease) released() { l.finish(stateReleased) }
+func (l *Lease) released() { l.finish(stateReleased) }
 
-func (l *lease) finish(state int) {
+func (l *Lease) finish(state int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateHeld {
@@ -222,7 +290,7 @@ func (l *lease) finish(state int) {
 	l.state = state
 	if state == stateLost {
 		// Counted before Done is closed, so whoever sees Done sees the count.
-		l.env.metrics.lost(l.kind)
+		l.env.lostOne(l.kind)
 	}
 	if l.done == nil {
 		l.done = closedChan
@@ -235,7 +303,7 @@ func (l *lease) finish(state int) {
 	l.signalStop()
 }
 
-func (l *lease) signalStop() {
+func (l *Lease) signalStop() {
 	if l.stop != nil {
 		l.stopOnce.Do(func() { close(l.stop) })
 	}
@@ -243,7 +311,7 @@ func (l *lease) signalStop() {
 
 // stopWatchdog stops the watchdog and waits for it, so that no renewal runs
 // after a release.
-func (l *lease) stopWatchdog() {
+func (l *Lease) stopWatchdog() {
 	if l.stop == nil {
 		return
 	}
@@ -254,7 +322,7 @@ func (l *lease) stopWatchdog() {
 // watch renews the lock every ttl/3 until stopped, the env closes, the cap is
 // reached (then it waits for the expiry and reports the loss) or the lock is
 // lost.
-func (l *lease) watch(maxRenewals int) {
+func (l *Lease) watch(maxRenewals int) {
 	defer close(l.wdDone)
 	defer func() {
 		// Without the watchdog (Client closed), Done falls back to the
@@ -294,14 +362,14 @@ func (l *lease) watch(maxRenewals int) {
 		case err == nil && ok:
 			renewals++
 			l.renewed(now, l.ttl)
-			l.env.metrics.renewal(l.kind, true)
+			l.env.renewal(l.kind, true)
 			t.Reset(interval)
 		case err == nil:
-			l.env.metrics.renewal(l.kind, false)
+			l.env.renewal(l.kind, false)
 			l.lost()
 			return
 		default:
-			l.env.metrics.renewal(l.kind, false)
+			l.env.renewal(l.kind, false)
 			left := l.expiresAt().Sub(l.env.now())
 			if left <= 0 {
 				l.lost()

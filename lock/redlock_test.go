@@ -9,34 +9,33 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/lock/internal/locktest"
 )
 
 func TestRedlockFiveServers(t *testing.T) {
 	t.Parallel()
 	nodes, prefix := redlockNodes(t)
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := testutil.Context(t, 30*time.Second)
-	assert.Equal(t, 3, r.Quorum())
+	r := newTestRedlock(t, nodes, prefix)
+	ctx := locktest.Context(t, 30*time.Second)
+	assert.Equal(t, 3, r.quorum())
 
 	m, err := r.TryLock(ctx, "pay", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, len(nodes), countHolding(ctx, nodes, m.Key(), m.Token()))
-	v := m.Validity()
+	v := m.validity()
 	assert.Less(t, v, time.Minute-time.Duration(0.01*float64(time.Minute)), "validity leaves the drift allowance")
 	assert.Greater(t, v, 50*time.Second)
 	ttl, err := m.TTL(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 50*time.Second)
-	held, err := m.Held(ctx)
+	held, err := m.heldIn(ctx)
 	require.NoError(t, err)
 	assert.True(t, held)
 
 	_, err = r.TryLock(ctx, "pay", time.Minute)
 	assert.ErrorIs(t, err, ErrNotObtained)
-	_, err = r.Lock(ctx, "pay", time.Minute, WithMaxRetries(2))
-	assert.ErrorIs(t, err, ErrRetriesExhausted)
+	_, err = r.Lock(ctx, "pay", time.Minute, withMaxRetries(2))
+	assert.ErrorIs(t, err, errRetriesExhausted)
 
 	require.NoError(t, m.Extend(ctx, 2*time.Minute))
 	for _, c := range nodes {
@@ -47,7 +46,7 @@ func TestRedlockFiveServers(t *testing.T) {
 	assert.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
 
 	// Contention across "processes": two Redlocks on the same nodes.
-	r2 := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
+	r2 := newTestRedlock(t, nodes, prefix)
 	contend(ctx, t, "count", 10, r, r2)
 }
 
@@ -55,7 +54,7 @@ func TestRedlockFiveServers(t *testing.T) {
 // still locks; with 3 down nothing can, and no lock is left on the live ones.
 func TestRedlockNodesDown(t *testing.T) {
 	t.Parallel()
-	var srvs []*testsvc.RedisServer
+	var srvs []*locktest.Server
 	var nodes []redis.UniversalClient
 	for range 5 {
 		s, c := killableNode(t)
@@ -64,9 +63,9 @@ func TestRedlockNodesDown(t *testing.T) {
 	}
 	// A generous node timeout (still far below the TTL): a busy CI box must
 	// not turn a live node into a missing vote.
-	prefix := testsvc.Prefix(t)
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := testutil.Context(t, 30*time.Second)
+	prefix := locktest.Prefix(t)
+	r := newTestRedlock(t, nodes, prefix)
+	ctx := locktest.Context(t, 30*time.Second)
 
 	srvs[0].Kill()
 	srvs[1].Kill()
@@ -83,14 +82,14 @@ func TestRedlockNodesDown(t *testing.T) {
 	for _, c := range nodes[3:] {
 		assert.Zero(t, c.Exists(ctx, prefix+"lock:{q}").Val(), "no lock left behind on a live node")
 	}
-	_, err = r.Lock(ctx, "q", time.Minute, WithWaitTimeout(50*time.Millisecond))
+	_, err = r.Lock(ctx, "q", time.Minute, WithWait(50*time.Millisecond))
 	require.ErrorIs(t, err, ErrWaitTimeout)
 
 	// A held lock whose nodes fail below quorum can no longer be extended.
 	srvs[2].Start()
 	// go-redis keeps answering with the last dial error for a moment after
 	// a node comes back.
-	testutil.Eventually(t, 10*time.Second, "node back", func() bool { return nodes[2].Ping(ctx).Err() == nil })
+	locktest.Eventually(t, 10*time.Second, "node back", func() bool { return nodes[2].Ping(ctx).Err() == nil })
 	m, err = r.TryLock(ctx, "held", time.Minute)
 	require.NoError(t, err)
 	srvs[3].Kill()
@@ -109,7 +108,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 		// (it once ran with a 1ms budget).
 		c.AddHook(slowNode{5 * time.Millisecond})
 	}
-	clock := testutil.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
+	clock := locktest.NewClock(time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC))
 	var step time.Duration
 	var readings []time.Time
 	var mu sync.Mutex
@@ -121,8 +120,8 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 		return clock.Now()
 	}
 	setStep := func(d time.Duration) { mu.Lock(); step = d; readings = nil; mu.Unlock() }
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, Now: now, DriftFactor: 0.01, NodeTimeout: time.Second})
-	ctx := testutil.Context(t, 30*time.Second)
+	r := newTestRedlock(t, nodes, prefix, withClock(now), withRedlockTiming(time.Second, 0.01))
+	ctx := locktest.Context(t, 30*time.Second)
 
 	const ttl = 10 * time.Second
 	drift := ttl/100 + 2*time.Millisecond
@@ -135,8 +134,8 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 	mu.Unlock()
 	// The lock is valid until round start + TTL − drift, by the local clock;
 	// the 2s the round took are gone from it.
-	assert.Equal(t, start.Add(ttl-drift).Sub(clock.Now()), m.Validity())
-	assert.LessOrEqual(t, m.Validity(), ttl-2*time.Second-drift)
+	assert.Equal(t, start.Add(ttl-drift).Sub(clock.Now()), m.validity())
+	assert.LessOrEqual(t, m.validity(), ttl-2*time.Second-drift)
 	require.NoError(t, m.Unlock(ctx))
 
 	setStep(11 * time.Second) // slower than the TTL
@@ -149,7 +148,7 @@ func TestRedlockValidityCountsElapsedTime(t *testing.T) {
 }
 
 func TestRedlockBadInput(t *testing.T) {
-	r := newTestRedlock(t, nil, RedlockOptions{})
+	r := newTestRedlock(t, nil, "")
 	ctx := t.Context()
 	_, err := r.TryLock(ctx, "", time.Second)
 	assert.ErrorIs(t, err, ErrInvalidName)
@@ -162,8 +161,8 @@ func TestRedlockBadInput(t *testing.T) {
 func TestRedlockWatchdog(t *testing.T) {
 	t.Parallel()
 	nodes, prefix := redlockNodes(t)
-	r := newTestRedlock(t, nodes, RedlockOptions{Prefix: prefix, NodeTimeout: time.Second})
-	ctx := testutil.Context(t, 30*time.Second)
+	r := newTestRedlock(t, nodes, prefix)
+	ctx := locktest.Context(t, 30*time.Second)
 	m := keptAlive(ctx, t, r, "wd")
 	require.NoError(t, m.Unlock(ctx))
 	assert.Zero(t, countHolding(ctx, nodes, m.Key(), m.Token()))

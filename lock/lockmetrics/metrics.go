@@ -1,50 +1,47 @@
-package lock
+// Package lockmetrics records what the locks of package lock do as
+// Prometheus metrics. It is apart from package lock so that a program that
+// does not want Prometheus does not link it.
+//
+//	m := lockmetrics.New("myapp")
+//	prometheus.MustRegister(m)
+//	locks := lock.New(rdb, lock.WithObserver(m))
+//
+// Series, each labelled kind = mutex | reentrant | read | write | redlock:
+//
+//	<ns>_lock_acquired_total                  successful acquisitions
+//	<ns>_lock_failures_total{reason}          failed acquisitions: busy, timeout, canceled, error
+//	<ns>_lock_wait_seconds                    histogram of time spent in Lock, success or not
+//	<ns>_lock_renewals_total{result}          watchdog renewals: ok, failed
+//	<ns>_lock_lost_total                      locks known lost while meant to be held
+package lockmetrics
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/lock"
 )
 
-// kind labels metrics by lock type.
-type kind uint8
-
-const (
-	kindMutex kind = iota
-	kindReentrant
-	kindRead
-	kindWrite
-	kindRedlock
-	numKinds
-)
-
-var kindNames = [numKinds]string{"mutex", "reentrant", "read", "write", "redlock"}
+var kinds = [...]string{"mutex", "reentrant", "read", "write", "redlock"}
 
 // failure reasons, the "reason" label of lock_failures_total.
 const (
 	reasonBusy = iota // TryLock found the lock held
 	reasonTimeout
-	reasonRetries
 	reasonCanceled
 	reasonError
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"busy", "timeout", "retries", "canceled", "error"}
+var reasonNames = [numReasons]string{"busy", "timeout", "canceled", "error"}
 
-// Metrics are the Prometheus collectors of the package. Make one with
-// NewMetrics, register it (it is a prometheus.Collector) and pass it in
-// Options.Metrics or RedlockOptions.Metrics; one Metrics may serve several
-// clients. A nil *Metrics records nothing.
-//
-// Series, each labelled kind = mutex | reentrant | read | write | redlock:
-//
-//	<ns>_lock_acquired_total                  successful acquisitions
-//	<ns>_lock_failures_total{reason}          failed acquisitions: busy, timeout, retries, canceled, error
-//	<ns>_lock_wait_seconds                    histogram of time spent in Lock, success or not
-//	<ns>_lock_renewals_total{result}          watchdog renewals: ok, failed
-//	<ns>_lock_lost_total                      locks known lost while meant to be held
+const numKinds = len(kinds)
+
+// Metrics is a prometheus.Collector and a lock.Observer. One Metrics may
+// serve several Clients and Redlocks; register it once.
 type Metrics struct {
 	acquiredVec *prometheus.CounterVec
 	failuresVec *prometheus.CounterVec
@@ -61,8 +58,10 @@ type Metrics struct {
 	lostC    [numKinds]prometheus.Counter
 }
 
-// NewMetrics returns the collectors, named under namespace (may be empty).
-func NewMetrics(namespace string) *Metrics {
+var _ lock.Observer = (*Metrics)(nil)
+
+// New returns the collectors, named under namespace (may be empty).
+func New(namespace string) *Metrics {
 	m := &Metrics{
 		acquiredVec: counterVec(namespace, "acquired_total", "Locks acquired.", "kind"),
 		failuresVec: counterVec(namespace, "failures_total", "Lock acquisitions that failed, by reason.", "kind", "reason"),
@@ -74,8 +73,7 @@ func NewMetrics(namespace string) *Metrics {
 		renewalsVec: counterVec(namespace, "renewals_total", "Watchdog renewals, by result.", "kind", "result"),
 		lostVec:     counterVec(namespace, "lost_total", "Locks known lost while their holder meant to hold them.", "kind"),
 	}
-	for k := range numKinds {
-		name := kindNames[k]
+	for k, name := range kinds {
 		m.acquired[k] = m.acquiredVec.WithLabelValues(name)
 		for r := range numReasons {
 			m.failures[k][r] = m.failuresVec.WithLabelValues(name, reasonNames[r])
@@ -113,14 +111,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.lostVec.Collect(ch)
 }
 
-// outcome records the result of one TryLock or Lock call. waited is zero for
-// TryLock, which observes no wait time.
-func (m *Metrics) outcome(k kind, err error, waited time.Duration, isWait bool) {
-	if m == nil {
-		return
+// kindIndex maps a kind to its series; an unknown kind counts as the last.
+func kindIndex(kind string) int {
+	switch kind {
+	case "mutex":
+		return 0
+	case "reentrant":
+		return 1
+	case "read":
+		return 2
+	case "write":
+		return 3
 	}
-	if isWait {
-		m.wait[k].Observe(waited.Seconds())
+	return 4
+}
+
+// Acquired implements lock.Observer: a Lock call's time is observed, and
+// every call counts as acquired or as failed with its reason.
+func (m *Metrics) Acquired(kind string, waited bool, took time.Duration, err error) {
+	k := kindIndex(kind)
+	if waited {
+		m.wait[k].Observe(took.Seconds())
 	}
 	if err == nil {
 		m.acquired[k].Inc()
@@ -130,34 +141,25 @@ func (m *Metrics) outcome(k kind, err error, waited time.Duration, isWait bool) 
 }
 
 func reasonOf(err error) int {
-	var we *waitError
 	switch {
-	case errors.As(err, &we):
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return reasonCanceled
-	case errors.Is(err, ErrWaitTimeout):
+	case errors.Is(err, lock.ErrWaitTimeout):
 		return reasonTimeout
-	case errors.Is(err, ErrRetriesExhausted):
-		return reasonRetries
-	case errors.Is(err, ErrNotObtained):
+	case errors.Is(err, lock.ErrNotObtained):
 		return reasonBusy
 	}
 	return reasonError
 }
 
-func (m *Metrics) renewal(k kind, ok bool) {
-	if m == nil {
-		return
-	}
+// Renewed implements lock.Observer.
+func (m *Metrics) Renewed(kind string, ok bool) {
 	if ok {
-		m.renewOK[k].Inc()
+		m.renewOK[kindIndex(kind)].Inc()
 	} else {
-		m.renewBad[k].Inc()
+		m.renewBad[kindIndex(kind)].Inc()
 	}
 }
 
-func (m *Metrics) lost(k kind) {
-	if m == nil {
-		return
-	}
-	m.lostC[k].Inc()
-}
+// Lost implements lock.Observer.
+func (m *Metrics) Lost(kind string) { m.lostC[kindIndex(kind)].Inc() }
