@@ -239,7 +239,8 @@ func checkEnv(t *testing.T, what string, pod corev1.PodSpec, known map[string]bo
 	}
 	for _, c := range pod.Containers {
 		for _, e := range c.Env {
-			assert.Contains(t, env, e.Name, "%s %s: %s is no setting of configs/config.yaml", what, c.Name, e.Name)
+			_, ok := env[e.Name]
+			assert.True(t, ok, "%s %s: %s is no setting of configs/config.yaml", what, c.Name, e.Name)
 			assert.Empty(t, e.Value, "%s %s: %s is written into the manifest", what, c.Name, e.Name)
 			if assert.NotNil(t, e.ValueFrom, "%s %s: %s", what, c.Name, e.Name) {
 				assert.NotNil(t, e.ValueFrom.SecretKeyRef, "%s %s: %s comes from a Secret", what, c.Name, e.Name)

@@ -1,6 +1,5 @@
 // Package helm_test checks the chart in ./seckill without a cluster: Helm's
-// own library installs it as a dry run (client only, as `helm template`
-// does) and lints it, every object it renders is decoded strictly into
+// own library renders it as `helm install --dry-run` does and lints it, every object it renders is decoded strictly into
 // Kubernetes' own Go types, and what the objects say is held to seckill:
 // the settings of configs/config.yaml (the defaults the binary embeds, which
 // decide which SECKILL_* variables it knows) and the endpoints of
@@ -11,7 +10,6 @@
 package helm_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,11 +20,10 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,19 +84,58 @@ func readValues(t *testing.T, file string) map[string]any {
 	return v
 }
 
-// install runs `helm install --dry-run` (client only) of the chart with vals
-// over its defaults, as `helm install shop deploy/helm/seckill -n sale -f
-// file` would render it.
-func install(t *testing.T, vals map[string]any) (*release.Release, error) {
+// rendered is what an install would send to the cluster: the hooks (the
+// migration) and the other objects, one YAML document each, and the notes.
+type rendered struct {
+	hooks, manifests []string
+	notes            string
+}
+
+// install renders the chart with vals over its defaults as `helm install shop
+// deploy/helm/seckill -n sale -f file --dry-run` does, with the calls of
+// Helm's install action that need no cluster: the chart's kubeVersion
+// against the cluster's, the values against values.schema.json, the
+// templates, then the hooks sorted from the other objects. (The action
+// itself would bring Kubernetes' client machinery into the build, and
+// double its time.)
+func install(t *testing.T, vals map[string]any) (*rendered, error) {
 	t.Helper()
-	cfg := &action.Configuration{Log: func(string, ...any) {}}
-	in := action.NewInstall(cfg)
-	in.DryRun = true
-	in.ClientOnly = true
-	in.ReleaseName = releaseName
-	in.Namespace = namespace
-	in.KubeVersion = kubeVersion(t)
-	return in.RunWithContext(context.Background(), loadChart(t), vals)
+	ch := loadChart(t)
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kubeVersion(t)
+	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion %s, not %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, err
+	}
+	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
+	rv, err := chartutil.ToRenderValues(ch, vals, opts, caps)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, rv)
+	if err != nil {
+		return nil, err
+	}
+	out := &rendered{}
+	for name, text := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			out.notes += text
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hooks {
+		out.hooks = append(out.hooks, h.Manifest)
+	}
+	for _, m := range manifests {
+		out.manifests = append(out.manifests, m.Content)
+	}
+	return out, nil
 }
 
 // kubeVersion is the Kubernetes release whose types the objects are decoded
@@ -119,26 +155,19 @@ func kubeVersion(t *testing.T) *chartutil.KubeVersion {
 // hooks included, strictly: a field the Go type does not have fails.
 func render(t *testing.T, vals map[string]any) []object {
 	t.Helper()
-	rel, err := install(t, vals)
+	r, err := install(t, vals)
 	require.NoError(t, err)
+	require.NotEmpty(t, r.notes)
 	var objs []object
-	docs := releaseutil.SplitManifests(rel.Manifest)
-	for i, h := range rel.Hooks {
-		docs[fmt.Sprintf("hook:%d", i)] = h.Manifest
-	}
-	names := make([]string, 0, len(docs))
-	for name := range docs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		doc := docs[name]
-		if strings.TrimSpace(doc) == "" {
-			continue
+	for i, docs := range [][]string{r.manifests, r.hooks} {
+		for _, doc := range docs {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			o := decodeStrict(t, doc)
+			o.hook = i == 1
+			objs = append(objs, o)
 		}
-		o := decodeStrict(t, doc)
-		o.hook = strings.HasPrefix(name, "hook:")
-		objs = append(objs, o)
 	}
 	require.NotEmpty(t, objs)
 	return objs
