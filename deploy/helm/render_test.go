@@ -1,6 +1,7 @@
 // Package helm_test checks the chart in ./seckill without a cluster: Helm's
-// own library renders it as `helm install --dry-run` does and lints it, every object it renders is decoded strictly into
-// Kubernetes' own Go types, and what the objects say is held to seckill:
+// own library renders it as `helm install --dry-run` does and lints it,
+// every object it renders is decoded strictly into Kubernetes' own Go
+// types, and what the objects say is held to seckill:
 // the settings of configs/config.yaml (the defaults the binary embeds, which
 // decide which SECKILL_* variables it knows) and the endpoints of
 // api/openapi.yaml.
@@ -96,8 +97,8 @@ type rendered struct {
 // Helm's install action that need no cluster: the chart's kubeVersion
 // against the cluster's, the values against values.schema.json, the
 // templates, then the hooks sorted from the other objects. (The action
-// itself would bring Kubernetes' client machinery into the build, and
-// double its time.)
+// itself would bring kubectl, kustomize and a registry client into the
+// build: 962 packages instead of 548, about 1.4 times the CPU to build.)
 func install(t *testing.T, vals map[string]any) (*rendered, error) {
 	t.Helper()
 	ch := loadChart(t)
