@@ -18,7 +18,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short chaos services lint fmt generate console apidocs up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
+.PHONY: help run build test test-short test-helm chaos services lint fmt generate console apidocs up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,22 +32,33 @@ build: ## build bin/seckill
 services: ## start Redis, the Redis Cluster, the Sentinel set (each also speaking TLS only), the Redlock servers and MariaDB when they are not running
 	./scripts/test-services.sh
 
-test: ## start the services, then run every test with the race detector
+test: ## start the services, then run every test with the race detector, then the Helm chart's tests
 	@eval "$$(./scripts/test-services.sh --env)" && $(GO) test -race -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory test-helm
+
+# The chart's tests are a module of their own (deploy/helm/go.mod), so that
+# Helm's and Kubernetes' dependencies stay out of seckill's go.mod. They
+# start no goroutine of their own: no race detector, which would build all
+# of Kubernetes' types instrumented.
+test-helm: ## render and lint the Helm chart (deploy/helm/seckill) and check it against Kubernetes' types and seckill's settings
+	cd deploy/helm && $(GO) test -count=1 -timeout 15m ./...
 
 chaos: ## randomized fault run (internal/chaostest): make chaos DURATION=10m SEED=n
 	@eval "$$(./scripts/test-services.sh --env)" && SECKILL_CHAOS_DURATION='$(DURATION)' SECKILL_CHAOS_SEED='$(SEED)' \
 		$(GO) test -race -count=1 -v -run '^TestChaos$$' -timeout $(CHAOS_TIMEOUT) ./internal/chaostest
 
-test-short: ## unit tests only, no services
+test-short: ## unit tests only, no services (the chart's tests too)
 	$(GO) test -short -count=1 ./...
+	@$(MAKE) --no-print-directory test-helm
 
-lint: $(GOLANGCI_LINT) ## gofmt check, go vet, golangci-lint (.golangci.yml) on the module and on bench/, and api/openapi.yaml validated as OpenAPI 3.1
+lint: $(GOLANGCI_LINT) ## gofmt check, go vet, golangci-lint (.golangci.yml) on the module, on bench/ and on deploy/helm/, and api/openapi.yaml validated as OpenAPI 3.1
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd deploy/helm && $(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
 	cd bench && $(CURDIR)/$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...
+	cd deploy/helm && $(CURDIR)/$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...
 	$(GO) test -count=1 -run '^TestDocumentValidates$$' ./api
 
 $(GOLANGCI_LINT):
@@ -57,6 +68,7 @@ $(GOLANGCI_LINT):
 fmt: $(GOLANGCI_LINT) ## gofmt and goimports (.golangci.yml) -w every Go file
 	$(GOLANGCI_LINT) fmt ./...
 	cd bench && $(CURDIR)/$(GOLANGCI_LINT) fmt --config $(CURDIR)/.golangci.yml ./...
+	cd deploy/helm && $(CURDIR)/$(GOLANGCI_LINT) fmt --config $(CURDIR)/.golangci.yml ./...
 
 generate: ## regenerate the API client (api/client) from api/openapi.yaml with oapi-codegen
 	$(GO) generate ./api/client
