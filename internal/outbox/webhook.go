@@ -40,7 +40,13 @@ func NewWebhook(name, url string, secrets []string, client *http.Client) (*Webho
 		w.signers = append(w.signers, sg)
 	}
 	if w.client == nil {
-		w.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// Keep a connection per delivery in flight (events.concurrency,
+		// at most 1024), where the default keeps two and opens the rest
+		// anew for each event.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 1024
+		w.client = &http.Client{Transport: t,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return w, nil
 }
