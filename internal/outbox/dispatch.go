@@ -205,7 +205,7 @@ func (d *Dispatcher) expand(ctx context.Context) (int, error) {
 // returns how many it leased.
 func (d *Dispatcher) round(ctx context.Context, s Sink) (int, error) {
 	ended := make(chan sent, d.o.Concurrency)
-	n, err := d.start(ctx, s, d.o.Concurrency, ended)
+	n, err := d.start(ctx, s, d.o.Concurrency, ended, true)
 	if err != nil || n == 0 {
 		return 0, err
 	}

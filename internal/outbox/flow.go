@@ -31,12 +31,20 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 	ended := make(chan sent, d.o.Concurrency) // never full: one place per slot
 	inFlight, fails := 0, 0
 	var outcomes []sent
+	var fanned time.Time // the last time new events were made deliveries
+	woken := false
 	for {
 		var timer <-chan time.Time
 		idle := false // nothing more due: a wake is worth a lease
 		if ctx.Err() == nil && inFlight < d.o.Concurrency {
 			want := d.o.Concurrency - inFlight
-			n, err := d.start(ctx, s, want, ended)
+			// New events come with a wake from this process's
+			// expander, else at most Poll late from another's.
+			fan := woken || time.Since(fanned) >= d.o.Poll
+			if fan {
+				fanned, woken = time.Now(), false
+			}
+			n, err := d.start(ctx, s, want, ended, fan)
 			inFlight += n
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -58,38 +66,70 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 		if ctx.Err() != nil {
 			done, timer = nil, nil // only the sends in flight are left to wait for
 		}
-		var woken <-chan struct{}
+		var wakes <-chan struct{}
 		if idle {
-			woken = wake
+			wakes = wake
 		}
 		select {
 		case o := <-ended:
-			outcomes = append(outcomes[:0], o)
-			for more := true; more; {
-				select {
-				case o := <-ended:
-					outcomes = append(outcomes, o)
-				default:
-					more = false
-				}
-			}
+			outcomes = d.gather(append(outcomes[:0], o), inFlight, ended)
 			if err := d.settle(ctx, s.Name(), outcomes); err != nil {
 				// Not recorded: each is sent again once its lease ends.
 				d.o.Log.Warn("events: record outcomes", "receiver", s.Name(), "err", err.Error())
 			}
 			inFlight -= len(outcomes)
-		case <-woken:
+		case <-wakes:
+			woken = true
 		case <-timer:
 		case <-done:
 		}
 	}
 }
 
-// start leases up to n of s's due deliveries and sends each in a goroutine
-// of its own that reports its outcome to ended; it returns how many it
-// leased. A delivery whose event was deleted is reported at once.
-func (d *Dispatcher) start(ctx context.Context, s Sink, n int, ended chan<- sent) (int, error) {
-	ds, events, owner, err := d.due(ctx, s.Name(), n)
+// linger is how long a flow waits, after a send ended, for more to end
+// before it records them and leases as many more: a few milliseconds turn
+// the outcomes of a receiver that answers at once into one write and one
+// lease, where each alone would cost both.
+const linger = 5 * time.Millisecond
+
+// gather adds to outcomes those of the other sends in flight (of inFlight)
+// that end within linger, or until half the slots are free or none is in
+// flight.
+func (d *Dispatcher) gather(outcomes []sent, inFlight int, ended <-chan sent) []sent {
+	enough := func() bool {
+		left := inFlight - len(outcomes)
+		return left == 0 || d.o.Concurrency-left >= (d.o.Concurrency+1)/2
+	}
+	for more := true; more; { // those ended already
+		select {
+		case o := <-ended:
+			outcomes = append(outcomes, o)
+		default:
+			more = false
+		}
+	}
+	if enough() {
+		return outcomes
+	}
+	t := time.NewTimer(linger)
+	defer t.Stop()
+	for !enough() {
+		select {
+		case o := <-ended:
+			outcomes = append(outcomes, o)
+		case <-t.C:
+			return outcomes
+		}
+	}
+	return outcomes
+}
+
+// start leases up to n of s's due deliveries, after making deliveries of
+// its new events when fan, and sends each in a goroutine of its own that
+// reports its outcome to ended; it returns how many it leased. A delivery
+// whose event was deleted is reported at once.
+func (d *Dispatcher) start(ctx context.Context, s Sink, n int, ended chan<- sent, fan bool) (int, error) {
+	ds, events, owner, err := d.due(ctx, s.Name(), n, fan)
 	if err != nil {
 		return 0, err
 	}
@@ -109,17 +149,20 @@ func (d *Dispatcher) start(ctx context.Context, s Sink, n int, ended chan<- sent
 	return len(ds), nil
 }
 
-// due makes the deliveries to receiver name of its new events, then
-// leases up to n of its due ones (each order's first pending one only).
-func (d *Dispatcher) due(ctx context.Context, name string, n int) ([]Delivery, map[uint64]*Event, string, error) {
-	_, err := fanOut(ctx, d.db, name)
-	if errors.Is(err, errUnregistered) {
-		if err = register(ctx, d.db, name, d.o.Now().UTC()); err == nil {
-			_, err = fanOut(ctx, d.db, name)
+// due makes the deliveries to receiver name of its new events when fan,
+// then leases up to n of its due ones (each order's first pending one
+// only).
+func (d *Dispatcher) due(ctx context.Context, name string, n int, fan bool) ([]Delivery, map[uint64]*Event, string, error) {
+	if fan {
+		_, err := fanOut(ctx, d.db, name)
+		if errors.Is(err, errUnregistered) {
+			if err = register(ctx, d.db, name, d.o.Now().UTC()); err == nil {
+				_, err = fanOut(ctx, d.db, name)
+			}
 		}
-	}
-	if err != nil {
-		return nil, nil, "", err
+		if err != nil {
+			return nil, nil, "", err
+		}
 	}
 	return claim(ctx, d.db, name, n, d.o.Now().UTC(), d.lease)
 }
