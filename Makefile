@@ -106,9 +106,10 @@ loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/fl
 bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCHMARKS.md
 	./loadtest/bench.sh
 
-bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, interleaved, 8 rounds (about 3 minutes)
+bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, interleaved, 8 rounds; then events delivered against events written per receiver, and a mass expiry (about 8 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
-		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done
+		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done && \
+		$(GO) test -run '^$$' -bench 'BenchmarkEventsKeepUp|BenchmarkMassExpiry' -benchtime 1x -count 3 ./internal/outbox/ | grep -E 'keep-up|s-to-deliver'
 
 bench-fair: ## bots' share of units with and without the waiting room: 10,000 shoppers (1,000 bots), 200 units, 20 runs per mode (RUNS=n to change)
 	eval "$$(./scripts/test-services.sh --env)" && \

@@ -27,6 +27,7 @@ targets=(
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
 	"./internal/config FuzzEventReceivers"
+	"./internal/config FuzzEventTransports"
 	"./internal/stock FuzzDecodeOrders"
 	"./internal/seedfile FuzzReadYAML"
 	"./internal/seedfile FuzzReadCSV"

@@ -6,6 +6,8 @@
 #   Redis Sentinel set    127.0.0.1:6390 (primary), 6391 (its replica), and three
 #                         Sentinels on 26390-26392 watching master "seckill-test"
 #   MariaDB               127.0.0.1:3306 (root, empty password)
+#   RabbitMQ              127.0.0.1:5672 (guest/guest; tests make vhosts of
+#                         their own with rabbitmqctl)
 # and the same kinds of Redis speaking TLS only, with a CA, a server and a
 # client certificate that it makes with openssl in $STATE_DIR/tls:
 #   Redis standalone      127.0.0.1:6400 (a client certificate is optional)
@@ -16,17 +18,17 @@
 # Cluster nodes and Sentinels use short timeouts, so that a failover a test
 # provokes completes within a few seconds. After one, the roles may be swapped
 # (6391 the primary, 7003 a master): that is healthy, and left as it is.
-# Installs redis-server, mariadb-server and openssl with apt-get when they are
-# missing; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
+# Installs redis-server, mariadb-server, rabbitmq-server and openssl with
+# apt-get when they are missing; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
 # nats-server, which it does not start: the tests that need it start their own;
 # and chromium with chromium-driver for the console's browser test.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
 # `eval "$(scripts/test-services.sh --env)"` exports them into the current shell.
 #
 # --only LIST starts only the services named, comma-separated, of redis (the
-# standalone :6379), redlock, cluster, sentinel, tls (the three TLS sets)
-# and mysql, installs only what they need (no nats-server, no chromium), and
-# prints only their variables: `scripts/test-services.sh --only redis,mysql`
+# standalone :6379), redlock, cluster, sentinel, tls (the three TLS sets),
+# mysql and rabbitmq, installs only what they need (no nats-server, no
+# chromium), and prints only their variables: `scripts/test-services.sh --only redis,mysql`
 # is what a load test needs.
 
 # start_tls_services changes the port variables in a subshell, on purpose.
@@ -44,6 +46,7 @@ SENTINEL_DATA_PORTS=(6390 6391) # the first starts as the primary
 SENTINEL_PORTS=(26390 26391 26392)
 SENTINEL_QUORUM=2
 MYSQL_PORT=3306
+AMQP_PORT=5672
 TLS_DIR=$STATE_DIR/tls
 TLS_REDIS_PORT=6400
 TLS_CLUSTER_PORTS=(7100 7101 7102)
@@ -71,7 +74,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 	shift
 done
-SERVICES=(redis redlock cluster sentinel tls mysql)
+SERVICES=(redis redlock cluster sentinel tls mysql rabbitmq)
 if [[ -n $only ]]; then
 	for name in ${only//,/ }; do
 		if [[ " ${SERVICES[*]} " != *" $name "* ]]; then
@@ -494,6 +497,26 @@ start_mysql() {
 	wait_for "mariadb tcp" 150 mysql_up
 }
 
+amqp_up() { (exec 3<>"/dev/tcp/127.0.0.1/$AMQP_PORT") 2>/dev/null; }
+
+# start_rabbitmq starts Debian's RabbitMQ (its wrapper runs the broker as the
+# rabbitmq user) with its defaults: the guest user, which may connect from
+# 127.0.0.1 only.
+start_rabbitmq() {
+	if amqp_up; then
+		log "rabbitmq :$AMQP_PORT already running"
+		return
+	fi
+	if ! command -v rabbitmq-server >/dev/null && [[ ! -x /usr/sbin/rabbitmq-server ]]; then
+		apt_install rabbitmq-server
+	fi
+	log "starting rabbitmq :$AMQP_PORT"
+	RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$AMQP_PORT \
+		start-stop-daemon --start --oknodo --background --exec /usr/sbin/rabbitmq-server
+	wait_for "rabbitmq :$AMQP_PORT" 600 amqp_up
+	"$(command -v rabbitmqctl || echo /usr/sbin/rabbitmqctl)" -q await_startup >&2
+}
+
 mkdir -p "$STATE_DIR"
 if wants redis || wants redlock || wants cluster || wants sentinel || wants tls; then need_redis; fi
 if [[ -z $only ]]; then
@@ -506,6 +529,7 @@ if wants cluster; then start_cluster; fi
 if wants sentinel; then start_sentinel_set; fi
 if wants tls; then start_tls_services; fi
 if wants mysql; then start_mysql; fi
+if wants rabbitmq; then start_rabbitmq; fi
 
 join() {
 	local IFS=,
@@ -530,6 +554,7 @@ if wants sentinel; then
 	echo "export SECKILL_TEST_REDIS_SENTINEL_MASTER=$SENTINEL_MASTER"
 fi
 if wants mysql; then echo "export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'"; fi
+if wants rabbitmq; then echo "export SECKILL_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/"; fi
 if wants tls; then
 	cat <<EOF
 export SECKILL_TEST_REDIS_TLS_ADDR=127.0.0.1:$TLS_REDIS_PORT

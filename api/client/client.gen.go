@@ -652,6 +652,29 @@ type AdminEventList struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// AdminEventReceiver A receiver's backlog of order events.
+type AdminEventReceiver struct {
+	// Dead Its dead letters, kept until redelivered by hand.
+	Dead int64 `json:"dead"`
+
+	// Delivered Events delivered to it and still kept.
+	Delivered int64 `json:"delivered"`
+
+	// OldestPendingSeconds Age of its oldest event not yet delivered; 0 when none.
+	OldestPendingSeconds float32 `json:"oldest_pending_seconds"`
+
+	// Pending Events not yet delivered to it.
+	Pending int64 `json:"pending"`
+
+	// Receiver The receiver's name (a webhook's, `nats`, `kafka` or `amqp`).
+	Receiver string `json:"receiver"`
+}
+
+// AdminEventReceiverList defines model for AdminEventReceiverList.
+type AdminEventReceiverList struct {
+	Items []AdminEventReceiver `json:"items"`
+}
+
 // AdminOrder What support staff see of an order: what its shopper sees (`Order`),
 // when it was paid and closed, why staff cancelled it, and whether the
 // shop owes the shopper a refund.
@@ -2421,7 +2444,7 @@ type ClientInterface interface {
 	// without `next_cursor` is the last. An event a receiver is yet to be
 	// given (written a moment ago) is listed once it is.
 	//
-	// With events off (no `events.webhook_url` nor `events.nats_url`)
+	// With events off (no receiver configured)
 	// nothing is written to the outbox and every page is empty. A bad
 	// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
 	// 400 `invalid_request`; a receiver no dispatcher has had is 404
@@ -2429,6 +2452,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 	AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminListEventReceivers Each receiver's backlog of order events
+	//
+	// Every receiver some process dispatches to (or did, within
+	// `events.retention`), in name order: its events not yet delivered
+	// (`pending`: its pending deliveries, and the events it is yet to be
+	// given), delivered (kept `events.retention`) and dead, and the age
+	// of its oldest pending event. A receiver that is down has a growing
+	// backlog here while the others stay at zero; list its events with
+	// `GET /admin/events?receiver=<name>`. With events off the list is
+	// empty.
+	//
+	// Corresponds with GET /admin/events/receivers (the `AdminListEventReceivers` operationId).
+	AdminListEventReceivers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminRedeliverEvent Send an order event again, to one receiver or to every one
 	//
@@ -3285,7 +3322,7 @@ type ClientInterface interface {
 // without `next_cursor` is the last. An event a receiver is yet to be
 // given (written a moment ago) is listed once it is.
 //
-// With events off (no `events.webhook_url` nor `events.nats_url`)
+// With events off (no receiver configured)
 // nothing is written to the outbox and every page is empty. A bad
 // `status`, `limit`, `cursor` or `receiver` (an empty one included) is
 // 400 `invalid_request`; a receiver no dispatcher has had is 404
@@ -3294,6 +3331,30 @@ type ClientInterface interface {
 // Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 func (c *RawClient) AdminListEvents(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminListEventReceivers Each receiver's backlog of order events
+//
+// Every receiver some process dispatches to (or did, within
+// `events.retention`), in name order: its events not yet delivered
+// (`pending`: its pending deliveries, and the events it is yet to be
+// given), delivered (kept `events.retention`) and dead, and the age
+// of its oldest pending event. A receiver that is down has a growing
+// backlog here while the others stay at zero; list its events with
+// `GET /admin/events?receiver=<name>`. With events off the list is
+// empty.
+//
+// Corresponds with GET /admin/events/receivers (the `AdminListEventReceivers` operationId).
+func (c *RawClient) AdminListEventReceivers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminListEventReceiversRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4612,6 +4673,33 @@ func NewAdminListEventsRequest(server string, params *AdminListEventsParams) (*h
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdminListEventReceiversRequest constructs an http.Request for the AdminListEventReceivers method
+func NewAdminListEventReceiversRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/events/receivers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6175,7 +6263,7 @@ type ClientWithResponsesInterface interface {
 	// without `next_cursor` is the last. An event a receiver is yet to be
 	// given (written a moment ago) is listed once it is.
 	//
-	// With events off (no `events.webhook_url` nor `events.nats_url`)
+	// With events off (no receiver configured)
 	// nothing is written to the outbox and every page is empty. A bad
 	// `status`, `limit`, `cursor` or `receiver` (an empty one included) is
 	// 400 `invalid_request`; a receiver no dispatcher has had is 404
@@ -6185,6 +6273,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/events (the `AdminListEvents` operationId).
 	AdminListEventsWithResponse(ctx context.Context, params *AdminListEventsParams, reqEditors ...RequestEditorFn) (*AdminListEventsResponse, error)
+
+	// AdminListEventReceiversWithResponse Each receiver's backlog of order events
+	//
+	// Every receiver some process dispatches to (or did, within
+	// `events.retention`), in name order: its events not yet delivered
+	// (`pending`: its pending deliveries, and the events it is yet to be
+	// given), delivered (kept `events.retention`) and dead, and the age
+	// of its oldest pending event. A receiver that is down has a growing
+	// backlog here while the others stay at zero; list its events with
+	// `GET /admin/events?receiver=<name>`. With events off the list is
+	// empty.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/events/receivers (the `AdminListEventReceivers` operationId).
+	AdminListEventReceiversWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AdminListEventReceiversResponse, error)
 
 	// AdminRedeliverEventWithResponse Send an order event again, to one receiver or to every one
 	//
@@ -7152,6 +7256,75 @@ func (r AdminListEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdminListEventReceiversResponse503Headers the declared response headers of an HTTP 503 response for AdminListEventReceivers
+type AdminListEventReceiversResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdminListEventReceiversResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminEventReceiverList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminListEventReceiversResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminListEventReceiversResponse) GetJSON200() *AdminEventReceiverList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdminListEventReceiversResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdminListEventReceiversResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AdminListEventReceiversResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminListEventReceiversResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminListEventReceiversResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminListEventReceiversResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminListEventReceiversResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9731,7 +9904,7 @@ func (r ReceivePaymentResponse) ContentType() string {
 // without `next_cursor` is the last. An event a receiver is yet to be
 // given (written a moment ago) is listed once it is.
 //
-// With events off (no `events.webhook_url` nor `events.nats_url`)
+// With events off (no receiver configured)
 // nothing is written to the outbox and every page is empty. A bad
 // `status`, `limit`, `cursor` or `receiver` (an empty one included) is
 // 400 `invalid_request`; a receiver no dispatcher has had is 404
@@ -9746,6 +9919,28 @@ func (c *ClientWithResponses) AdminListEventsWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseAdminListEventsResponse(rsp)
+}
+
+// AdminListEventReceiversWithResponse Each receiver's backlog of order events
+//
+// Every receiver some process dispatches to (or did, within
+// `events.retention`), in name order: its events not yet delivered
+// (`pending`: its pending deliveries, and the events it is yet to be
+// given), delivered (kept `events.retention`) and dead, and the age
+// of its oldest pending event. A receiver that is down has a growing
+// backlog here while the others stay at zero; list its events with
+// `GET /admin/events?receiver=<name>`. With events off the list is
+// empty.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/events/receivers (the `AdminListEventReceivers` operationId).
+func (c *ClientWithResponses) AdminListEventReceiversWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AdminListEventReceiversResponse, error) {
+	rsp, err := c.AdminListEventReceivers(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminListEventReceiversResponse(rsp)
 }
 
 // AdminRedeliverEventWithResponse Send an order event again, to one receiver or to every one
@@ -10931,6 +11126,66 @@ func ParseAdminListEventsResponse(rsp *http.Response) (*AdminListEventsResponse,
 	switch {
 	case rsp.StatusCode == 503:
 		var headers AdminListEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminListEventReceiversResponse parses an HTTP response from a AdminListEventReceiversWithResponse call
+func ParseAdminListEventReceiversResponse(rsp *http.Response) (*AdminListEventReceiversResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminListEventReceiversResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminEventReceiverList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdminListEventReceiversResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

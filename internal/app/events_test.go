@@ -357,7 +357,7 @@ func TestEventsAdminWithEventsOff(t *testing.T) {
 	s := startSale(t, saleOpts{})
 	sku := s.seed(10, 2)
 	id, _ := s.pendingOrder(sku, "carol")
-	for _, status := range []string{"", "?status=pending", "?status=delivered", "?status=dead"} {
+	for _, status := range []string{"", "?status=pending", "?status=delivered", "?status=dead", "/receivers"} {
 		r := s.do(0, "GET", "/admin/events"+status, "", nil)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 		assert.JSONEq(t, `{"items":[]}`, r.Raw)

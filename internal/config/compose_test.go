@@ -21,9 +21,11 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 			"SECKILL_PAYMENT_WEBHOOK_SECRET=whsec_Y29tcG9zZS10ZXN0LXdlYmhvb2sta2V5LTAxMjM0NTY3"},
 		"failover": {"SECKILL_REDIS_ADDRS=sentinel-1:26379,sentinel-2:26379,sentinel-3:26379",
 			"SECKILL_REDIS_MASTER_NAME=seckill", "SECKILL_REDIS_WAIT_REPLICAS=1"},
+		"kafka":    {"SECKILL_EVENTS_KAFKA_BROKERS=kafka:9092"},
+		"rabbitmq": {"SECKILL_EVENTS_AMQP_URL=amqp://guest:guest@rabbitmq:5672/"},
 	} {
 		opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"}, cli.WithName("seckill"),
-			cli.WithEnv(userEnv), cli.WithProfiles([]string{"failover"}))
+			cli.WithEnv(userEnv), cli.WithProfiles([]string{"failover", "kafka", "rabbitmq"}))
 		require.NoError(t, err, name)
 		project, err := opts.LoadProject(t.Context())
 		require.NoError(t, err, name)
@@ -47,6 +49,18 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 				_, err := project.GetService(s)
 				assert.NoError(t, err, "the failover profile has %s", s)
 			}
+		}
+		switch name {
+		case "kafka":
+			assert.Equal(t, []string{"kafka:9092"}, c.Events.Kafka.BrokerList())
+			_, err := project.GetService("kafka")
+			assert.NoError(t, err, "the kafka profile has a broker")
+		case "rabbitmq":
+			assert.Equal(t, "amqp://guest:guest@rabbitmq:5672/", c.Events.AMQPURL)
+			_, err := project.GetService("rabbitmq")
+			assert.NoError(t, err, "the rabbitmq profile has a broker")
+		default:
+			assert.False(t, c.Events.On(), "events are off unless a receiver is set")
 		}
 		_, err = c.ShopperAuth()
 		assert.NoError(t, err, name)

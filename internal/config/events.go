@@ -7,7 +7,7 @@ import (
 )
 
 // Events configures the order events seckill sends the shop (internal/outbox):
-// off unless a webhook URL or a NATS URL is set.
+// off unless a webhook URL, a NATS URL, an AMQP URL or Kafka brokers are set.
 type Events struct {
 	// WebhookURL is one or more receivers, comma-separated, each a URL
 	// or name=URL; each gets every event, signed with WebhookSecret
@@ -16,8 +16,21 @@ type Events struct {
 	WebhookSecret string `mapstructure:"webhook_secret"`
 	// NATSURL is a NATS server with JetStream; events are published on
 	// NATSSubject.<type>, with the event id as the message id.
-	NATSURL     string        `mapstructure:"nats_url"`
-	NATSSubject string        `mapstructure:"nats_subject"`
+	NATSURL     string `mapstructure:"nats_url"`
+	NATSSubject string `mapstructure:"nats_subject"`
+	// NATSDuplicateWindow is the duplicate window of the stream seckill
+	// makes: a retry published within it of an earlier copy is stored once.
+	NATSDuplicateWindow time.Duration `mapstructure:"nats_duplicate_window"`
+	// AMQPURL is a RabbitMQ broker (amqp:// or amqps://, with its user,
+	// password and vhost); events are published to AMQPExchange, a durable
+	// topic exchange, with the event type as routing key.
+	AMQPURL      string      `mapstructure:"amqp_url"`
+	AMQPExchange string      `mapstructure:"amqp_exchange"`
+	Kafka        EventsKafka `mapstructure:",squash"`
+	// Format is seckill (seckill's own envelope) or cloudevents
+	// (CloudEvents 1.0, whose source attribute is Source).
+	Format      string        `mapstructure:"format"`
+	Source      string        `mapstructure:"source"`
 	Timeout     time.Duration `mapstructure:"timeout"`     // one delivery to one sink
 	MaxAge      time.Duration `mapstructure:"max_age"`     // retried this long, then dead
 	BackoffMin  time.Duration `mapstructure:"backoff_min"` // first retry's delay
@@ -39,6 +52,15 @@ type Webhook struct {
 
 // NATSName is the receiver name of the NATS sink.
 const NATSName = "nats"
+
+// AMQPName is the receiver name of the AMQP sink.
+const AMQPName = "amqp"
+
+// Formats of events.format.
+const (
+	FormatSeckill     = "seckill"
+	FormatCloudEvents = "cloudevents"
+)
 
 // Receiver names: a given name is a letter or digit, then up to 63
 // letters, digits, '.', '_' or '-'; a name made of a URL is at most
@@ -93,7 +115,9 @@ func plainName(name string) bool {
 }
 
 // On reports whether events are written and sent.
-func (e Events) On() bool { return len(e.WebhookURLs()) > 0 || e.NATSURL != "" }
+func (e Events) On() bool {
+	return len(e.WebhookURLs()) > 0 || e.NATSURL != "" || e.AMQPURL != "" || len(e.Kafka.BrokerList()) > 0
+}
 
 // WebhookURLs returns the receivers' URLs, one per comma-separated entry.
 func (e Events) WebhookURLs() []string {
@@ -116,6 +140,12 @@ func (e Events) validate() error {
 	names := map[string]bool{}
 	if e.NATSURL != "" {
 		names[NATSName] = true
+	}
+	if e.AMQPURL != "" {
+		names[AMQPName] = true
+	}
+	if len(e.Kafka.BrokerList()) > 0 {
+		names[KafkaName] = true
 	}
 	for _, entry := range splitList(e.WebhookURL) {
 		w, named := webhookOf(entry)
@@ -153,6 +183,10 @@ func (e Events) validate() error {
 	}
 	checks := []error{
 		subject("events.nats_subject", e.NATSSubject),
+		e.validateAMQP(),
+		e.Kafka.validate(),
+		oneOf("events.format", e.Format, FormatSeckill, FormatCloudEvents),
+		ceSource(e.Source),
 		between("events.concurrency", int64(e.Concurrency), 1, 1024),
 		positive("events.timeout", e.Timeout),
 		atLeast("events.max_age", e.MaxAge, time.Minute),
@@ -167,6 +201,43 @@ func (e Events) validate() error {
 	}
 	if e.BackoffMax < e.BackoffMin {
 		return &Error{Key: "events.backoff_max", Value: e.BackoffMax.String(), Allowed: "must not be below events.backoff_min"}
+	}
+	// A retry comes at most backoff_max after the attempt before it, which
+	// may have been stored with its acknowledgement lost; and a dispatcher
+	// that died mid-send leaves it to another once its lease (timeout plus
+	// 10s) ends.
+	least := e.BackoffMax + 2*e.Timeout + 10*time.Second
+	if e.NATSURL != "" && (e.NATSDuplicateWindow < least || e.NATSDuplicateWindow > 7*24*time.Hour) {
+		return &Error{Key: "events.nats_duplicate_window", Value: e.NATSDuplicateWindow.String(),
+			Allowed: "at least events.backoff_max + 2 x events.timeout + 10s (" + least.String() + "), at most 168h"}
+	}
+	return nil
+}
+
+// ceSource checks events.source, a CloudEvents source: a URI reference of
+// up to 255 printable ASCII characters.
+func ceSource(s string) error {
+	_, err := url.Parse(s)
+	if err != nil || !plainName(s) || len(s) > 255 {
+		return &Error{Key: "events.source", Value: s,
+			Allowed: "a URI reference of 1 to 255 printable ASCII characters, no space, naming this deployment (https://shop.example.com/seckill, /seckill/eu-1)"}
+	}
+	return nil
+}
+
+// validateAMQP checks events.amqp_url, whose value is not repeated in an
+// error (it holds a password), and events.amqp_exchange.
+func (e Events) validateAMQP() error {
+	if e.AMQPURL != "" {
+		p, err := url.Parse(e.AMQPURL)
+		if err != nil || (p.Scheme != "amqp" && p.Scheme != "amqps") || p.Host == "" {
+			return &Error{Key: "events.amqp_url", Allowed: "an amqp:// or amqps:// URL: amqp://user:password@host:5672/vhost"}
+		}
+	}
+	x := e.AMQPExchange
+	if x == "" || len(x) > 127 || strings.Trim(x, nameChars+":") != "" || strings.HasPrefix(x, "amq.") {
+		return &Error{Key: "events.amqp_exchange", Value: x,
+			Allowed: "1 to 127 letters, digits, '.', '_', '-' or ':', not starting with amq. (RabbitMQ's own)"}
 	}
 	return nil
 }

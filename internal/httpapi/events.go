@@ -14,10 +14,12 @@ import (
 )
 
 // Events is what the admin endpoints on order events need: the deliveries
-// of the outbox by status and receiver (every receiver for ""), and sending
-// an event again, to one receiver or to every one.
+// of the outbox by status and receiver (every receiver for ""), each
+// receiver's backlog, and sending an event again, to one receiver or to
+// every one.
 type Events interface {
 	List(ctx context.Context, status, receiver string, after uint64, limit int) ([]outbox.View, uint64, error)
+	Receivers(ctx context.Context) ([]outbox.Backlog, error)
 	Redeliver(ctx context.Context, eventID, receiver string) ([]outbox.View, error)
 }
 
@@ -93,6 +95,22 @@ func handleListEvents(ev Events, log *slog.Logger) gin.HandlerFunc {
 			items = []outbox.View{}
 		}
 		writeJSON(c, http.StatusOK, page[outbox.View]{Items: items, NextCursor: encodeCursor(next)})
+	}
+}
+
+// handleEventReceivers lists every receiver's backlog: its events pending,
+// delivered and dead, and the age of its oldest pending one.
+func handleEventReceivers(ev Events, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		items, err := ev.Receivers(c.Request.Context())
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		if items == nil {
+			items = []outbox.Backlog{}
+		}
+		writeJSON(c, http.StatusOK, page[outbox.Backlog]{Items: items})
 	}
 }
 

@@ -46,6 +46,25 @@ func (s *stubEvents) List(_ context.Context, status, receiver string, after uint
 	return nil, 17, nil
 }
 
+func (s *stubEvents) Receivers(context.Context) ([]outbox.Backlog, error) {
+	s.calls++
+	return []outbox.Backlog{{Receiver: "kafka", Pending: 12, Delivered: 3400, Dead: 1, OldestPendingSeconds: 2.5},
+		{Receiver: "shop", Delivered: 3413}}, nil
+}
+
+// GET /admin/events/receivers answers every receiver's backlog.
+func TestEventReceivers(t *testing.T) {
+	ev := &stubEvents{view: stubEventView(t)}
+	h := testAPI(t, func(d *Deps) { d.Events = ev })
+	w := send(h, "GET", "/admin/events/receivers", nil, map[string]string{"Authorization": "Bearer " + testAdminToken})
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.JSONEq(t, `{"items":[
+		{"receiver":"kafka","pending":12,"delivered":3400,"dead":1,"oldest_pending_seconds":2.5},
+		{"receiver":"shop","pending":0,"delivered":3413,"dead":0,"oldest_pending_seconds":0}]}`, w.Body.String())
+	w = send(h, "GET", "/admin/events/receivers", nil, nil)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+}
+
 func (s *stubEvents) Redeliver(_ context.Context, eventID, receiver string) ([]outbox.View, error) {
 	s.calls++
 	s.receiver = receiver

@@ -58,6 +58,7 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		}
 		if d.Events != nil {
 			admin.GET("/events", handleListEvents(d.Events, d.Log))
+			admin.GET("/events/receivers", handleEventReceivers(d.Events, d.Log))
 			admin.POST("/events/:id/redeliver", handleRedeliver(d.Events, d.Log))
 		}
 		switch {

@@ -42,7 +42,10 @@ type Options struct {
 }
 
 // Dispatcher delivers the outbox's events to every sink, each sink on its
-// own: a sink that refuses or hangs delays its own deliveries only. Any
+// own: a sink that refuses or hangs delays its own deliveries only. A
+// sink's deliveries flow: up to Concurrency are in flight, and one that
+// ends is replaced at once, so a slow send holds only itself and the later
+// events of its order. Any
 // number of dispatchers may run against one database: a delivery is leased
 // by one at a time, and the lease outlives a send, so a dispatcher that dies
 // mid-send leaves the delivery to another once the lease ends.
@@ -73,42 +76,51 @@ func NewDispatcher(db *gorm.DB, o Options) *Dispatcher {
 	return d
 }
 
-// Run delivers until ctx is cancelled, each sink in a loop of its own;
-// sends in flight finish (up to Timeout) and their outcomes are recorded.
-// It also deletes delivered events past Retention, drops the receivers no
-// dispatcher has had for as long, and keeps the backlog gauges current.
+// Run delivers until ctx is cancelled: one loop moves batches into outbox
+// rows as fast as it can (expandLoop), and each sink has a flow of its own
+// (flow); sends in flight finish (up to Timeout) and their outcomes are
+// recorded. It also deletes delivered events past Retention, drops the
+// receivers no dispatcher has had for as long, and keeps the backlog
+// gauges current.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { d.every(ctx, time.Minute, d.maintain) })
 	wg.Go(func() { d.every(ctx, 5*time.Second, d.gauge) })
-	for _, s := range d.o.Sinks {
-		wg.Go(func() { d.loop(ctx, s) })
+	wakes := make([]chan struct{}, len(d.o.Sinks))
+	for i, s := range d.o.Sinks {
+		wakes[i] = make(chan struct{}, 1)
+		wg.Go(func() { d.flow(ctx, s, wakes[i]) })
 	}
+	wg.Go(func() { d.expandLoop(ctx, wakes) })
 	wg.Wait()
 	return nil
 }
 
-// loop delivers to s until ctx is cancelled: a round at once after one that
-// did something, else after Poll, or a back-off after an error.
-func (d *Dispatcher) loop(ctx context.Context, s Sink) {
+// expandLoop registers the sinks, then moves batches into outbox rows
+// until ctx is cancelled: at once again after a move, waking every flow,
+// else after Poll, or a back-off after an error.
+func (d *Dispatcher) expandLoop(ctx context.Context, wakes []chan struct{}) {
 	fails := 0
 	for ctx.Err() == nil {
-		moved, n := 0, 0
+		moved := 0
 		err := d.register(ctx)
 		if err == nil {
 			moved, err = d.expand(ctx)
-		}
-		if err == nil {
-			n, err = d.round(ctx, s)
 		}
 		wait := d.o.Poll
 		switch {
 		case err != nil && ctx.Err() == nil:
 			wait = backoff.Exponential{Min: d.o.Poll, Max: 10 * time.Second}.Jittered(fails)
 			fails++
-			d.o.Log.Warn("events: dispatch", "receiver", s.Name(), "err", err.Error(), "retry_in", wait.String())
-		case moved+n > 0:
+			d.o.Log.Warn("events: expand", "err", err.Error(), "retry_in", wait.String())
+		case moved > 0:
 			fails, wait = 0, 0
+			for _, w := range wakes {
+				select {
+				case w <- struct{}{}:
+				default: // already woken
+				}
+			}
 		default:
 			fails = 0
 		}
@@ -139,7 +151,8 @@ func (d *Dispatcher) every(ctx context.Context, period time.Duration, f func(con
 // Step registers the sinks no dispatcher has had yet, moves the oldest
 // batches of appended events into outbox rows, then makes a round of every
 // sink at once (see round), and returns how many events it moved and
-// deliveries it leased.
+// deliveries it leased. It is Run's work made once, in lockstep, for tests
+// and tools that move a clock between steps.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	if err := d.register(ctx); err != nil {
 		return 0, err
@@ -177,8 +190,8 @@ func (d *Dispatcher) register(ctx context.Context) error {
 	return nil
 }
 
-// expand moves the oldest batches into outbox rows, unless another loop of
-// this process is doing so.
+// expand moves the oldest batches into outbox rows, unless another caller
+// in this process is doing so.
 func (d *Dispatcher) expand(ctx context.Context) (int, error) {
 	if !d.expanding.TryLock() {
 		return 0, nil
@@ -187,104 +200,20 @@ func (d *Dispatcher) expand(ctx context.Context) (int, error) {
 	return expand(ctx, d.db)
 }
 
-// round makes the deliveries of s's new events, leases its due ones, up to
-// Concurrency (each order's first pending one only), sends them in
-// parallel, and records each outcome. It returns how many it leased.
+// round leases up to Concurrency of s's due deliveries, sends them in
+// parallel, waits for every send to end, and records the outcomes. It
+// returns how many it leased.
 func (d *Dispatcher) round(ctx context.Context, s Sink) (int, error) {
-	name := s.Name()
-	_, err := fanOut(ctx, d.db, name)
-	if errors.Is(err, errUnregistered) {
-		if err = register(ctx, d.db, name, d.o.Now().UTC()); err == nil {
-			_, err = fanOut(ctx, d.db, name)
-		}
-	}
-	if err != nil {
+	ended := make(chan sent, d.o.Concurrency)
+	n, err := d.start(ctx, s, d.o.Concurrency, ended, true)
+	if err != nil || n == 0 {
 		return 0, err
 	}
-	ds, events, owner, err := claim(ctx, d.db, name, d.o.Concurrency, d.o.Now().UTC(), d.lease)
-	if err != nil || len(ds) == 0 {
-		return 0, err
+	outcomes := make([]sent, n)
+	for i := range outcomes {
+		outcomes[i] = <-ended
 	}
-	errs := make([]error, len(ds))
-	var wg sync.WaitGroup
-	for i := range ds {
-		if e := events[ds[i].EventRow]; e != nil {
-			wg.Go(func() {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.Timeout)
-				defer cancel()
-				errs[i] = s.Send(sctx, e)
-			})
-		}
-	}
-	wg.Wait()
-	var done, gone []uint64
-	for i := range ds {
-		e := events[ds[i].EventRow]
-		switch {
-		case e == nil:
-			// Its event was deleted (a receiver's deliveries made
-			// after events.retention): nothing to send.
-			gone = append(gone, ds[i].ID)
-		case errs[i] == nil:
-			done = append(done, ds[i].ID)
-			d.o.Metrics.delivered(name, e.Type)
-		default:
-			if err := d.record(ctx, func(tx *gorm.DB) error { return d.failed(tx, &ds[i], e, owner, errs[i]) }); err != nil {
-				return len(ds), err
-			}
-		}
-	}
-	if len(gone) > 0 {
-		err := d.record(ctx, func(tx *gorm.DB) error {
-			return tx.Where("id IN ? AND lease_owner = ?", gone, owner).Delete(&Delivery{}).Error
-		})
-		if err != nil {
-			return len(ds), err
-		}
-	}
-	if len(done) > 0 {
-		now := d.o.Now().UTC()
-		err := d.record(ctx, func(tx *gorm.DB) error {
-			return tx.Model(&Delivery{}).Where("id IN ? AND lease_owner = ?", done, owner).
-				Updates(map[string]any{"status": StatusDelivered, "delivered_at": now, "lease_owner": nil, "lease_until": nil}).Error
-		})
-		if err != nil {
-			return len(ds), err
-		}
-	}
-	return len(ds), nil
-}
-
-// failed records a refused delivery of e: retried after a back-off, or
-// dead once its retry window is over.
-func (d *Dispatcher) failed(tx *gorm.DB, dl *Delivery, e *Event, owner string, cause error) error {
-	now := d.o.Now().UTC()
-	msg := bounded(cause.Error(), 255)
-	up := map[string]any{"attempts": dl.Attempts + 1, "last_error": msg, "lease_owner": nil, "lease_until": nil}
-	if now.Sub(dl.WindowFrom) >= d.o.MaxAge {
-		up["status"] = StatusDead
-		d.o.Metrics.dead(dl.Receiver, e.Type)
-		d.o.Log.Error("events: dead letter", "receiver", dl.Receiver, "event_id", e.EventID, "type", e.Type,
-			"attempts", dl.Attempts+1, "err", msg)
-	} else {
-		up["next_at"] = now.Add(d.o.Backoff.Jittered(dl.Attempts))
-		d.o.Metrics.retried(dl.Receiver, e.Type)
-	}
-	return tx.Model(&Delivery{}).Where("id = ? AND lease_owner = ?", dl.ID, owner).Updates(up).Error
-}
-
-// record runs write until it succeeds, SQL being away, for as long as the
-// lease lasts: an outcome not recorded is a delivery made again.
-func (d *Dispatcher) record(ctx context.Context, write func(tx *gorm.DB) error) error {
-	ctx = context.WithoutCancel(ctx)
-	deadline := time.Now().Add(d.lease / 2)
-	for n := 0; ; n++ {
-		err := write(d.db.WithContext(ctx))
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(backoff.Exponential{Min: 50 * time.Millisecond, Max: 2 * time.Second}.Jittered(n))
-	}
+	return n, d.settle(ctx, s.Name(), outcomes)
 }
 
 // token is a lease owner: 16 random bytes in hex.

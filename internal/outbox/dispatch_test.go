@@ -77,7 +77,7 @@ func TestOrderOfEventsSurvivesRefusals(t *testing.T) {
 		received = append(received, m.ID)
 	}))
 	t.Cleanup(srv.Close)
-	hook, err := NewWebhook("shop", srv.URL, []string{key}, nil)
+	hook, err := NewWebhook("shop", srv.URL, []string{key}, Format{}, nil)
 	require.NoError(t, err)
 
 	run(t, NewDispatcher(db, Options{Sinks: []Sink{hook}, Poll: 2 * time.Millisecond, Backoff: fast, Log: quiet}))

@@ -27,7 +27,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // openDB returns a database of its own for the test, migrated, on the real
 // MariaDB of the test services.
-func openDB(t *testing.T) *gorm.DB { return testsvc.MigratedMySQL(t) }
+func openDB(t testing.TB) *gorm.DB { return testsvc.MigratedMySQL(t) }
 
 // event builds the event of type typ of order at at, as order.Store does.
 func event(t testing.TB, typ, order string, at time.Time) Event {
@@ -215,7 +215,7 @@ func (s *sink) report() (acked, problems []string) {
 
 // run runs d until the returned stop is called (also at the end of the
 // test); stop waits for Run to return.
-func run(t *testing.T, d *Dispatcher) (stop func()) {
+func run(t testing.TB, d *Dispatcher) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

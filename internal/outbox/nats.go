@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,19 +18,24 @@ import (
 // id: JetStream drops a message whose id it has seen within the stream's
 // duplicate window, so a retry is stored once. The publish is acknowledged
 // by the stream. When no stream takes the subject, one is made:
-// <PREFIX>_EVENTS on <prefix>.>, file storage, a one-hour duplicate window.
+// <PREFIX>_EVENTS on <prefix>.>, file storage, with the duplicate window
+// given (DuplicateWindow when zero).
 type NATS struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	prefix string
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	prefix     string
+	duplicates time.Duration
+	format     Format
 }
 
-// DuplicateWindow is the duplicate window of the stream NATS makes.
+// DuplicateWindow is the default duplicate window of the stream NATS makes.
 const DuplicateWindow = time.Hour
 
 // NewNATS connects to the servers in url (comma-separated), reconnecting
-// for as long as the process runs; a server not up yet is retried.
-func NewNATS(url, prefix string, log *slog.Logger) (*NATS, error) {
+// for as long as the process runs; a server not up yet is retried. A
+// stream it makes has the duplicate window duplicates. Events are sent in
+// format f (structured mode for CloudEvents).
+func NewNATS(url, prefix string, duplicates time.Duration, f Format, log *slog.Logger) (*NATS, error) {
 	nc, err := nats.Connect(url,
 		nats.Name("seckill-events"),
 		nats.RetryOnFailedConnect(true),
@@ -48,7 +54,7 @@ func NewNATS(url, prefix string, log *slog.Logger) (*NATS, error) {
 		nc.Close()
 		return nil, fmt.Errorf("outbox: jetstream: %w", err)
 	}
-	return &NATS{nc: nc, js: js, prefix: prefix}, nil
+	return &NATS{nc: nc, js: js, prefix: prefix, duplicates: cmp.Or(duplicates, DuplicateWindow), format: f}, nil
 }
 
 // Name is "nats" (config.NATSName).
@@ -64,13 +70,17 @@ func (n *NATS) Stream() string {
 
 // Send publishes e and waits for the stream's acknowledgement.
 func (n *NATS) Send(ctx context.Context, e *Event) error {
-	msg := &nats.Msg{Subject: n.Subject(e.Type), Data: []byte(e.Payload), Header: nats.Header{}}
-	msg.Header.Set("Content-Type", "application/json")
-	_, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.EventID))
+	body, contentType, err := n.format.structured(e)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: n.Subject(e.Type), Data: body, Header: nats.Header{}}
+	msg.Header.Set("Content-Type", contentType)
+	_, err = n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.EventID))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 		if _, serr := n.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: n.Stream(), Subjects: []string{n.prefix + ".>"}, Storage: jetstream.FileStorage,
-			Duplicates: DuplicateWindow,
+			Duplicates: n.duplicates,
 		}); serr != nil && !errors.Is(serr, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("create stream %s: %w", n.Stream(), serr)
 		}

@@ -21,9 +21,9 @@ import (
 
 // newNATS returns the sink of prefix on the server at url, closed at the
 // end of the test.
-func newNATS(t *testing.T, url, prefix string) *NATS {
+func newNATS(t testing.TB, url, prefix string) *NATS {
 	t.Helper()
-	n, err := NewNATS(url, prefix, quiet)
+	n, err := NewNATS(url, prefix, 0, Format{}, quiet)
 	require.NoError(t, err)
 	t.Cleanup(n.Close)
 	return n
@@ -164,7 +164,7 @@ func TestDispatcherToNATSAndWebhook(t *testing.T) {
 		}
 	}))
 	t.Cleanup(hookSrv.Close)
-	hook, err := NewWebhook("shop", hookSrv.URL, []string{secret()}, nil)
+	hook, err := NewWebhook("shop", hookSrv.URL, []string{secret()}, Format{}, nil)
 	require.NoError(t, err)
 
 	now := time.Now()

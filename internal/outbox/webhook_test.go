@@ -52,7 +52,7 @@ func (r *receiver) requests() []request {
 func TestWebhookIsSignedWithTheEventID(t *testing.T) {
 	rec, srv := newReceiver(t, http.StatusNoContent)
 	key := secret()
-	hook, err := NewWebhook("shop", srv.URL, []string{key}, nil)
+	hook, err := NewWebhook("shop", srv.URL, []string{key}, Format{}, nil)
 	require.NoError(t, err)
 	e := event(t, OrderCreated, "A", t0)
 
@@ -83,7 +83,7 @@ func TestWebhookIsSignedWithTheEventID(t *testing.T) {
 func TestWebhookSignedWithTwoKeysVerifiesWithEither(t *testing.T) {
 	rec, srv := newReceiver(t, http.StatusOK)
 	old, fresh := secret(), secret()
-	hook, err := NewWebhook("shop", srv.URL, []string{old, fresh}, nil)
+	hook, err := NewWebhook("shop", srv.URL, []string{old, fresh}, Format{}, nil)
 	require.NoError(t, err)
 	e := event(t, OrderPaid, "A", t0)
 	require.NoError(t, hook.Send(t.Context(), &e))
@@ -107,18 +107,18 @@ func TestWebhookRefusedUnless2xx(t *testing.T) {
 	e := event(t, OrderCreated, "A", t0)
 	for _, status := range []int{200, 201, 202, 204, 299} {
 		_, srv := newReceiver(t, status)
-		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, nil)
+		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, Format{}, nil)
 		require.NoError(t, err)
 		assert.NoError(t, hook.Send(t.Context(), &e), "%d", status)
 	}
 	for _, status := range []int{300, 304, 400, 401, 404, 409, 429, 500, 502, 503} {
 		_, srv := newReceiver(t, status)
-		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, nil)
+		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, Format{}, nil)
 		require.NoError(t, err)
 		assert.Error(t, hook.Send(t.Context(), &e), "%d", status)
 	}
 
-	hook, err := NewWebhook("shop", "http://127.0.0.1:1/nobody", []string{secret()}, nil)
+	hook, err := NewWebhook("shop", "http://127.0.0.1:1/nobody", []string{secret()}, Format{}, nil)
 	require.NoError(t, err)
 	assert.Error(t, hook.Send(t.Context(), &e), "no receiver")
 }
@@ -132,7 +132,7 @@ func TestWebhookDoesNotFollowRedirects(t *testing.T) {
 			http.Redirect(w, r, target.URL, status)
 		}))
 		t.Cleanup(srv.Close)
-		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, nil)
+		hook, err := NewWebhook("shop", srv.URL, []string{secret()}, Format{}, nil)
 		require.NoError(t, err)
 		e := event(t, OrderCreated, "A", t0)
 		assert.Error(t, hook.Send(t.Context(), &e), "%d", status)
@@ -143,8 +143,8 @@ func TestWebhookDoesNotFollowRedirects(t *testing.T) {
 // A webhook needs a signing key, and a key that is not whsec_<base64> is
 // refused up front.
 func TestWebhookNeedsValidKeys(t *testing.T) {
-	_, err := NewWebhook("shop", "http://127.0.0.1:1/", nil, nil)
+	_, err := NewWebhook("shop", "http://127.0.0.1:1/", nil, Format{}, nil)
 	assert.Error(t, err)
-	_, err = NewWebhook("shop", "http://127.0.0.1:1/", []string{secret(), "whsec_not base64!"}, nil)
+	_, err = NewWebhook("shop", "http://127.0.0.1:1/", []string{secret(), "whsec_not base64!"}, Format{}, nil)
 	assert.Error(t, err)
 }
