@@ -31,6 +31,8 @@ targets=(
 	"./internal/seedfile FuzzReadYAML"
 	"./internal/seedfile FuzzReadCSV"
 	"./internal/catalog FuzzSpecNumbers"
+	"./internal/payment/alipay FuzzNotification"
+	"./internal/payment/wechatpay FuzzNotification"
 )
 
 # fuzz_once runs one target; its output goes to the terminal and to $log.
