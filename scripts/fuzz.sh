@@ -28,6 +28,7 @@ targets=(
 	"./internal/config FuzzLoadFile"
 	"./internal/config FuzzEventReceivers"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/orderid FuzzReference"
 	"./internal/seedfile FuzzReadYAML"
 	"./internal/seedfile FuzzReadCSV"
 	"./internal/catalog FuzzSpecNumbers"

@@ -670,6 +670,9 @@ type AdminOrder struct {
 	// PaidAt When it was paid; absent if it never was (kept when a paid order is cancelled).
 	PaidAt *time.Time `json:"paid_at,omitempty"`
 
+	// PaymentReference What a payment provider knows the order by (see `Order`).
+	PaymentReference string `json:"payment_reference"`
+
 	// PriceCents Total price of the order (unit price times qty).
 	PriceCents int64 `json:"price_cents"`
 	Qty        int   `json:"qty"`
@@ -820,9 +823,11 @@ type Checkout struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	OrderId   string    `json:"order_id"`
 
-	// PaymentReference `pay_` followed by the order id, the same on every call for the
-	// order: an idempotency key for the charge, so that a checkout
-	// asked twice charges once.
+	// PaymentReference The order's payment reference (see `Order`), the same on every
+	// call for the order: the order number to give the payment
+	// provider, and an idempotency key for the charge, so that a
+	// checkout asked twice charges once. A notification may name the
+	// order by it (`data.payment_reference`).
 	PaymentReference string `json:"payment_reference"`
 
 	// Status `pending_payment` until the payment side's notification is applied, `paid` after.
@@ -952,6 +957,12 @@ type Order struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	OrderId   string    `json:"order_id"`
 
+	// PaymentReference What a payment provider knows the order by: 32 letters and
+	// digits, the same on every call, which Stripe, Alipay and WeChat
+	// Pay all accept as the shop's order number. It is the order id
+	// written in base 62, so distinct orders have distinct references.
+	PaymentReference string `json:"payment_reference"`
+
 	// PriceCents Total price of the order (unit price times qty).
 	PriceCents int64 `json:"price_cents"`
 	Qty        int   `json:"qty"`
@@ -1042,7 +1053,9 @@ type Payment struct {
 	WebhookId string `json:"webhook_id"`
 }
 
-// PaymentData The payment; fields other than these are ignored.
+// PaymentData The payment; fields other than these are ignored. It names its
+// order by `order_id` or `payment_reference` (400 `invalid_request`
+// without either).
 type PaymentData struct {
 	// AmountCents What was charged, in cents; must be the order's `price_cents`.
 	AmountCents int64 `json:"amount_cents"`
@@ -1050,13 +1063,18 @@ type PaymentData struct {
 	// Currency ISO 4217 code of what was charged; must be `payment.currency`.
 	Currency string `json:"currency"`
 
-	// OrderId The order paid, as `placeOrder` answered it.
-	OrderId string `json:"order_id"`
+	// OrderId The order paid, as `placeOrder` answered it; or `payment_reference` instead.
+	OrderId string `json:"order_id,omitempty"`
 
 	// PaymentId The payment side's id of the payment, 1-128 letters, digits or
 	// `- _ . : @`. A payment id recorded before is a replay, or a 422
 	// when the order, amount or currency differ.
 	PaymentId string `json:"payment_id"`
+
+	// PaymentReference The order paid, by its `payment_reference`; with `order_id` too,
+	// both must name the same order (400 otherwise). One that is no
+	// order's is 404.
+	PaymentReference string `json:"payment_reference,omitempty"`
 }
 
 // PaymentList defines model for PaymentList.
@@ -1070,7 +1088,9 @@ type PaymentList struct {
 // PaymentNotification The body of a payment notification. Fields other than these are
 // ignored, so a payment side may send its own.
 type PaymentNotification struct {
-	// Data The payment; fields other than these are ignored.
+	// Data The payment; fields other than these are ignored. It names its
+	// order by `order_id` or `payment_reference` (400 `invalid_request`
+	// without either).
 	Data PaymentData `json:"data"`
 
 	// Type The only notification taken.
@@ -1865,6 +1885,11 @@ type AdminListOrdersParams struct {
 	// UserId Only the orders of this shopper (1-64 letters, digits or `- _ . : @`).
 	UserId *string `form:"user_id,omitempty" json:"user_id,omitempty"`
 
+	// PaymentReference Only the order with this payment reference (the one a payment
+	// provider reports), if it matches the other filters; found by its
+	// order id, which the reference holds, queued or not.
+	PaymentReference *string `form:"payment_reference,omitempty" json:"payment_reference,omitempty"`
+
 	// Status Only the orders in one of these statuses: a comma-separated subset
 	// of `queued`, `pending_payment`, `paid`, `cancelled`, `expired`,
 	// `failed` (the parameter may also be repeated; the values add up).
@@ -2470,7 +2495,7 @@ type ClientInterface interface {
 	// /admin/orders/{order_id}`).
 	//
 	// Each filter is served by an index of `orders`. A bad `sku_id`,
-	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 	// 400 `invalid_request`.
 	//
 	// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
@@ -3354,7 +3379,7 @@ func (c *RawClient) AdminRedeliverEvent(ctx context.Context, id EventId, params 
 // /admin/orders/{order_id}`).
 //
 // Each filter is served by an index of `orders`. A bad `sku_id`,
-// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 // 400 `invalid_request`.
 //
 // Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
@@ -4726,6 +4751,18 @@ func NewAdminListOrdersRequest(server string, params *AdminListOrdersParams) (*h
 		if params.UserId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PaymentReference != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "payment_reference", *params.PaymentReference, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6228,7 +6265,7 @@ type ClientWithResponsesInterface interface {
 	// /admin/orders/{order_id}`).
 	//
 	// Each filter is served by an index of `orders`. A bad `sku_id`,
-	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 	// 400 `invalid_request`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9796,7 +9833,7 @@ func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Contex
 // /admin/orders/{order_id}`).
 //
 // Each filter is served by an index of `orders`. A bad `sku_id`,
-// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 // 400 `invalid_request`.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -46,13 +46,21 @@ const (
 	MaxWebhookIDLen = 128
 )
 
-// PaymentNotice is a payment the payment side reports as succeeded.
+// MaxPaymentReferenceLen bounds a payment reference a notice carries (a
+// real one is orderid.ReferenceLen).
+const MaxPaymentReferenceLen = 64
+
+// PaymentNotice is a payment the payment side reports as succeeded. It
+// names its order by OrderID or by PaymentReference (the order's
+// orderid.Reference, which providers carry as their order number); when
+// both are set they must name the same order.
 type PaymentNotice struct {
-	WebhookID   string // the notification's id (webhook-id), the same on every retry
-	PaymentID   string // the payment side's id of the payment
-	OrderID     string
-	AmountCents int64
-	Currency    string
+	WebhookID        string // the notification's id (webhook-id), the same on every retry
+	PaymentID        string // the payment side's id of the payment
+	OrderID          string
+	PaymentReference string
+	AmountCents      int64
+	Currency         string
 }
 
 // Validate refuses a notice that no payment can be: ErrInvalid.
@@ -62,8 +70,12 @@ func (n PaymentNotice) Validate() error {
 		return fmt.Errorf("%w: webhook-id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxWebhookIDLen)
 	case !validToken(n.PaymentID, MaxPaymentIDLen):
 		return fmt.Errorf("%w: data.payment_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxPaymentIDLen)
-	case n.OrderID == "" || len(n.OrderID) > 64:
+	case n.OrderID == "" && n.PaymentReference == "":
+		return fmt.Errorf("%w: the notification must name its order: an order id or a payment reference", ErrInvalid)
+	case len(n.OrderID) > 64:
 		return fmt.Errorf("%w: data.order_id must be an order id", ErrInvalid)
+	case len(n.PaymentReference) > MaxPaymentReferenceLen:
+		return fmt.Errorf("%w: the payment reference must be at most %d characters", ErrInvalid, MaxPaymentReferenceLen)
 	case n.AmountCents < 0:
 		return fmt.Errorf("%w: data.amount_cents must not be negative", ErrInvalid)
 	case len(n.Currency) != 3:
@@ -128,11 +140,11 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 		return nil, ErrClosed
 	}
 	return &Checkout{OrderID: v.OrderID, Status: v.Status, AmountCents: v.PriceCents,
-		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: "pay_" + v.OrderID}, nil
+		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: v.PaymentReference}, nil
 }
 
 // ApplyPayment records a payment the payment side reports and applies it to
-// its order, in one transaction: a pending order before its deadline
+// its order (named by id or by payment reference), in one transaction: a pending order before its deadline
 // becomes paid (applied). A payment for an order that cannot take it —
 // cancelled, expired, failed, past its deadline, or paid by another
 // payment — is recorded refund_due and changes nothing: the units of a
@@ -151,6 +163,16 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 func (s *Service) ApplyPayment(ctx context.Context, n PaymentNotice) (*PaymentResult, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
+	}
+	if n.PaymentReference != "" {
+		id, ok := orderid.FromReference(n.PaymentReference)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: no order has payment reference %q", ErrNotFound, n.PaymentReference)
+		case n.OrderID != "" && n.OrderID != id:
+			return nil, fmt.Errorf("%w: the order id and the payment reference name different orders", ErrInvalid)
+		}
+		n.OrderID = id
 	}
 	if _, _, _, ok := orderid.Parse(n.OrderID); !ok {
 		// Not an order id, though SQL's comparison, which ignores
