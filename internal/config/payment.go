@@ -13,6 +13,12 @@ const (
 	// PaymentTrusted: the shopper's pay marks the order paid; for a gateway
 	// that forwards it only after charging.
 	PaymentTrusted = "trusted"
+	// PaymentAlipay: only Alipay's notification (POST /webhooks/alipay)
+	// marks an order paid.
+	PaymentAlipay = "alipay"
+	// PaymentWeChatPay: only WeChat Pay's notification (POST
+	// /webhooks/wechatpay) marks an order paid.
+	PaymentWeChatPay = "wechatpay"
 )
 
 // Payment configures how an order comes to be paid.
@@ -21,7 +27,9 @@ type Payment struct {
 	Currency string `mapstructure:"currency"`
 	// WebhookSecret is one or more whsec_<base64> keys, comma-separated: a
 	// notification signed with any of them is accepted.
-	WebhookSecret string `mapstructure:"webhook_secret"`
+	WebhookSecret string    `mapstructure:"webhook_secret"`
+	Alipay        Alipay    `mapstructure:"alipay"`
+	WeChatPay     WeChatPay `mapstructure:"wechatpay"`
 }
 
 // Secrets returns the webhook keys, one per comma-separated entry.
@@ -49,6 +57,9 @@ func (c *Config) PaymentConfirmation() (string, error) {
 func (p Payment) validate() error {
 	if len(p.Currency) != 3 || strings.ToUpper(p.Currency) != p.Currency || strings.Trim(p.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
 		return &Error{Key: "payment.currency", Value: p.Currency, Allowed: "an ISO 4217 code: three capital letters (USD, EUR, CNY)"}
+	}
+	if err := p.validateCN(); err != nil {
+		return err
 	}
 	secrets := p.Secrets()
 	if p.Mode != PaymentWebhook {

@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/payment/notify"
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
@@ -45,7 +46,13 @@ var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
 	{is(webhook.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
 		Detail: "the webhook-id, webhook-timestamp and webhook-signature headers must sign the body with a payment.webhook_secret key, within 5 minutes of now"}},
-	{is(order.ErrInvalid, catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
+	// A payment provider's notification (POST /webhooks/alipay,
+	// /webhooks/wechatpay) that is not verified: nothing is read or
+	// written.
+	{is(notify.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature"}},
+	{is(notify.ErrUndecryptable), Error{Status: http.StatusUnauthorized, Code: "undecryptable"}},
+	{is(notify.ErrMerchant), Error{Status: http.StatusUnprocessableEntity, Code: "wrong_merchant"}},
+	{is(order.ErrInvalid, catalog.ErrInvalid, notify.ErrMalformed), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
 	{is(order.ErrNotFound, sale.ErrTaskNotFound, outbox.ErrNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
