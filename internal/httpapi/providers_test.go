@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 
@@ -116,5 +118,29 @@ func TestProviderRoutesOnlyInTheirMode(t *testing.T) {
 	for _, p := range []string{"/webhooks/alipay", "/webhooks/wechatpay"} {
 		w := send(h, http.MethodPost, p, []byte("x=1"), nil)
 		require.Equal(t, http.StatusNotFound, w.Code, p)
+	}
+}
+
+// A notification's body and headers — its signature, its encrypted
+// payment — never reach the log, whatever the answer, at any level.
+func TestProviderNotificationsAreNotLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, v := range []stubNotifications{{n: paid}, {n: notify.Notification{ID: "n1", State: "WAIT_BUYER_PAY"}},
+		{err: fmt.Errorf("%w: x", notify.ErrSignature)}} {
+		for _, applied := range []error{nil, errors.New("connection refused")} {
+			h := rawAPI(t, func(d *Deps) {
+				d.Log = log
+				d.Payments = &recordingPayments{err: applied}
+				d.Alipay, d.WeChatPay = v, v
+			})
+			send(h, http.MethodPost, "/webhooks/alipay", []byte("sign=SECRETSIGN&total_amount=1.00"), nil)
+			send(h, http.MethodPost, "/webhooks/wechatpay", []byte(`{"resource":{"ciphertext":"SECRETCIPHER"}}`),
+				map[string]string{"Wechatpay-Signature": "SECRETHEADER"})
+		}
+	}
+	require.NotEmpty(t, buf.String())
+	for _, secret := range []string{"SECRETSIGN", "SECRETCIPHER", "SECRETHEADER"} {
+		assert.NotContains(t, buf.String(), secret)
 	}
 }
