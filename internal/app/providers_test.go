@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/payment/paytest"
 	"github.com/seckill/seckill/internal/testutil"
 )
@@ -358,4 +360,62 @@ func TestProviderPaymentsAfterTheDeadline(t *testing.T) {
 		require.Len(t, ps, 1)
 		assert.Equal(t, order.PaymentRefundDue, ps[0].Status)
 	})
+}
+
+// A notification for an order accepted a moment ago and not in SQL yet is
+// refused in each provider's words, with 503, and nothing is recorded: the
+// provider sends it again, and it is applied then.
+func TestProviderPaymentsForAQueuedOrder(t *testing.T) {
+	t.Run("alipay", func(t *testing.T) {
+		s := startAlipay(t, saleOpts{noWorkers: true})
+		id := s.order(0, s.seed(5, 1), "frank")
+		ref, ok := orderid.Reference(id)
+		require.True(t, ok)
+		r := s.alipay(paytest.AlipayParams(alipayApp, "q1", "T-q1", ref, "999.00"), nil)
+		assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
+		assert.Equal(t, "fail", r.Raw)
+		assert.Empty(t, s.payments(id))
+	})
+	t.Run("wechatpay", func(t *testing.T) {
+		s := startWeChatPay(t, saleOpts{noWorkers: true})
+		id := s.order(0, s.seed(5, 1), "frank")
+		ref, ok := orderid.Reference(id)
+		require.True(t, ok)
+		r := s.wechatpay(wechat("EV-q", "4200010", ref, 99900))
+		assert.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
+		assert.Regexp(t, "^order_queued: ", r.Str("message"))
+		assert.NotEmpty(t, r.Header.Get("Retry-After"))
+		assert.Empty(t, s.payments(id))
+	})
+}
+
+// The same notification delivered several times at once (a provider's
+// retry overtaking the first delivery) is recorded once and pays once.
+func TestAProviderNotificationDeliveredConcurrently(t *testing.T) {
+	s := startWeChatPay(t, saleOpts{})
+	sku := s.seed(5, 1)
+	id, _ := s.pendingOrder(sku, "gina")
+	ref := s.reference("gina", id)
+	body, h := wechat("EV-twice", "4200020", ref, 99900).Build(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, s.urls[0]+"/webhooks/wechatpay", bytes.NewReader(body))
+			if !assert.NoError(t, err) {
+				return
+			}
+			req.Header = h.Clone()
+			r, err := s.caller().Send(req)
+			if assert.NoError(t, err) {
+				assert.Equal(t, http.StatusNoContent, r.Status, r.Raw)
+			}
+		})
+	}
+	wg.Wait()
+	ps := s.payments(id)
+	require.Len(t, ps, 1)
+	assert.Equal(t, order.PaymentApplied, ps[0].Status)
+	rep := s.drained(sku)
+	assert.Equal(t, int64(1), rep.Paid)
+	assert.True(t, rep.Consistent, "%+v", rep)
 }
