@@ -49,13 +49,16 @@ type Deps struct {
 	// /admin/events/{id}/redeliver, under /admin with the admin routes;
 	// nil: none.
 	Events Events
-	// PaymentMode is config.PaymentWebhook or config.PaymentTrusted: who
-	// marks an order paid, the payment side's notification or the
-	// shopper's pay.
+	// PaymentMode is payment.mode: who marks an order paid, the payment
+	// side's notification or the shopper's pay (trusted). In webhook and
+	// stripe modes a shopper's pay answers the checkout.
 	PaymentMode string
 	// Webhooks verifies the payment notifications' signatures; nil: no
 	// POST /webhooks/payments.
 	Webhooks WebhookVerifier
+	// Stripe reads Stripe's signed events (payment.mode stripe); nil: no
+	// POST /webhooks/stripe.
+	Stripe StripeEvents
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string
 	// Tokens, when set, makes shoppers identify with a bearer token it
