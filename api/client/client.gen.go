@@ -19,14 +19,17 @@ import (
 
 // Defines values for AdminOrderRefund.
 const (
-	Due  AdminOrderRefund = "due"
-	None AdminOrderRefund = "none"
+	Due    AdminOrderRefund = "due"
+	Issued AdminOrderRefund = "issued"
+	None   AdminOrderRefund = "none"
 )
 
 // Valid indicates whether the value is a known member of the AdminOrderRefund enum.
 func (e AdminOrderRefund) Valid() bool {
 	switch e {
 	case Due:
+		return true
+	case Issued:
 		return true
 	case None:
 		return true
@@ -614,6 +617,21 @@ func (e WeChatPayFailCode) Valid() bool {
 	}
 }
 
+// Defines values for ReceiveStripeEvent200JSONResponseBody1Ignored.
+const (
+	True ReceiveStripeEvent200JSONResponseBody1Ignored = true
+)
+
+// Valid indicates whether the value is a known member of the ReceiveStripeEvent200JSONResponseBody1Ignored enum.
+func (e ReceiveStripeEvent200JSONResponseBody1Ignored) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReceiveWeChatPayNotification400JSONResponseBodyCode.
 const (
 	ReceiveWeChatPayNotification400JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification400JSONResponseBodyCode = "FAIL"
@@ -804,9 +822,18 @@ type AdminOrder struct {
 	Qty        int   `json:"qty"`
 
 	// Refund `due` when support staff cancelled the order after it was paid:
-	// the shop owes the shopper `price_cents`. `none` otherwise.
+	// the shop owes the shopper `price_cents`. `issued` when the
+	// payment provider refunded it (`stripe` mode: at the cancel;
+	// `refund_id` is the refund). `none` otherwise.
 	Refund AdminOrderRefund `json:"refund"`
-	SkuId  SKUId            `json:"sku_id"`
+
+	// RefundError Why the payment provider refused, or could not be asked for, a
+	// refund that stays `due`; the same cancel sent again asks again.
+	RefundError *string `json:"refund_error,omitempty"`
+
+	// RefundId The payment provider's refund (`issued`), e.g. Stripe's `re_…`.
+	RefundId *string `json:"refund_id,omitempty"`
+	SkuId    SKUId   `json:"sku_id"`
 
 	// Status `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
 	// `paid` → `cancelled` by support staff; `failed` if the database
@@ -819,7 +846,9 @@ type AdminOrder struct {
 }
 
 // AdminOrderRefund `due` when support staff cancelled the order after it was paid:
-// the shop owes the shopper `price_cents`. `none` otherwise.
+// the shop owes the shopper `price_cents`. `issued` when the
+// payment provider refunded it (`stripe` mode: at the cancel;
+// `refund_id` is the refund). `none` otherwise.
 type AdminOrderRefund string
 
 // AdminOrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
@@ -940,6 +969,12 @@ type Checkout struct {
 	// price times `qty`). A notification of another amount is a
 	// mismatch.
 	AmountCents int64 `json:"amount_cents"`
+
+	// ClientSecret `stripe` mode, while the order is `pending_payment`: the client
+	// secret of the order's PaymentIntent, which the shop's checkout
+	// completes the payment with (Stripe.js `confirmPayment`). Absent
+	// in the other modes and once the order is paid.
+	ClientSecret *string `json:"client_secret,omitempty"`
 
 	// Currency ISO 4217 code of every price, `payment.currency` (`SECKILL_PAYMENT_CURRENCY`, USD by default).
 	Currency string `json:"currency"`
@@ -2154,6 +2189,32 @@ type ReceivePaymentParams struct {
 	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
 
+// ReceiveStripeEventJSONBody defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEventJSONBody struct {
+	Data *map[string]interface{} `json:"data,omitempty"`
+	Id   string                  `json:"id"`
+	Type string                  `json:"type"`
+}
+
+// ReceiveStripeEventParams defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEventParams struct {
+	// StripeSignature Stripe's signature of the body.
+	StripeSignature string `json:"Stripe-Signature"`
+}
+
+// ReceiveStripeEvent200JSONResponseBody1 defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody1 struct {
+	Ignored ReceiveStripeEvent200JSONResponseBody1Ignored `json:"ignored"`
+}
+
+// ReceiveStripeEvent200JSONResponseBody1Ignored defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody1Ignored bool
+
+// ReceiveStripeEvent200JSONResponseBody defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody struct {
+	union json.RawMessage
+}
+
 // ReceiveWeChatPayNotificationJSONBody defines parameters for ReceiveWeChatPayNotification.
 type ReceiveWeChatPayNotificationJSONBody struct {
 	// EventType Examples: TRANSACTION.SUCCESS
@@ -2478,6 +2539,9 @@ type ReceiveAlipayNotificationFormdataRequestBody ReceiveAlipayNotificationFormd
 // ReceivePaymentJSONRequestBody defines body for ReceivePayment for application/json ContentType.
 type ReceivePaymentJSONRequestBody = PaymentNotification
 
+// ReceiveStripeEventJSONRequestBody defines body for ReceiveStripeEvent for application/json ContentType.
+type ReceiveStripeEventJSONRequestBody ReceiveStripeEventJSONBody
+
 // ReceiveWeChatPayNotificationJSONRequestBody defines body for ReceiveWeChatPayNotification for application/json ContentType.
 type ReceiveWeChatPayNotificationJSONRequestBody ReceiveWeChatPayNotificationJSONBody
 
@@ -2733,6 +2797,68 @@ func (t PayOrder200JSONResponseBody) MarshalJSON() ([]byte, error) {
 }
 
 func (t *PayOrder200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPaymentResult returns the union data inside the ReceiveStripeEvent200JSONResponseBody as a PaymentResult
+func (t ReceiveStripeEvent200JSONResponseBody) AsPaymentResult() (PaymentResult, error) {
+	var body PaymentResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentResult overwrites any union data inside the ReceiveStripeEvent200JSONResponseBody as the provided PaymentResult
+func (t *ReceiveStripeEvent200JSONResponseBody) FromPaymentResult(v PaymentResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePaymentResult performs a merge with any union data inside the ReceiveStripeEvent200JSONResponseBody, using the provided PaymentResult
+func (t *ReceiveStripeEvent200JSONResponseBody) MergePaymentResult(v PaymentResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReceiveStripeEvent200JSONResponseBody1 returns the union data inside the ReceiveStripeEvent200JSONResponseBody as a ReceiveStripeEvent200JSONResponseBody1
+func (t ReceiveStripeEvent200JSONResponseBody) AsReceiveStripeEvent200JSONResponseBody1() (ReceiveStripeEvent200JSONResponseBody1, error) {
+	var body ReceiveStripeEvent200JSONResponseBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReceiveStripeEvent200JSONResponseBody1 overwrites any union data inside the ReceiveStripeEvent200JSONResponseBody as the provided ReceiveStripeEvent200JSONResponseBody1
+func (t *ReceiveStripeEvent200JSONResponseBody) FromReceiveStripeEvent200JSONResponseBody1(v ReceiveStripeEvent200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeReceiveStripeEvent200JSONResponseBody1 performs a merge with any union data inside the ReceiveStripeEvent200JSONResponseBody, using the provided ReceiveStripeEvent200JSONResponseBody1
+func (t *ReceiveStripeEvent200JSONResponseBody) MergeReceiveStripeEvent200JSONResponseBody1(v ReceiveStripeEvent200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ReceiveStripeEvent200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ReceiveStripeEvent200JSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -3405,7 +3531,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
+	// PayOrder Pay an order (trusted mode), or get what to charge for it (the other modes)
 	//
 	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 	// request body either way.
@@ -3423,7 +3549,23 @@ type ClientInterface interface {
 	// the `Checkout` with status `paid`, and `GET
 	// /api/v1/orders/{order_id}` shows it `paid`.
 	//
-	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// `stripe`: as `webhook`, and the checkout's answer carries
+	// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+	// Elements) completes the payment with. The first pay of a pending
+	// order creates its PaymentIntent (idempotency key: the
+	// `payment_reference`) for exactly `amount_cents` in `currency`, with
+	// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+	// id with the order; a later pay answers the same PaymentIntent. 503
+	// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+	// cannot be reached; 502 `payment_provider_refused` when it refuses.
+	// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+	// marks the order paid.
+	//
+	// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+	// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+	// the order by `out_trade_no` = `payment_reference`, marks it paid.
+	//
+	// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 	// failed or past its payment deadline.
 	//
@@ -3757,6 +3899,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeEventWithBody Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithBody(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeEvent Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEvent(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReceiveWeChatPayNotificationWithBody Take WeChat Pay's API v3 notification of a payment
 	//
@@ -4719,7 +4931,7 @@ func (c *RawClient) CancelOrder(ctx context.Context, orderId OrderId, reqEditors
 	return c.Client.Do(req)
 }
 
-// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
+// PayOrder Pay an order (trusted mode), or get what to charge for it (the other modes)
 //
 // What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 // request body either way.
@@ -4737,7 +4949,23 @@ func (c *RawClient) CancelOrder(ctx context.Context, orderId OrderId, reqEditors
 // the `Checkout` with status `paid`, and `GET
 // /api/v1/orders/{order_id}` shows it `paid`.
 //
-// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// `stripe`: as `webhook`, and the checkout's answer carries
+// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+// Elements) completes the payment with. The first pay of a pending
+// order creates its PaymentIntent (idempotency key: the
+// `payment_reference`) for exactly `amount_cents` in `currency`, with
+// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+// id with the order; a later pay answers the same PaymentIntent. 503
+// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+// cannot be reached; 502 `payment_provider_refused` when it refuses.
+// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+// marks the order paid.
+//
+// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+// the order by `out_trade_no` = `payment_reference`, marks it paid.
+//
+// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 // is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 // failed or past its payment deadline.
 //
@@ -5202,6 +5430,96 @@ func (c *RawClient) ReceivePaymentWithBody(ctx context.Context, params *ReceiveP
 // Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 func (c *RawClient) ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceivePaymentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeEventWithBody Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *RawClient) ReceiveStripeEventWithBody(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeEventRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeEvent Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *RawClient) ReceiveStripeEvent(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6953,6 +7271,59 @@ func NewReceivePaymentRequestWithBody(server string, params *ReceivePaymentParam
 	return req, nil
 }
 
+// NewReceiveStripeEventRequest calls the generic ReceiveStripeEvent builder with application/json body
+func NewReceiveStripeEventRequest(server string, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveStripeEventRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewReceiveStripeEventRequestWithBody constructs an http.Request for the ReceiveStripeEvent method, with any body, and a specified content type
+func NewReceiveStripeEventRequestWithBody(server string, params *ReceiveStripeEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/stripe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Stripe-Signature", params.StripeSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Stripe-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewReceiveWeChatPayNotificationRequest calls the generic ReceiveWeChatPayNotification builder with application/json body
 func NewReceiveWeChatPayNotificationRequest(server string, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7703,7 +8074,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithResponse(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
-	// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
+	// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (the other modes)
 	//
 	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 	// request body either way.
@@ -7721,7 +8092,23 @@ type ClientWithResponsesInterface interface {
 	// the `Checkout` with status `paid`, and `GET
 	// /api/v1/orders/{order_id}` shows it `paid`.
 	//
-	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// `stripe`: as `webhook`, and the checkout's answer carries
+	// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+	// Elements) completes the payment with. The first pay of a pending
+	// order creates its PaymentIntent (idempotency key: the
+	// `payment_reference`) for exactly `amount_cents` in `currency`, with
+	// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+	// id with the order; a later pay answers the same PaymentIntent. 503
+	// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+	// cannot be reached; 502 `payment_provider_refused` when it refuses.
+	// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+	// marks the order paid.
+	//
+	// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+	// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+	// the order by `out_trade_no` = `payment_reference`, marks it paid.
+	//
+	// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 	// failed or past its payment deadline.
 	//
@@ -8075,6 +8462,76 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePaymentWithResponse(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error)
+
+	// ReceiveStripeEventWithBodyWithResponse Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithBodyWithResponse(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error)
+
+	// ReceiveStripeEventWithResponse Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithResponse(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error)
 
 	// ReceiveWeChatPayNotificationWithBodyWithResponse Take WeChat Pay's API v3 notification of a payment
 	//
@@ -10100,6 +10557,8 @@ type PayOrderResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *OrderConflict
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -10126,6 +10585,11 @@ func (r PayOrderResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r PayOrderResponse) GetJSON409() *OrderConflict {
 	return r.JSON409
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r PayOrderResponse) GetJSON502() *Error {
+	return r.JSON502
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -10880,6 +11344,96 @@ func (r ReceivePaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReceivePaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveStripeEventResponse503Headers the declared response headers of an HTTP 503 response for ReceiveStripeEvent
+type ReceiveStripeEventResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceiveStripeEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReceiveStripeEvent200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *PaymentMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PaymentUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveStripeEventResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON200() *ReceiveStripeEvent200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON422() *PaymentMismatch {
+	return r.JSON422
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON503() *PaymentUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveStripeEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveStripeEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveStripeEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveStripeEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11812,7 +12366,7 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, order
 	return ParseCancelOrderResponse(rsp)
 }
 
-// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
+// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (the other modes)
 //
 // What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 // request body either way.
@@ -11830,7 +12384,23 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, order
 // the `Checkout` with status `paid`, and `GET
 // /api/v1/orders/{order_id}` shows it `paid`.
 //
-// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// `stripe`: as `webhook`, and the checkout's answer carries
+// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+// Elements) completes the payment with. The first pay of a pending
+// order creates its PaymentIntent (idempotency key: the
+// `payment_reference`) for exactly `amount_cents` in `currency`, with
+// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+// id with the order; a later pay answers the same PaymentIntent. 503
+// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+// cannot be reached; 502 `payment_provider_refused` when it refuses.
+// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+// marks the order paid.
+//
+// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+// the order by `out_trade_no` = `payment_reference`, marks it paid.
+//
+// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 // is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 // failed or past its payment deadline.
 //
@@ -12267,6 +12837,88 @@ func (c *ClientWithResponses) ReceivePaymentWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseReceivePaymentResponse(rsp)
+}
+
+// ReceiveStripeEventWithBodyWithResponse Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeEventWithBodyWithResponse(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error) {
+	rsp, err := c.ReceiveStripeEventWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeEventResponse(rsp)
+}
+
+// ReceiveStripeEventWithResponse Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeEventWithResponse(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error) {
+	rsp, err := c.ReceiveStripeEvent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeEventResponse(rsp)
 }
 
 // ReceiveWeChatPayNotificationWithBodyWithResponse Take WeChat Pay's API v3 notification of a payment
@@ -14132,6 +14784,13 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14773,6 +15432,87 @@ func ParseReceivePaymentResponse(rsp *http.Response) (*ReceivePaymentResponse, e
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ReceivePaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveStripeEventResponse parses an HTTP response from a ReceiveStripeEventWithResponse call
+func ParseReceiveStripeEventResponse(rsp *http.Response) (*ReceiveStripeEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveStripeEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReceiveStripeEvent200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest PaymentMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PaymentUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveStripeEventResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -149,6 +149,9 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	if tokens != nil {
 		deps.Tokens = tokens
 	}
+	if a.stripe != nil {
+		deps.Stripe = a.stripe
+	}
 	if con != nil {
 		deps.Console = con
 	}

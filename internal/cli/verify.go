@@ -89,6 +89,12 @@ names GET /admin/skus/{id}/audit, which reports the same on the server.`,
 				}
 				fmt.Fprintf(e.stderr, "verify: payments: %d applied, %d refund_due, %d mismatch\n",
 					counts[order.PaymentApplied], counts[order.PaymentRefundDue], counts[order.PaymentMismatch])
+				refunds, err := order.RefundCounts(cmd.Context(), a.DB)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "verify: refunds of orders cancelled after payment: %d due, %d issued\n",
+					refunds[order.RefundDue], refunds[order.RefundIssued])
 				if !verifyEvents(cmd.Context(), e, a) {
 					return fmt.Errorf("%w: order events do not match the orders", errViolation)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
+	"github.com/seckill/seckill/internal/stripepay"
 	"github.com/seckill/seckill/internal/webhook"
 )
 
@@ -44,6 +45,8 @@ const retrySoon = "1"
 // as an error.
 var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
+	{is(stripepay.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
+		Detail: "the Stripe-Signature header must sign the body with a payment.stripe.webhook_secret secret, within 5 minutes of now"}},
 	{is(webhook.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
 		Detail: "the webhook-id, webhook-timestamp and webhook-signature headers must sign the body with a payment.webhook_secret key, within 5 minutes of now"}},
 	// A payment provider's notification (POST /webhooks/alipay,
@@ -71,6 +74,12 @@ var rules = []rule{
 	// the payment side sends it again and it is applied then.
 	{is(order.ErrPaymentEarly), Error{Status: http.StatusServiceUnavailable, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrPaymentMismatch), Error{Status: http.StatusUnprocessableEntity, Code: "payment_mismatch"}},
+	// The payment provider, at the checkout: refused (a key, a currency or
+	// an amount it does not take: an operator must look) or unreachable.
+	{isA[*order.RefusedError], Error{Status: http.StatusBadGateway, Code: "payment_provider_refused",
+		Detail: "the payment provider refused to open the payment; the server log says why"}},
+	{is(order.ErrProvider), Error{Status: http.StatusServiceUnavailable, Code: "payment_provider_unavailable",
+		Detail: "the payment provider did not answer, retry shortly", RetryAfter: "2"}},
 	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrClosed), Error{Status: http.StatusConflict, Code: "order_closed"}},
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},

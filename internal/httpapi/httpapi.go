@@ -49,13 +49,16 @@ type Deps struct {
 	// /admin/events/{id}/redeliver, under /admin with the admin routes;
 	// nil: none.
 	Events Events
-	// PaymentMode is payment.mode: who marks an order paid, the shopper's
-	// pay (config.PaymentTrusted, or empty) or, in every other mode, a
-	// payment notification, the shopper's pay answering what to charge.
+	// PaymentMode is payment.mode: who marks an order paid, the payment
+	// side's notification or the shopper's pay (trusted). In every mode
+	// but trusted a shopper's pay answers the checkout.
 	PaymentMode string
 	// Webhooks verifies the payment notifications' signatures; nil: no
 	// POST /webhooks/payments.
 	Webhooks WebhookVerifier
+	// Stripe reads Stripe's signed events (payment.mode stripe); nil: no
+	// POST /webhooks/stripe.
+	Stripe StripeEvents
 	// Alipay verifies Alipay's notifications (payment.mode alipay); nil: no
 	// POST /webhooks/alipay.
 	Alipay NotificationVerifier

@@ -111,8 +111,8 @@ type PaymentResult struct {
 }
 
 // Checkout is what the shop's checkout needs to charge for an order
-// (payment.mode webhook): the payment side's notification of the charge,
-// naming the order, marks it paid.
+// (payment.mode webhook or a provider's): the payment side's notification
+// of the charge, naming the order, marks it paid.
 type Checkout struct {
 	OrderID     string    `json:"order_id"`
 	Status      string    `json:"status"`
@@ -121,12 +121,18 @@ type Checkout struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	// PaymentReference is the same on every call for the order.
 	PaymentReference string `json:"payment_reference"`
+	// ClientSecret completes the payment the provider opened for the
+	// order (payment.mode stripe: the PaymentIntent's), while it is
+	// pending.
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // Checkout returns what the shop's checkout needs to charge for the user's
-// order, and changes nothing: in webhook mode only the payment side marks
-// an order paid. Errors: ErrNotFound, ErrQueued (not in SQL yet), ErrClosed
-// (cancelled, expired, failed, or past its deadline).
+// order: only the payment side marks an order paid. With a Gateway (the
+// closer's), a pending order's payment is opened at the provider (once per
+// order) and kept with it, and the answer carries its client secret. Errors:
+// ErrNotFound, ErrQueued (not in SQL yet), ErrClosed (cancelled, expired,
+// failed, or past its deadline), and the Gateway's (ErrProvider).
 func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout, error) {
 	v, err := s.Get(ctx, user, orderID)
 	if err != nil {
@@ -139,8 +145,14 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 	case v.Status != StatusPendingPayment || !s.o.Now().Before(v.ExpiresAt):
 		return nil, ErrClosed
 	}
-	return &Checkout{OrderID: v.OrderID, Status: v.Status, AmountCents: v.PriceCents,
-		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: v.PaymentReference}, nil
+	co := &Checkout{OrderID: v.OrderID, Status: v.Status, AmountCents: v.PriceCents,
+		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: v.PaymentReference}
+	if s.closer.gateway != nil && co.Status == StatusPendingPayment {
+		if err := s.openPayment(ctx, co); err != nil {
+			return nil, err
+		}
+	}
+	return co, nil
 }
 
 // ApplyPayment records a payment the payment side reports and applies it to
