@@ -22,6 +22,7 @@ targets=(
 	"./internal/httpapi FuzzListQuery"
 	"./internal/httpapi FuzzCursor"
 	"./internal/httpapi FuzzPaymentWebhook"
+	"./internal/httpapi FuzzStripeWebhook"
 	"./internal/httpapi FuzzEventsQuery"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
@@ -29,9 +30,13 @@ targets=(
 	"./internal/config FuzzEventReceivers"
 	"./internal/config FuzzEventTransports"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/orderid FuzzReference"
+	"./internal/stripepay FuzzStripeEvent"
 	"./internal/seedfile FuzzReadYAML"
 	"./internal/seedfile FuzzReadCSV"
 	"./internal/catalog FuzzSpecNumbers"
+	"./internal/payment/alipay FuzzNotification"
+	"./internal/payment/wechatpay FuzzNotification"
 )
 
 # fuzz_once runs one target; its output goes to the terminal and to $log.

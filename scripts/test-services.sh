@@ -18,8 +18,13 @@
 # Cluster nodes and Sentinels use short timeouts, so that a failover a test
 # provokes completes within a few seconds. After one, the roles may be swapped
 # (6391 the primary, 7003 a master): that is healthy, and left as it is.
+# and stripe-mock, Stripe's own mock of its API (stateless: it answers every
+# call with a fixture), for the tests of payment.mode stripe, as no Stripe
+# account is reachable from a test:
+#   stripe-mock           http://127.0.0.1:12111 (and https on 12112)
 # Installs redis-server, mariadb-server, rabbitmq-server and openssl with
-# apt-get when they are missing; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
+# apt-get when they are missing, and stripe-mock with `go install` at a pinned
+# version; the Sentinels run as `redis-server <conf> --sentinel`. Also installs
 # nats-server, which it does not start: the tests that need it start their own;
 # and chromium with chromium-driver for the console's browser test.
 # Safe to run twice. Prints the SECKILL_TEST_* variables for the tests at the end;
@@ -27,7 +32,7 @@
 #
 # --only LIST starts only the services named, comma-separated, of redis (the
 # standalone :6379), redlock, cluster, sentinel, tls (the three TLS sets),
-# mysql and rabbitmq, installs only what they need (no nats-server, no
+# mysql, rabbitmq and stripe, installs only what they need (no nats-server, no
 # chromium), and prints only their variables: `scripts/test-services.sh --only redis,mysql`
 # is what a load test needs.
 
@@ -53,6 +58,9 @@ TLS_CLUSTER_PORTS=(7100 7101 7102)
 TLS_SENTINEL_MASTER=seckill-tls
 TLS_SENTINEL_DATA_PORTS=(6410 6411)
 TLS_SENTINEL_PORTS=(26410 26411 26412)
+STRIPE_MOCK_VERSION=v0.203.0
+STRIPE_MOCK_PORT=12111
+STRIPE_MOCK_HTTPS_PORT=12112
 # TLS=1 makes the functions below speak TLS: redis-cli through rcli, and the
 # servers that start_redis and start_sentinel start listen on TLS only.
 TLS=0
@@ -74,7 +82,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 	shift
 done
-SERVICES=(redis redlock cluster sentinel tls mysql rabbitmq)
+SERVICES=(redis redlock cluster sentinel tls mysql rabbitmq stripe)
 if [[ -n $only ]]; then
 	for name in ${only//,/ }; do
 		if [[ " ${SERVICES[*]} " != *" $name "* ]]; then
@@ -517,7 +525,33 @@ start_rabbitmq() {
 	"$(command -v rabbitmqctl || echo /usr/sbin/rabbitmqctl)" -q await_startup >&2
 }
 
-mkdir -p "$STATE_DIR"
+
+# stripe_mock_up: whether stripe-mock answers a call as Stripe's API would.
+stripe_mock_up() {
+	curl -fsS -o /dev/null -u sk_test_stripemock: "http://127.0.0.1:$STRIPE_MOCK_PORT/v1/payment_intents?limit=1" 2>/dev/null
+}
+
+# start_stripe_mock starts stripe-mock, built from the Go module proxy at
+# STRIPE_MOCK_VERSION into $STATE_DIR/bin when it is missing.
+start_stripe_mock() {
+	if stripe_mock_up; then
+		log "stripe-mock :$STRIPE_MOCK_PORT already running"
+		return
+	fi
+	local bin=$STATE_DIR/bin/stripe-mock-$STRIPE_MOCK_VERSION
+	if [[ ! -x $bin ]]; then
+		log "go install github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION"
+		GOBIN=$STATE_DIR/bin/.stripe-mock go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" >&2
+		mv "$STATE_DIR/bin/.stripe-mock/stripe-mock" "$bin"
+	fi
+	log "starting stripe-mock :$STRIPE_MOCK_PORT"
+	nohup "$bin" -http-port "$STRIPE_MOCK_PORT" -https-port "$STRIPE_MOCK_HTTPS_PORT" \
+		>"$STATE_DIR/stripe-mock.log" 2>&1 </dev/null &
+	disown
+	wait_for "stripe-mock :$STRIPE_MOCK_PORT" 150 stripe_mock_up
+}
+
+mkdir -p "$STATE_DIR/bin"
 if wants redis || wants redlock || wants cluster || wants sentinel || wants tls; then need_redis; fi
 if [[ -z $only ]]; then
 	need_nats
@@ -530,6 +564,7 @@ if wants sentinel; then start_sentinel_set; fi
 if wants tls; then start_tls_services; fi
 if wants mysql; then start_mysql; fi
 if wants rabbitmq; then start_rabbitmq; fi
+if wants stripe; then start_stripe_mock; fi
 
 join() {
 	local IFS=,
@@ -555,6 +590,7 @@ if wants sentinel; then
 fi
 if wants mysql; then echo "export SECKILL_TEST_MYSQL_DSN='root:@tcp(127.0.0.1:$MYSQL_PORT)/'"; fi
 if wants rabbitmq; then echo "export SECKILL_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/"; fi
+if wants stripe; then echo "export SECKILL_TEST_STRIPE_API_BASE=http://127.0.0.1:$STRIPE_MOCK_PORT"; fi
 if wants tls; then
 	cat <<EOF
 export SECKILL_TEST_REDIS_TLS_ADDR=127.0.0.1:$TLS_REDIS_PORT

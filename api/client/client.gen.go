@@ -19,14 +19,17 @@ import (
 
 // Defines values for AdminOrderRefund.
 const (
-	Due  AdminOrderRefund = "due"
-	None AdminOrderRefund = "none"
+	Due    AdminOrderRefund = "due"
+	Issued AdminOrderRefund = "issued"
+	None   AdminOrderRefund = "none"
 )
 
 // Valid indicates whether the value is a known member of the AdminOrderRefund enum.
 func (e AdminOrderRefund) Valid() bool {
 	switch e {
 	case Due:
+		return true
+	case Issued:
 		return true
 	case None:
 		return true
@@ -112,8 +115,10 @@ const (
 	ErrorErrorSoldOut              ErrorError = "sold_out"
 	ErrorErrorUnauthorized         ErrorError = "unauthorized"
 	ErrorErrorUnavailable          ErrorError = "unavailable"
+	ErrorErrorUndecryptable        ErrorError = "undecryptable"
 	ErrorErrorUnknownSku           ErrorError = "unknown_sku"
 	ErrorErrorUnsupportedMediaType ErrorError = "unsupported_media_type"
+	ErrorErrorWrongMerchant        ErrorError = "wrong_merchant"
 )
 
 // Valid indicates whether the value is a known member of the ErrorError enum.
@@ -173,9 +178,13 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorUnavailable:
 		return true
+	case ErrorErrorUndecryptable:
+		return true
 	case ErrorErrorUnknownSku:
 		return true
 	case ErrorErrorUnsupportedMediaType:
+		return true
+	case ErrorErrorWrongMerchant:
 		return true
 	default:
 		return false
@@ -593,6 +602,141 @@ func (e WaitingRoomMode) Valid() bool {
 	}
 }
 
+// Defines values for WeChatPayFailCode.
+const (
+	WeChatPayFailCodeFAIL WeChatPayFailCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the WeChatPayFailCode enum.
+func (e WeChatPayFailCode) Valid() bool {
+	switch e {
+	case WeChatPayFailCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveStripeEvent200JSONResponseBody1Ignored.
+const (
+	True ReceiveStripeEvent200JSONResponseBody1Ignored = true
+)
+
+// Valid indicates whether the value is a known member of the ReceiveStripeEvent200JSONResponseBody1Ignored enum.
+func (e ReceiveStripeEvent200JSONResponseBody1Ignored) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification400JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification400JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification400JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification400JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification400JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification400JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification401JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification401JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification401JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification401JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification401JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification401JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification404JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification404JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification404JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification404JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification404JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification404JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification413JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification413JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification413JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification413JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification413JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification413JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification422JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification422JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification422JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification422JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification422JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification422JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification500JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification500JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification500JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification500JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification500JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification500JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveWeChatPayNotification503JSONResponseBodyCode.
+const (
+	ReceiveWeChatPayNotification503JSONResponseBodyCodeFAIL ReceiveWeChatPayNotification503JSONResponseBodyCode = "FAIL"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveWeChatPayNotification503JSONResponseBodyCode enum.
+func (e ReceiveWeChatPayNotification503JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ReceiveWeChatPayNotification503JSONResponseBodyCodeFAIL:
+		return true
+	default:
+		return false
+	}
+}
+
 // AdminCancelRequest defines model for AdminCancelRequest.
 type AdminCancelRequest struct {
 	// Reason Why the order is cancelled, kept with it. Trimmed of surrounding
@@ -693,14 +837,26 @@ type AdminOrder struct {
 	// PaidAt When it was paid; absent if it never was (kept when a paid order is cancelled).
 	PaidAt *time.Time `json:"paid_at,omitempty"`
 
+	// PaymentReference What a payment provider knows the order by (see `Order`).
+	PaymentReference string `json:"payment_reference"`
+
 	// PriceCents Total price of the order (unit price times qty).
 	PriceCents int64 `json:"price_cents"`
 	Qty        int   `json:"qty"`
 
 	// Refund `due` when support staff cancelled the order after it was paid:
-	// the shop owes the shopper `price_cents`. `none` otherwise.
+	// the shop owes the shopper `price_cents`. `issued` when the
+	// payment provider refunded it (`stripe` mode: at the cancel;
+	// `refund_id` is the refund). `none` otherwise.
 	Refund AdminOrderRefund `json:"refund"`
-	SkuId  SKUId            `json:"sku_id"`
+
+	// RefundError Why the payment provider refused, or could not be asked for, a
+	// refund that stays `due`; the same cancel sent again asks again.
+	RefundError *string `json:"refund_error,omitempty"`
+
+	// RefundId The payment provider's refund (`issued`), e.g. Stripe's `re_…`.
+	RefundId *string `json:"refund_id,omitempty"`
+	SkuId    SKUId   `json:"sku_id"`
 
 	// Status `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
 	// `paid` → `cancelled` by support staff; `failed` if the database
@@ -713,7 +869,9 @@ type AdminOrder struct {
 }
 
 // AdminOrderRefund `due` when support staff cancelled the order after it was paid:
-// the shop owes the shopper `price_cents`. `none` otherwise.
+// the shop owes the shopper `price_cents`. `issued` when the
+// payment provider refunded it (`stripe` mode: at the cancel;
+// `refund_id` is the refund). `none` otherwise.
 type AdminOrderRefund string
 
 // AdminOrderStatus `queued` → `pending_payment` → `paid` | `cancelled` | `expired`;
@@ -835,6 +993,12 @@ type Checkout struct {
 	// mismatch.
 	AmountCents int64 `json:"amount_cents"`
 
+	// ClientSecret `stripe` mode, while the order is `pending_payment`: the client
+	// secret of the order's PaymentIntent, which the shop's checkout
+	// completes the payment with (Stripe.js `confirmPayment`). Absent
+	// in the other modes and once the order is paid.
+	ClientSecret *string `json:"client_secret,omitempty"`
+
 	// Currency ISO 4217 code of every price, `payment.currency` (`SECKILL_PAYMENT_CURRENCY`, USD by default).
 	Currency string `json:"currency"`
 
@@ -843,9 +1007,11 @@ type Checkout struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	OrderId   string    `json:"order_id"`
 
-	// PaymentReference `pay_` followed by the order id, the same on every call for the
-	// order: an idempotency key for the charge, so that a checkout
-	// asked twice charges once.
+	// PaymentReference The order's payment reference (see `Order`), the same on every
+	// call for the order: the order number to give the payment
+	// provider, and an idempotency key for the charge, so that a
+	// checkout asked twice charges once. A notification may name the
+	// order by it (`data.payment_reference`).
 	PaymentReference string `json:"payment_reference"`
 
 	// Status `pending_payment` until the payment side's notification is applied, `paid` after.
@@ -975,6 +1141,12 @@ type Order struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	OrderId   string    `json:"order_id"`
 
+	// PaymentReference What a payment provider knows the order by: 32 letters and
+	// digits, the same on every call, which Stripe, Alipay and WeChat
+	// Pay all accept as the shop's order number. It is the order id
+	// written in base 62, so distinct orders have distinct references.
+	PaymentReference string `json:"payment_reference"`
+
 	// PriceCents Total price of the order (unit price times qty).
 	PriceCents int64 `json:"price_cents"`
 	Qty        int   `json:"qty"`
@@ -1065,7 +1237,9 @@ type Payment struct {
 	WebhookId string `json:"webhook_id"`
 }
 
-// PaymentData The payment; fields other than these are ignored.
+// PaymentData The payment; fields other than these are ignored. It names its
+// order by `order_id` or `payment_reference` (400 `invalid_request`
+// without either).
 type PaymentData struct {
 	// AmountCents What was charged, in cents; must be the order's `price_cents`.
 	AmountCents int64 `json:"amount_cents"`
@@ -1073,13 +1247,18 @@ type PaymentData struct {
 	// Currency ISO 4217 code of what was charged; must be `payment.currency`.
 	Currency string `json:"currency"`
 
-	// OrderId The order paid, as `placeOrder` answered it.
-	OrderId string `json:"order_id"`
+	// OrderId The order paid, as `placeOrder` answered it; or `payment_reference` instead.
+	OrderId string `json:"order_id,omitempty"`
 
 	// PaymentId The payment side's id of the payment, 1-128 letters, digits or
 	// `- _ . : @`. A payment id recorded before is a replay, or a 422
 	// when the order, amount or currency differ.
 	PaymentId string `json:"payment_id"`
+
+	// PaymentReference The order paid, by its `payment_reference`; with `order_id` too,
+	// both must name the same order (400 otherwise). One that is no
+	// order's is 404.
+	PaymentReference string `json:"payment_reference,omitempty"`
 }
 
 // PaymentList defines model for PaymentList.
@@ -1093,7 +1272,9 @@ type PaymentList struct {
 // PaymentNotification The body of a payment notification. Fields other than these are
 // ignored, so a payment side may send its own.
 type PaymentNotification struct {
-	// Data The payment; fields other than these are ignored.
+	// Data The payment; fields other than these are ignored. It names its
+	// order by `order_id` or `payment_reference` (400 `invalid_request`
+	// without either).
 	Data PaymentData `json:"data"`
 
 	// Type The only notification taken.
@@ -1849,6 +2030,17 @@ type Unauthorized = Error
 // UnsupportedPatchType Every error body.
 type UnsupportedPatchType = Error
 
+// WeChatPayFail defines model for WeChatPayFail.
+type WeChatPayFail struct {
+	Code WeChatPayFailCode `json:"code"`
+
+	// Message seckill's error code, a colon, and what is wrong.
+	Message string `json:"message"`
+}
+
+// WeChatPayFailCode defines model for WeChatPayFail.Code.
+type WeChatPayFailCode string
+
 // AdminListEventsParams defines parameters for AdminListEvents.
 type AdminListEventsParams struct {
 	// Status The events with this status; `pending` when absent.
@@ -1887,6 +2079,11 @@ type AdminListOrdersParams struct {
 
 	// UserId Only the orders of this shopper (1-64 letters, digits or `- _ . : @`).
 	UserId *string `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// PaymentReference Only the order with this payment reference (the one a payment
+	// provider reports), if it matches the other filters; found by its
+	// order id, which the reference holds, queued or not.
+	PaymentReference *string `form:"payment_reference,omitempty" json:"payment_reference,omitempty"`
 
 	// Status Only the orders in one of these statuses: a comma-separated subset
 	// of `queued`, `pending_payment`, `paid`, `cancelled`, `expired`,
@@ -1982,6 +2179,23 @@ type ListSKUsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ReceiveAlipayNotificationFormdataBody defines parameters for ReceiveAlipayNotification.
+type ReceiveAlipayNotificationFormdataBody struct {
+	AppId      *string `form:"app_id,omitempty" json:"app_id,omitempty"`
+	NotifyId   *string `form:"notify_id,omitempty" json:"notify_id,omitempty"`
+	OutTradeNo *string `form:"out_trade_no,omitempty" json:"out_trade_no,omitempty"`
+	Sign       *string `form:"sign,omitempty" json:"sign,omitempty"`
+
+	// SignType Examples: RSA2
+	SignType *string `form:"sign_type,omitempty" json:"sign_type,omitempty"`
+
+	// TotalAmount Examples: 88.88
+	TotalAmount          *string           `form:"total_amount,omitempty" json:"total_amount,omitempty"`
+	TradeNo              *string           `form:"trade_no,omitempty" json:"trade_no,omitempty"`
+	TradeStatus          *string           `form:"trade_status,omitempty" json:"trade_status,omitempty"`
+	AdditionalProperties map[string]string `json:"-"`
+}
+
 // ReceivePaymentParams defines parameters for ReceivePayment.
 type ReceivePaymentParams struct {
 	// WebhookId The notification's id, the same on every retry of it (Standard
@@ -1997,6 +2211,80 @@ type ReceivePaymentParams struct {
 	// after `whsec_`); several space-separated, one matching is enough.
 	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
+
+// ReceiveStripeEventJSONBody defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEventJSONBody struct {
+	Data *map[string]interface{} `json:"data,omitempty"`
+	Id   string                  `json:"id"`
+	Type string                  `json:"type"`
+}
+
+// ReceiveStripeEventParams defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEventParams struct {
+	// StripeSignature Stripe's signature of the body.
+	StripeSignature string `json:"Stripe-Signature"`
+}
+
+// ReceiveStripeEvent200JSONResponseBody1 defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody1 struct {
+	Ignored ReceiveStripeEvent200JSONResponseBody1Ignored `json:"ignored"`
+}
+
+// ReceiveStripeEvent200JSONResponseBody1Ignored defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody1Ignored bool
+
+// ReceiveStripeEvent200JSONResponseBody defines parameters for ReceiveStripeEvent.
+type ReceiveStripeEvent200JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// ReceiveWeChatPayNotificationJSONBody defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotificationJSONBody struct {
+	// EventType Examples: TRANSACTION.SUCCESS
+	EventType *string `json:"event_type,omitempty"`
+	Id        *string `json:"id,omitempty"`
+	Resource  *struct {
+		// Algorithm Examples: AEAD_AES_256_GCM
+		Algorithm      *string `json:"algorithm,omitempty"`
+		AssociatedData *string `json:"associated_data,omitempty"`
+		Ciphertext     *string `json:"ciphertext,omitempty"`
+		Nonce          *string `json:"nonce,omitempty"`
+	} `json:"resource,omitempty"`
+}
+
+// ReceiveWeChatPayNotificationParams defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotificationParams struct {
+	// WechatpayTimestamp Unix seconds.
+	WechatpayTimestamp string `json:"Wechatpay-Timestamp"`
+	WechatpayNonce     string `json:"Wechatpay-Nonce"`
+
+	// WechatpaySignature base64 of SHA256withRSA.
+	WechatpaySignature string `json:"Wechatpay-Signature"`
+
+	// WechatpaySerial Which platform key signed it.
+	WechatpaySerial string `json:"Wechatpay-Serial"`
+}
+
+// ReceiveWeChatPayNotification400JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification400JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification401JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification401JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification404JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification404JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification413JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification413JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification422JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification422JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification500JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification500JSONResponseBodyCode string
+
+// ReceiveWeChatPayNotification503JSONResponseBodyCode defines parameters for ReceiveWeChatPayNotification.
+type ReceiveWeChatPayNotification503JSONResponseBodyCode string
 
 // OrderCancelledJSONBody defines parameters for OrderCancelled.
 type OrderCancelledJSONBody struct {
@@ -2268,8 +2556,17 @@ type SetStockJSONRequestBody = SetStockRequest
 // PlaceOrderJSONRequestBody defines body for PlaceOrder for application/json ContentType.
 type PlaceOrderJSONRequestBody = PlaceOrderRequest
 
+// ReceiveAlipayNotificationFormdataRequestBody defines body for ReceiveAlipayNotification for application/x-www-form-urlencoded ContentType.
+type ReceiveAlipayNotificationFormdataRequestBody ReceiveAlipayNotificationFormdataBody
+
 // ReceivePaymentJSONRequestBody defines body for ReceivePayment for application/json ContentType.
 type ReceivePaymentJSONRequestBody = PaymentNotification
+
+// ReceiveStripeEventJSONRequestBody defines body for ReceiveStripeEvent for application/json ContentType.
+type ReceiveStripeEventJSONRequestBody ReceiveStripeEventJSONBody
+
+// ReceiveWeChatPayNotificationJSONRequestBody defines body for ReceiveWeChatPayNotification for application/json ContentType.
+type ReceiveWeChatPayNotificationJSONRequestBody ReceiveWeChatPayNotificationJSONBody
 
 // OrderCancelledJSONRequestBody defines body for OrderCancelled for application/json ContentType.
 type OrderCancelledJSONRequestBody OrderCancelledJSONBody
@@ -2291,6 +2588,179 @@ type PaymentRefundDueJSONRequestBody PaymentRefundDueJSONBody
 
 // PaymentSucceededJSONRequestBody defines body for PaymentSucceeded for application/json ContentType.
 type PaymentSucceededJSONRequestBody = PaymentNotification
+
+// Getter for additional properties for ReceiveAlipayNotificationFormdataBody. Returns the specified
+// element and whether it was found
+func (a ReceiveAlipayNotificationFormdataBody) Get(fieldName string) (value string, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReceiveAlipayNotificationFormdataBody
+func (a *ReceiveAlipayNotificationFormdataBody) Set(fieldName string, value string) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]string)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReceiveAlipayNotificationFormdataBody to handle AdditionalProperties
+func (a *ReceiveAlipayNotificationFormdataBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["app_id"]; found {
+		err = json.Unmarshal(raw, &a.AppId)
+		if err != nil {
+			return fmt.Errorf("error reading 'app_id': %w", err)
+		}
+		delete(object, "app_id")
+	}
+
+	if raw, found := object["notify_id"]; found {
+		err = json.Unmarshal(raw, &a.NotifyId)
+		if err != nil {
+			return fmt.Errorf("error reading 'notify_id': %w", err)
+		}
+		delete(object, "notify_id")
+	}
+
+	if raw, found := object["out_trade_no"]; found {
+		err = json.Unmarshal(raw, &a.OutTradeNo)
+		if err != nil {
+			return fmt.Errorf("error reading 'out_trade_no': %w", err)
+		}
+		delete(object, "out_trade_no")
+	}
+
+	if raw, found := object["sign"]; found {
+		err = json.Unmarshal(raw, &a.Sign)
+		if err != nil {
+			return fmt.Errorf("error reading 'sign': %w", err)
+		}
+		delete(object, "sign")
+	}
+
+	if raw, found := object["sign_type"]; found {
+		err = json.Unmarshal(raw, &a.SignType)
+		if err != nil {
+			return fmt.Errorf("error reading 'sign_type': %w", err)
+		}
+		delete(object, "sign_type")
+	}
+
+	if raw, found := object["total_amount"]; found {
+		err = json.Unmarshal(raw, &a.TotalAmount)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_amount': %w", err)
+		}
+		delete(object, "total_amount")
+	}
+
+	if raw, found := object["trade_no"]; found {
+		err = json.Unmarshal(raw, &a.TradeNo)
+		if err != nil {
+			return fmt.Errorf("error reading 'trade_no': %w", err)
+		}
+		delete(object, "trade_no")
+	}
+
+	if raw, found := object["trade_status"]; found {
+		err = json.Unmarshal(raw, &a.TradeStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'trade_status': %w", err)
+		}
+		delete(object, "trade_status")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]string)
+		for fieldName, fieldBuf := range object {
+			var fieldVal string
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReceiveAlipayNotificationFormdataBody to handle AdditionalProperties
+func (a ReceiveAlipayNotificationFormdataBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AppId != nil {
+		object["app_id"], err = json.Marshal(a.AppId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'app_id': %w", err)
+		}
+	}
+
+	if a.NotifyId != nil {
+		object["notify_id"], err = json.Marshal(a.NotifyId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'notify_id': %w", err)
+		}
+	}
+
+	if a.OutTradeNo != nil {
+		object["out_trade_no"], err = json.Marshal(a.OutTradeNo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'out_trade_no': %w", err)
+		}
+	}
+
+	if a.Sign != nil {
+		object["sign"], err = json.Marshal(a.Sign)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sign': %w", err)
+		}
+	}
+
+	if a.SignType != nil {
+		object["sign_type"], err = json.Marshal(a.SignType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sign_type': %w", err)
+		}
+	}
+
+	if a.TotalAmount != nil {
+		object["total_amount"], err = json.Marshal(a.TotalAmount)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'total_amount': %w", err)
+		}
+	}
+
+	if a.TradeNo != nil {
+		object["trade_no"], err = json.Marshal(a.TradeNo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'trade_no': %w", err)
+		}
+	}
+
+	if a.TradeStatus != nil {
+		object["trade_status"], err = json.Marshal(a.TradeStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'trade_status': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsOrder returns the union data inside the PayOrder200JSONResponseBody as a Order
 func (t PayOrder200JSONResponseBody) AsOrder() (Order, error) {
@@ -2350,6 +2820,68 @@ func (t PayOrder200JSONResponseBody) MarshalJSON() ([]byte, error) {
 }
 
 func (t *PayOrder200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPaymentResult returns the union data inside the ReceiveStripeEvent200JSONResponseBody as a PaymentResult
+func (t ReceiveStripeEvent200JSONResponseBody) AsPaymentResult() (PaymentResult, error) {
+	var body PaymentResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentResult overwrites any union data inside the ReceiveStripeEvent200JSONResponseBody as the provided PaymentResult
+func (t *ReceiveStripeEvent200JSONResponseBody) FromPaymentResult(v PaymentResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePaymentResult performs a merge with any union data inside the ReceiveStripeEvent200JSONResponseBody, using the provided PaymentResult
+func (t *ReceiveStripeEvent200JSONResponseBody) MergePaymentResult(v PaymentResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReceiveStripeEvent200JSONResponseBody1 returns the union data inside the ReceiveStripeEvent200JSONResponseBody as a ReceiveStripeEvent200JSONResponseBody1
+func (t ReceiveStripeEvent200JSONResponseBody) AsReceiveStripeEvent200JSONResponseBody1() (ReceiveStripeEvent200JSONResponseBody1, error) {
+	var body ReceiveStripeEvent200JSONResponseBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReceiveStripeEvent200JSONResponseBody1 overwrites any union data inside the ReceiveStripeEvent200JSONResponseBody as the provided ReceiveStripeEvent200JSONResponseBody1
+func (t *ReceiveStripeEvent200JSONResponseBody) FromReceiveStripeEvent200JSONResponseBody1(v ReceiveStripeEvent200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeReceiveStripeEvent200JSONResponseBody1 performs a merge with any union data inside the ReceiveStripeEvent200JSONResponseBody, using the provided ReceiveStripeEvent200JSONResponseBody1
+func (t *ReceiveStripeEvent200JSONResponseBody) MergeReceiveStripeEvent200JSONResponseBody1(v ReceiveStripeEvent200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ReceiveStripeEvent200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ReceiveStripeEvent200JSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2507,7 +3039,7 @@ type ClientInterface interface {
 	// /admin/orders/{order_id}`).
 	//
 	// Each filter is served by an index of `orders`. A bad `sku_id`,
-	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 	// 400 `invalid_request`.
 	//
 	// Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
@@ -3036,7 +3568,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrder(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
+	// PayOrder Pay an order (trusted mode), or get what to charge for it (the other modes)
 	//
 	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 	// request body either way.
@@ -3054,7 +3586,23 @@ type ClientInterface interface {
 	// the `Checkout` with status `paid`, and `GET
 	// /api/v1/orders/{order_id}` shows it `paid`.
 	//
-	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// `stripe`: as `webhook`, and the checkout's answer carries
+	// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+	// Elements) completes the payment with. The first pay of a pending
+	// order creates its PaymentIntent (idempotency key: the
+	// `payment_reference`) for exactly `amount_cents` in `currency`, with
+	// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+	// id with the order; a later pay answers the same PaymentIntent. 503
+	// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+	// cannot be reached; 502 `payment_provider_refused` when it refuses.
+	// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+	// marks the order paid.
+	//
+	// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+	// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+	// the order by `out_trade_no` = `payment_reference`, marks it paid.
+	//
+	// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 	// failed or past its payment deadline.
 	//
@@ -3195,6 +3743,90 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveAlipayNotificationWithBody Take Alipay's asynchronous notification of a trade
+	//
+	// Only in `payment.mode` `alipay`; in the other modes the route does
+	// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+	// gave it, once the shopper has paid, and again until it is answered
+	// `success`. The signature is the authentication; the answers are
+	// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+	// it up: docs/shop/payments.md#alipay.
+	//
+	// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+	// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+	// over every other parameter whose value is not empty, sorted by name,
+	// joined as `k=v&k=v` with the decoded values. `app_id` must be
+	// `payment.alipay.app_id`. `out_trade_no` is the order's
+	// `payment_reference`; `total_amount`, yuan as decimal text (at most
+	// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+	//
+	// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+	// recorded and applied as by `POST /webhooks/payments` (`applied`,
+	// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+	// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+	// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+	// `TRADE_CLOSED`) is verified, answered `success`, and changes
+	// nothing.
+	//
+	// 200 `success`: the payment is recorded (now or before: applied or
+	// refund_due), or the notification is no payment. Every other answer
+	// is `fail`, and Alipay sends the notification again: 400 not a
+	// notification (a field missing or out of bounds, an amount with 3
+	// decimals), 401 not signed with a configured key, 404 no order has
+	// this `out_trade_no`, 413 too large, 422 another app's
+	// notification or an amount or currency that is not the order's
+	// (recorded as a mismatch, the order unchanged), 503 the order was
+	// accepted a moment ago and is not in SQL yet (applied when Alipay
+	// sends it again) or a store is unavailable. Nothing is written for
+	// a notification that is not verified.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+	ReceiveAlipayNotificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveAlipayNotificationWithFormdataBody Take Alipay's asynchronous notification of a trade
+	//
+	// Only in `payment.mode` `alipay`; in the other modes the route does
+	// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+	// gave it, once the shopper has paid, and again until it is answered
+	// `success`. The signature is the authentication; the answers are
+	// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+	// it up: docs/shop/payments.md#alipay.
+	//
+	// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+	// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+	// over every other parameter whose value is not empty, sorted by name,
+	// joined as `k=v&k=v` with the decoded values. `app_id` must be
+	// `payment.alipay.app_id`. `out_trade_no` is the order's
+	// `payment_reference`; `total_amount`, yuan as decimal text (at most
+	// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+	//
+	// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+	// recorded and applied as by `POST /webhooks/payments` (`applied`,
+	// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+	// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+	// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+	// `TRADE_CLOSED`) is verified, answered `success`, and changes
+	// nothing.
+	//
+	// 200 `success`: the payment is recorded (now or before: applied or
+	// refund_due), or the notification is no payment. Every other answer
+	// is `fail`, and Alipay sends the notification again: 400 not a
+	// notification (a field missing or out of bounds, an amount with 3
+	// decimals), 401 not signed with a configured key, 404 no order has
+	// this `out_trade_no`, 413 too large, 422 another app's
+	// notification or an amount or currency that is not the order's
+	// (recorded as a mismatch, the order unchanged), 503 the order was
+	// accepted a moment ago and is not in SQL yet (applied when Alipay
+	// sends it again) or a store is unavailable. Nothing is written for
+	// a notification that is not verified.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+	ReceiveAlipayNotificationWithFormdataBody(ctx context.Context, body ReceiveAlipayNotificationFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReceivePaymentWithBody Take the payment side's notification that a payment succeeded
 	//
 	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
@@ -3304,6 +3936,162 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeEventWithBody Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithBody(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeEvent Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEvent(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveWeChatPayNotificationWithBody Take WeChat Pay's API v3 notification of a payment
+	//
+	// Only in `payment.mode` `wechatpay`; in the other modes the route
+	// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+	// checkout gave it, and again until it is answered 2xx. The signature
+	// is the authentication. How a shop sets it up:
+	// docs/shop/payments.md#wechat-pay.
+	//
+	// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+	// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+	// is within 5 minutes of the server's clock, and
+	// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+	// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+	// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+	// `nonce` and `associated_data`); its `mchid` must be
+	// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+	// `payment_reference`, and `amount.total` (the smallest unit) and
+	// `amount.currency` must be the order's `price_cents` and
+	// `payment.currency`.
+	//
+	// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+	// a payment, recorded and applied as by `POST /webhooks/payments`,
+	// idempotent by `id` and by `transaction_id`. Any other event or
+	// state is verified, answered 204 and changes nothing.
+	//
+	// 204, no body: recorded (now or before: applied or refund_due), or
+	// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+	// the message starting with seckill's error code, and WeChat Pay
+	// sends the notification again: 400 not a notification, 401
+	// `invalid_signature` (a header missing, an unknown serial, a stale
+	// timestamp, a signature that does not verify) or `undecryptable`
+	// (the resource does not open with the API v3 key), 404 no order has
+	// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+	// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+	// an order not yet in SQL (applied when it comes again) or a store
+	// unavailable. Nothing is written for a notification that is not
+	// verified.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+	ReceiveWeChatPayNotificationWithBody(ctx context.Context, params *ReceiveWeChatPayNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveWeChatPayNotification Take WeChat Pay's API v3 notification of a payment
+	//
+	// Only in `payment.mode` `wechatpay`; in the other modes the route
+	// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+	// checkout gave it, and again until it is answered 2xx. The signature
+	// is the authentication. How a shop sets it up:
+	// docs/shop/payments.md#wechat-pay.
+	//
+	// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+	// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+	// is within 5 minutes of the server's clock, and
+	// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+	// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+	// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+	// `nonce` and `associated_data`); its `mchid` must be
+	// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+	// `payment_reference`, and `amount.total` (the smallest unit) and
+	// `amount.currency` must be the order's `price_cents` and
+	// `payment.currency`.
+	//
+	// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+	// a payment, recorded and applied as by `POST /webhooks/payments`,
+	// idempotent by `id` and by `transaction_id`. Any other event or
+	// state is verified, answered 204 and changes nothing.
+	//
+	// 204, no body: recorded (now or before: applied or refund_due), or
+	// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+	// the message starting with seckill's error code, and WeChat Pay
+	// sends the notification again: 400 not a notification, 401
+	// `invalid_signature` (a header missing, an unknown serial, a stale
+	// timestamp, a signature that does not verify) or `undecryptable`
+	// (the resource does not open with the API v3 key), 404 no order has
+	// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+	// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+	// an order not yet in SQL (applied when it comes again) or a store
+	// unavailable. Nothing is written for a notification that is not
+	// verified.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+	ReceiveWeChatPayNotification(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // AdminListEvents List the deliveries of order events, by status and receiver
@@ -3415,7 +4203,7 @@ func (c *RawClient) AdminRedeliverEvent(ctx context.Context, id EventId, params 
 // /admin/orders/{order_id}`).
 //
 // Each filter is served by an index of `orders`. A bad `sku_id`,
-// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 // 400 `invalid_request`.
 //
 // Corresponds with GET /admin/orders (the `AdminListOrders` operationId).
@@ -4204,7 +4992,7 @@ func (c *RawClient) CancelOrder(ctx context.Context, orderId OrderId, reqEditors
 	return c.Client.Do(req)
 }
 
-// PayOrder Pay an order (trusted mode), or get what to charge for it (webhook mode)
+// PayOrder Pay an order (trusted mode), or get what to charge for it (the other modes)
 //
 // What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 // request body either way.
@@ -4222,7 +5010,23 @@ func (c *RawClient) CancelOrder(ctx context.Context, orderId OrderId, reqEditors
 // the `Checkout` with status `paid`, and `GET
 // /api/v1/orders/{order_id}` shows it `paid`.
 //
-// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// `stripe`: as `webhook`, and the checkout's answer carries
+// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+// Elements) completes the payment with. The first pay of a pending
+// order creates its PaymentIntent (idempotency key: the
+// `payment_reference`) for exactly `amount_cents` in `currency`, with
+// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+// id with the order; a later pay answers the same PaymentIntent. 503
+// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+// cannot be reached; 502 `payment_provider_refused` when it refuses.
+// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+// marks the order paid.
+//
+// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+// the order by `out_trade_no` = `payment_reference`, marks it paid.
+//
+// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 // is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 // failed or past its payment deadline.
 //
@@ -4463,6 +5267,110 @@ func (c *RawClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
+// ReceiveAlipayNotificationWithBody Take Alipay's asynchronous notification of a trade
+//
+// Only in `payment.mode` `alipay`; in the other modes the route does
+// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+// gave it, once the shopper has paid, and again until it is answered
+// `success`. The signature is the authentication; the answers are
+// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+// it up: docs/shop/payments.md#alipay.
+//
+// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+// over every other parameter whose value is not empty, sorted by name,
+// joined as `k=v&k=v` with the decoded values. `app_id` must be
+// `payment.alipay.app_id`. `out_trade_no` is the order's
+// `payment_reference`; `total_amount`, yuan as decimal text (at most
+// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+//
+// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+// recorded and applied as by `POST /webhooks/payments` (`applied`,
+// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+// `TRADE_CLOSED`) is verified, answered `success`, and changes
+// nothing.
+//
+// 200 `success`: the payment is recorded (now or before: applied or
+// refund_due), or the notification is no payment. Every other answer
+// is `fail`, and Alipay sends the notification again: 400 not a
+// notification (a field missing or out of bounds, an amount with 3
+// decimals), 401 not signed with a configured key, 404 no order has
+// this `out_trade_no`, 413 too large, 422 another app's
+// notification or an amount or currency that is not the order's
+// (recorded as a mismatch, the order unchanged), 503 the order was
+// accepted a moment ago and is not in SQL yet (applied when Alipay
+// sends it again) or a store is unavailable. Nothing is written for
+// a notification that is not verified.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+func (c *RawClient) ReceiveAlipayNotificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveAlipayNotificationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveAlipayNotificationWithFormdataBody Take Alipay's asynchronous notification of a trade
+//
+// Only in `payment.mode` `alipay`; in the other modes the route does
+// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+// gave it, once the shopper has paid, and again until it is answered
+// `success`. The signature is the authentication; the answers are
+// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+// it up: docs/shop/payments.md#alipay.
+//
+// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+// over every other parameter whose value is not empty, sorted by name,
+// joined as `k=v&k=v` with the decoded values. `app_id` must be
+// `payment.alipay.app_id`. `out_trade_no` is the order's
+// `payment_reference`; `total_amount`, yuan as decimal text (at most
+// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+//
+// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+// recorded and applied as by `POST /webhooks/payments` (`applied`,
+// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+// `TRADE_CLOSED`) is verified, answered `success`, and changes
+// nothing.
+//
+// 200 `success`: the payment is recorded (now or before: applied or
+// refund_due), or the notification is no payment. Every other answer
+// is `fail`, and Alipay sends the notification again: 400 not a
+// notification (a field missing or out of bounds, an amount with 3
+// decimals), 401 not signed with a configured key, 404 no order has
+// this `out_trade_no`, 413 too large, 422 another app's
+// notification or an amount or currency that is not the order's
+// (recorded as a mismatch, the order unchanged), 503 the order was
+// accepted a moment ago and is not in SQL yet (applied when Alipay
+// sends it again) or a store is unavailable. Nothing is written for
+// a notification that is not verified.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+func (c *RawClient) ReceiveAlipayNotificationWithFormdataBody(ctx context.Context, body ReceiveAlipayNotificationFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveAlipayNotificationRequestWithFormdataBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReceivePaymentWithBody Take the payment side's notification that a payment succeeded
 //
 // Only in `payment.mode` `webhook`; in `trusted` mode the route does not
@@ -4583,6 +5491,202 @@ func (c *RawClient) ReceivePaymentWithBody(ctx context.Context, params *ReceiveP
 // Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 func (c *RawClient) ReceivePayment(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceivePaymentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeEventWithBody Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *RawClient) ReceiveStripeEventWithBody(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeEventRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeEvent Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *RawClient) ReceiveStripeEvent(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeEventRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveWeChatPayNotificationWithBody Take WeChat Pay's API v3 notification of a payment
+//
+// Only in `payment.mode` `wechatpay`; in the other modes the route
+// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+// checkout gave it, and again until it is answered 2xx. The signature
+// is the authentication. How a shop sets it up:
+// docs/shop/payments.md#wechat-pay.
+//
+// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+// is within 5 minutes of the server's clock, and
+// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+// `nonce` and `associated_data`); its `mchid` must be
+// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+// `payment_reference`, and `amount.total` (the smallest unit) and
+// `amount.currency` must be the order's `price_cents` and
+// `payment.currency`.
+//
+// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+// a payment, recorded and applied as by `POST /webhooks/payments`,
+// idempotent by `id` and by `transaction_id`. Any other event or
+// state is verified, answered 204 and changes nothing.
+//
+// 204, no body: recorded (now or before: applied or refund_due), or
+// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+// the message starting with seckill's error code, and WeChat Pay
+// sends the notification again: 400 not a notification, 401
+// `invalid_signature` (a header missing, an unknown serial, a stale
+// timestamp, a signature that does not verify) or `undecryptable`
+// (the resource does not open with the API v3 key), 404 no order has
+// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+// an order not yet in SQL (applied when it comes again) or a store
+// unavailable. Nothing is written for a notification that is not
+// verified.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+func (c *RawClient) ReceiveWeChatPayNotificationWithBody(ctx context.Context, params *ReceiveWeChatPayNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveWeChatPayNotificationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveWeChatPayNotification Take WeChat Pay's API v3 notification of a payment
+//
+// Only in `payment.mode` `wechatpay`; in the other modes the route
+// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+// checkout gave it, and again until it is answered 2xx. The signature
+// is the authentication. How a shop sets it up:
+// docs/shop/payments.md#wechat-pay.
+//
+// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+// is within 5 minutes of the server's clock, and
+// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+// `nonce` and `associated_data`); its `mchid` must be
+// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+// `payment_reference`, and `amount.total` (the smallest unit) and
+// `amount.currency` must be the order's `price_cents` and
+// `payment.currency`.
+//
+// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+// a payment, recorded and applied as by `POST /webhooks/payments`,
+// idempotent by `id` and by `transaction_id`. Any other event or
+// state is verified, answered 204 and changes nothing.
+//
+// 204, no body: recorded (now or before: applied or refund_due), or
+// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+// the message starting with seckill's error code, and WeChat Pay
+// sends the notification again: 400 not a notification, 401
+// `invalid_signature` (a header missing, an unknown serial, a stale
+// timestamp, a signature that does not verify) or `undecryptable`
+// (the resource does not open with the API v3 key), 404 no order has
+// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+// an order not yet in SQL (applied when it comes again) or a store
+// unavailable. Nothing is written for a notification that is not
+// verified.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+func (c *RawClient) ReceiveWeChatPayNotification(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveWeChatPayNotificationRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4814,6 +5918,18 @@ func NewAdminListOrdersRequest(server string, params *AdminListOrdersParams) (*h
 		if params.UserId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PaymentReference != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "payment_reference", *params.PaymentReference, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6132,6 +7248,46 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReceiveAlipayNotificationRequestWithFormdataBody calls the generic ReceiveAlipayNotification builder with application/x-www-form-urlencoded body
+func NewReceiveAlipayNotificationRequestWithFormdataBody(server string, body ReceiveAlipayNotificationFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewReceiveAlipayNotificationRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewReceiveAlipayNotificationRequestWithBody constructs an http.Request for the ReceiveAlipayNotification method, with any body, and a specified content type
+func NewReceiveAlipayNotificationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/alipay")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewReceivePaymentRequest calls the generic ReceivePayment builder with application/json body
 func NewReceivePaymentRequest(server string, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6197,6 +7353,139 @@ func NewReceivePaymentRequestWithBody(server string, params *ReceivePaymentParam
 		}
 
 		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+
+	return req, nil
+}
+
+// NewReceiveStripeEventRequest calls the generic ReceiveStripeEvent builder with application/json body
+func NewReceiveStripeEventRequest(server string, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveStripeEventRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewReceiveStripeEventRequestWithBody constructs an http.Request for the ReceiveStripeEvent method, with any body, and a specified content type
+func NewReceiveStripeEventRequestWithBody(server string, params *ReceiveStripeEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/stripe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Stripe-Signature", params.StripeSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Stripe-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewReceiveWeChatPayNotificationRequest calls the generic ReceiveWeChatPayNotification builder with application/json body
+func NewReceiveWeChatPayNotificationRequest(server string, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveWeChatPayNotificationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewReceiveWeChatPayNotificationRequestWithBody constructs an http.Request for the ReceiveWeChatPayNotification method, with any body, and a specified content type
+func NewReceiveWeChatPayNotificationRequestWithBody(server string, params *ReceiveWeChatPayNotificationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/wechatpay")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Wechatpay-Timestamp", params.WechatpayTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Wechatpay-Timestamp", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Wechatpay-Nonce", params.WechatpayNonce, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Wechatpay-Nonce", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Wechatpay-Signature", params.WechatpaySignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Wechatpay-Signature", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Wechatpay-Serial", params.WechatpaySerial, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Wechatpay-Serial", headerParam3)
 
 	}
 
@@ -6332,7 +7621,7 @@ type ClientWithResponsesInterface interface {
 	// /admin/orders/{order_id}`).
 	//
 	// Each filter is served by an index of `orders`. A bad `sku_id`,
-	// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+	// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 	// 400 `invalid_request`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6889,7 +8178,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/orders/{order_id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithResponse(ctx context.Context, orderId OrderId, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
-	// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
+	// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (the other modes)
 	//
 	// What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 	// request body either way.
@@ -6907,7 +8196,23 @@ type ClientWithResponsesInterface interface {
 	// the `Checkout` with status `paid`, and `GET
 	// /api/v1/orders/{order_id}` shows it `paid`.
 	//
-	// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+	// `stripe`: as `webhook`, and the checkout's answer carries
+	// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+	// Elements) completes the payment with. The first pay of a pending
+	// order creates its PaymentIntent (idempotency key: the
+	// `payment_reference`) for exactly `amount_cents` in `currency`, with
+	// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+	// id with the order; a later pay answers the same PaymentIntent. 503
+	// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+	// cannot be reached; 502 `payment_provider_refused` when it refuses.
+	// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+	// marks the order paid.
+	//
+	// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+	// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+	// the order by `out_trade_no` = `payment_reference`, marks it paid.
+	//
+	// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 	// is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 	// failed or past its payment deadline.
 	//
@@ -7068,6 +8373,90 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// ReceiveAlipayNotificationWithBodyWithResponse Take Alipay's asynchronous notification of a trade
+	//
+	// Only in `payment.mode` `alipay`; in the other modes the route does
+	// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+	// gave it, once the shopper has paid, and again until it is answered
+	// `success`. The signature is the authentication; the answers are
+	// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+	// it up: docs/shop/payments.md#alipay.
+	//
+	// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+	// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+	// over every other parameter whose value is not empty, sorted by name,
+	// joined as `k=v&k=v` with the decoded values. `app_id` must be
+	// `payment.alipay.app_id`. `out_trade_no` is the order's
+	// `payment_reference`; `total_amount`, yuan as decimal text (at most
+	// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+	//
+	// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+	// recorded and applied as by `POST /webhooks/payments` (`applied`,
+	// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+	// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+	// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+	// `TRADE_CLOSED`) is verified, answered `success`, and changes
+	// nothing.
+	//
+	// 200 `success`: the payment is recorded (now or before: applied or
+	// refund_due), or the notification is no payment. Every other answer
+	// is `fail`, and Alipay sends the notification again: 400 not a
+	// notification (a field missing or out of bounds, an amount with 3
+	// decimals), 401 not signed with a configured key, 404 no order has
+	// this `out_trade_no`, 413 too large, 422 another app's
+	// notification or an amount or currency that is not the order's
+	// (recorded as a mismatch, the order unchanged), 503 the order was
+	// accepted a moment ago and is not in SQL yet (applied when Alipay
+	// sends it again) or a store is unavailable. Nothing is written for
+	// a notification that is not verified.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+	ReceiveAlipayNotificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveAlipayNotificationResponse, error)
+
+	// ReceiveAlipayNotificationWithFormdataBodyWithResponse Take Alipay's asynchronous notification of a trade
+	//
+	// Only in `payment.mode` `alipay`; in the other modes the route does
+	// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+	// gave it, once the shopper has paid, and again until it is answered
+	// `success`. The signature is the authentication; the answers are
+	// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+	// it up: docs/shop/payments.md#alipay.
+	//
+	// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+	// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+	// over every other parameter whose value is not empty, sorted by name,
+	// joined as `k=v&k=v` with the decoded values. `app_id` must be
+	// `payment.alipay.app_id`. `out_trade_no` is the order's
+	// `payment_reference`; `total_amount`, yuan as decimal text (at most
+	// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+	//
+	// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+	// recorded and applied as by `POST /webhooks/payments` (`applied`,
+	// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+	// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+	// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+	// `TRADE_CLOSED`) is verified, answered `success`, and changes
+	// nothing.
+	//
+	// 200 `success`: the payment is recorded (now or before: applied or
+	// refund_due), or the notification is no payment. Every other answer
+	// is `fail`, and Alipay sends the notification again: 400 not a
+	// notification (a field missing or out of bounds, an amount with 3
+	// decimals), 401 not signed with a configured key, 404 no order has
+	// this `out_trade_no`, 413 too large, 422 another app's
+	// notification or an amount or currency that is not the order's
+	// (recorded as a mismatch, the order unchanged), 503 the order was
+	// accepted a moment ago and is not in SQL yet (applied when Alipay
+	// sends it again) or a store is unavailable. Nothing is written for
+	// a notification that is not verified.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+	ReceiveAlipayNotificationWithFormdataBodyWithResponse(ctx context.Context, body ReceiveAlipayNotificationFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveAlipayNotificationResponse, error)
+
 	// ReceivePaymentWithBodyWithResponse Take the payment side's notification that a payment succeeded
 	//
 	// Only in `payment.mode` `webhook`; in `trusted` mode the route does not
@@ -7177,6 +8566,162 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/payments (the `ReceivePayment` operationId).
 	ReceivePaymentWithResponse(ctx context.Context, params *ReceivePaymentParams, body ReceivePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceivePaymentResponse, error)
+
+	// ReceiveStripeEventWithBodyWithResponse Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithBodyWithResponse(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error)
+
+	// ReceiveStripeEventWithResponse Take Stripe's signed event (payment.mode stripe)
+	//
+	// Only in `payment.mode` `stripe`; otherwise the route does not exist
+	// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+	// endpoint with the event `payment_intent.succeeded`; its signing
+	// secret is `payment.stripe.webhook_secret`.
+	//
+	// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+	// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+	// with stripe-go's webhook package against each configured secret,
+	// with a 300 s tolerance; a missing or malformed header, no matching
+	// secret or an older timestamp is 401 `invalid_signature`, and nothing
+	// is read or written.
+	//
+	// A `payment_intent.succeeded` of an order's PaymentIntent (its
+	// `metadata.payment_reference` or `metadata.order_id`, which the
+	// checkout set) is a payment notification as `receivePayment`
+	// describes: the event's `id` is its notification id (a replay of an
+	// event, or of its PaymentIntent, is answered as recorded),
+	// `data.object.id` the payment's id, `amount_received` and
+	// `currency` (upper-cased) what was paid; answered 200 `applied`,
+	// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+	// that does not exist, 503 `order_queued` for one not yet in SQL.
+	//
+	// Any other event, and a `payment_intent.succeeded` of a
+	// PaymentIntent that is not an order's (no such metadata), is answered
+	// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+	// it again. A signed body that is not an event of that shape is 400
+	// `invalid_request`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+	ReceiveStripeEventWithResponse(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error)
+
+	// ReceiveWeChatPayNotificationWithBodyWithResponse Take WeChat Pay's API v3 notification of a payment
+	//
+	// Only in `payment.mode` `wechatpay`; in the other modes the route
+	// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+	// checkout gave it, and again until it is answered 2xx. The signature
+	// is the authentication. How a shop sets it up:
+	// docs/shop/payments.md#wechat-pay.
+	//
+	// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+	// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+	// is within 5 minutes of the server's clock, and
+	// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+	// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+	// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+	// `nonce` and `associated_data`); its `mchid` must be
+	// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+	// `payment_reference`, and `amount.total` (the smallest unit) and
+	// `amount.currency` must be the order's `price_cents` and
+	// `payment.currency`.
+	//
+	// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+	// a payment, recorded and applied as by `POST /webhooks/payments`,
+	// idempotent by `id` and by `transaction_id`. Any other event or
+	// state is verified, answered 204 and changes nothing.
+	//
+	// 204, no body: recorded (now or before: applied or refund_due), or
+	// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+	// the message starting with seckill's error code, and WeChat Pay
+	// sends the notification again: 400 not a notification, 401
+	// `invalid_signature` (a header missing, an unknown serial, a stale
+	// timestamp, a signature that does not verify) or `undecryptable`
+	// (the resource does not open with the API v3 key), 404 no order has
+	// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+	// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+	// an order not yet in SQL (applied when it comes again) or a store
+	// unavailable. Nothing is written for a notification that is not
+	// verified.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+	ReceiveWeChatPayNotificationWithBodyWithResponse(ctx context.Context, params *ReceiveWeChatPayNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveWeChatPayNotificationResponse, error)
+
+	// ReceiveWeChatPayNotificationWithResponse Take WeChat Pay's API v3 notification of a payment
+	//
+	// Only in `payment.mode` `wechatpay`; in the other modes the route
+	// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+	// checkout gave it, and again until it is answered 2xx. The signature
+	// is the authentication. How a shop sets it up:
+	// docs/shop/payments.md#wechat-pay.
+	//
+	// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+	// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+	// is within 5 minutes of the server's clock, and
+	// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+	// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+	// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+	// `nonce` and `associated_data`); its `mchid` must be
+	// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+	// `payment_reference`, and `amount.total` (the smallest unit) and
+	// `amount.currency` must be the order's `price_cents` and
+	// `payment.currency`.
+	//
+	// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+	// a payment, recorded and applied as by `POST /webhooks/payments`,
+	// idempotent by `id` and by `transaction_id`. Any other event or
+	// state is verified, answered 204 and changes nothing.
+	//
+	// 204, no body: recorded (now or before: applied or refund_due), or
+	// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+	// the message starting with seckill's error code, and WeChat Pay
+	// sends the notification again: 400 not a notification, 401
+	// `invalid_signature` (a header missing, an unknown serial, a stale
+	// timestamp, a signature that does not verify) or `undecryptable`
+	// (the resource does not open with the API v3 key), 404 no order has
+	// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+	// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+	// an order not yet in SQL (applied when it comes again) or a store
+	// unavailable. Nothing is written for a notification that is not
+	// verified.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+	ReceiveWeChatPayNotificationWithResponse(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveWeChatPayNotificationResponse, error)
 }
 
 // AdminListEventsResponse503Headers the declared response headers of an HTTP 503 response for AdminListEvents
@@ -9185,6 +10730,8 @@ type PayOrderResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *OrderConflict
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -9211,6 +10758,11 @@ func (r PayOrderResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r PayOrderResponse) GetJSON409() *OrderConflict {
 	return r.JSON409
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r PayOrderResponse) GetJSON502() *Error {
+	return r.JSON502
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -9798,6 +11350,89 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveAlipayNotificationResponse400Headers the declared response headers of an HTTP 400 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse400Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse401Headers the declared response headers of an HTTP 401 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse401Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse404Headers the declared response headers of an HTTP 404 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse404Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse413Headers the declared response headers of an HTTP 413 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse413Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse422Headers the declared response headers of an HTTP 422 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse422Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse500Headers the declared response headers of an HTTP 500 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse500Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveAlipayNotificationResponse503Headers the declared response headers of an HTTP 503 response for ReceiveAlipayNotification
+type ReceiveAlipayNotificationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceiveAlipayNotificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReceiveAlipayNotificationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReceiveAlipayNotificationResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReceiveAlipayNotificationResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReceiveAlipayNotificationResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ReceiveAlipayNotificationResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReceiveAlipayNotificationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveAlipayNotificationResponse503Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveAlipayNotificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveAlipayNotificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveAlipayNotificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveAlipayNotificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReceivePaymentResponse503Headers the declared response headers of an HTTP 503 response for ReceivePayment
 type ReceivePaymentResponse503Headers struct {
 	RetryAfter *int
@@ -9882,6 +11517,228 @@ func (r ReceivePaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReceivePaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveStripeEventResponse503Headers the declared response headers of an HTTP 503 response for ReceiveStripeEvent
+type ReceiveStripeEventResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceiveStripeEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReceiveStripeEvent200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *PaymentMismatch
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PaymentUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveStripeEventResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON200() *ReceiveStripeEvent200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON422() *PaymentMismatch {
+	return r.JSON422
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReceiveStripeEventResponse) GetJSON503() *PaymentUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveStripeEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveStripeEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveStripeEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveStripeEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveWeChatPayNotificationResponse400Headers the declared response headers of an HTTP 400 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse400Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse401Headers the declared response headers of an HTTP 401 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse401Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse404Headers the declared response headers of an HTTP 404 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse404Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse413Headers the declared response headers of an HTTP 413 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse413Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse422Headers the declared response headers of an HTTP 422 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse422Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse500Headers the declared response headers of an HTTP 500 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse500Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveWeChatPayNotificationResponse503Headers the declared response headers of an HTTP 503 response for ReceiveWeChatPayNotification
+type ReceiveWeChatPayNotificationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceiveWeChatPayNotificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *WeChatPayFail
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *WeChatPayFail
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *WeChatPayFail
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *WeChatPayFail
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *WeChatPayFail
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *WeChatPayFail
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *WeChatPayFail
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReceiveWeChatPayNotificationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReceiveWeChatPayNotificationResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReceiveWeChatPayNotificationResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReceiveWeChatPayNotificationResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ReceiveWeChatPayNotificationResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReceiveWeChatPayNotificationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveWeChatPayNotificationResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON400() *WeChatPayFail {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON401() *WeChatPayFail {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON404() *WeChatPayFail {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON413() *WeChatPayFail {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON422() *WeChatPayFail {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON500() *WeChatPayFail {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReceiveWeChatPayNotificationResponse) GetJSON503() *WeChatPayFail {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveWeChatPayNotificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveWeChatPayNotificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveWeChatPayNotificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveWeChatPayNotificationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9991,7 +11848,7 @@ func (c *ClientWithResponses) AdminRedeliverEventWithResponse(ctx context.Contex
 // /admin/orders/{order_id}`).
 //
 // Each filter is served by an index of `orders`. A bad `sku_id`,
-// `user_id`, `status`, `limit` or `cursor` (an empty one included) is
+// `user_id`, `payment_reference`, `status`, `limit` or `cursor` (an empty one included) is
 // 400 `invalid_request`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10704,7 +12561,7 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, order
 	return ParseCancelOrderResponse(rsp)
 }
 
-// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (webhook mode)
+// PayOrderWithResponse Pay an order (trusted mode), or get what to charge for it (the other modes)
 //
 // What it does depends on `payment.mode` (`SECKILL_PAYMENT_MODE`). No
 // request body either way.
@@ -10722,7 +12579,23 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, order
 // the `Checkout` with status `paid`, and `GET
 // /api/v1/orders/{order_id}` shows it `paid`.
 //
-// Either mode: 409 `order_queued` (with `Retry-After`) while the order
+// `stripe`: as `webhook`, and the checkout's answer carries
+// `client_secret`, the PaymentIntent's that the shop's checkout (Stripe
+// Elements) completes the payment with. The first pay of a pending
+// order creates its PaymentIntent (idempotency key: the
+// `payment_reference`) for exactly `amount_cents` in `currency`, with
+// `metadata.order_id` and `metadata.payment_reference`, and keeps its
+// id with the order; a later pay answers the same PaymentIntent. 503
+// `payment_provider_unavailable` (with `Retry-After`) when Stripe
+// cannot be reached; 502 `payment_provider_refused` when it refuses.
+// Stripe's event `payment_intent.succeeded` (`POST /webhooks/stripe`)
+// marks the order paid.
+//
+// `alipay`, `wechatpay`: as `webhook`; the provider's notification
+// (`POST /webhooks/alipay`, `POST /webhooks/wechatpay`), which names
+// the order by `out_trade_no` = `payment_reference`, marks it paid.
+//
+// Every mode: 409 `order_queued` (with `Retry-After`) while the order
 // is not yet in SQL; 409 `order_closed` when it is cancelled, expired,
 // failed or past its payment deadline.
 //
@@ -10943,6 +12816,102 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// ReceiveAlipayNotificationWithBodyWithResponse Take Alipay's asynchronous notification of a trade
+//
+// Only in `payment.mode` `alipay`; in the other modes the route does
+// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+// gave it, once the shopper has paid, and again until it is answered
+// `success`. The signature is the authentication; the answers are
+// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+// it up: docs/shop/payments.md#alipay.
+//
+// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+// over every other parameter whose value is not empty, sorted by name,
+// joined as `k=v&k=v` with the decoded values. `app_id` must be
+// `payment.alipay.app_id`. `out_trade_no` is the order's
+// `payment_reference`; `total_amount`, yuan as decimal text (at most
+// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+//
+// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+// recorded and applied as by `POST /webhooks/payments` (`applied`,
+// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+// `TRADE_CLOSED`) is verified, answered `success`, and changes
+// nothing.
+//
+// 200 `success`: the payment is recorded (now or before: applied or
+// refund_due), or the notification is no payment. Every other answer
+// is `fail`, and Alipay sends the notification again: 400 not a
+// notification (a field missing or out of bounds, an amount with 3
+// decimals), 401 not signed with a configured key, 404 no order has
+// this `out_trade_no`, 413 too large, 422 another app's
+// notification or an amount or currency that is not the order's
+// (recorded as a mismatch, the order unchanged), 503 the order was
+// accepted a moment ago and is not in SQL yet (applied when Alipay
+// sends it again) or a store is unavailable. Nothing is written for
+// a notification that is not verified.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+func (c *ClientWithResponses) ReceiveAlipayNotificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveAlipayNotificationResponse, error) {
+	rsp, err := c.ReceiveAlipayNotificationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveAlipayNotificationResponse(rsp)
+}
+
+// ReceiveAlipayNotificationWithFormdataBodyWithResponse Take Alipay's asynchronous notification of a trade
+//
+// Only in `payment.mode` `alipay`; in the other modes the route does
+// not exist (404). Alipay POSTs it to the `notify_url` the checkout
+// gave it, once the shopper has paid, and again until it is answered
+// `success`. The signature is the authentication; the answers are
+// Alipay's: a `text/plain` body `success` or `fail`. How a shop sets
+// it up: docs/shop/payments.md#alipay.
+//
+// Verified as Alipay documents it: `sign_type` `RSA2` and `sign` the
+// base64 of SHA256withRSA, with a `payment.alipay.public_key` key,
+// over every other parameter whose value is not empty, sorted by name,
+// joined as `k=v&k=v` with the decoded values. `app_id` must be
+// `payment.alipay.app_id`. `out_trade_no` is the order's
+// `payment_reference`; `total_amount`, yuan as decimal text (at most
+// 2 decimals), must be the order's `price_cents` in fen, in CNY.
+//
+// `trade_status` `TRADE_SUCCESS` and `TRADE_FINISHED` are payments,
+// recorded and applied as by `POST /webhooks/payments` (`applied`,
+// `refund_due`, `mismatch`), idempotent by `notify_id` and by
+// `trade_no`: a retry, or `TRADE_FINISHED` after `TRADE_SUCCESS`,
+// changes nothing. Any other `trade_status` (`WAIT_BUYER_PAY`,
+// `TRADE_CLOSED`) is verified, answered `success`, and changes
+// nothing.
+//
+// 200 `success`: the payment is recorded (now or before: applied or
+// refund_due), or the notification is no payment. Every other answer
+// is `fail`, and Alipay sends the notification again: 400 not a
+// notification (a field missing or out of bounds, an amount with 3
+// decimals), 401 not signed with a configured key, 404 no order has
+// this `out_trade_no`, 413 too large, 422 another app's
+// notification or an amount or currency that is not the order's
+// (recorded as a mismatch, the order unchanged), 503 the order was
+// accepted a moment ago and is not in SQL yet (applied when Alipay
+// sends it again) or a store is unavailable. Nothing is written for
+// a notification that is not verified.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/alipay (the `ReceiveAlipayNotification` operationId).
+func (c *ClientWithResponses) ReceiveAlipayNotificationWithFormdataBodyWithResponse(ctx context.Context, body ReceiveAlipayNotificationFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveAlipayNotificationResponse, error) {
+	rsp, err := c.ReceiveAlipayNotificationWithFormdataBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveAlipayNotificationResponse(rsp)
+}
+
 // ReceivePaymentWithBodyWithResponse Take the payment side's notification that a payment succeeded
 //
 // Only in `payment.mode` `webhook`; in `trusted` mode the route does not
@@ -11063,6 +13032,186 @@ func (c *ClientWithResponses) ReceivePaymentWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseReceivePaymentResponse(rsp)
+}
+
+// ReceiveStripeEventWithBodyWithResponse Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeEventWithBodyWithResponse(ctx context.Context, params *ReceiveStripeEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error) {
+	rsp, err := c.ReceiveStripeEventWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeEventResponse(rsp)
+}
+
+// ReceiveStripeEventWithResponse Take Stripe's signed event (payment.mode stripe)
+//
+// Only in `payment.mode` `stripe`; otherwise the route does not exist
+// (404 `not_found`). Register it in Stripe's dashboard as a webhook
+// endpoint with the event `payment_intent.succeeded`; its signing
+// secret is `payment.stripe.webhook_secret`.
+//
+// The `Stripe-Signature` header (`t=<unix time>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">`, several `v1` while a secret is rolled) is verified
+// with stripe-go's webhook package against each configured secret,
+// with a 300 s tolerance; a missing or malformed header, no matching
+// secret or an older timestamp is 401 `invalid_signature`, and nothing
+// is read or written.
+//
+// A `payment_intent.succeeded` of an order's PaymentIntent (its
+// `metadata.payment_reference` or `metadata.order_id`, which the
+// checkout set) is a payment notification as `receivePayment`
+// describes: the event's `id` is its notification id (a replay of an
+// event, or of its PaymentIntent, is answered as recorded),
+// `data.object.id` the payment's id, `amount_received` and
+// `currency` (upper-cased) what was paid; answered 200 `applied`,
+// `refund_due` or a replay, 422 `payment_mismatch`, 404 for an order
+// that does not exist, 503 `order_queued` for one not yet in SQL.
+//
+// Any other event, and a `payment_intent.succeeded` of a
+// PaymentIntent that is not an order's (no such metadata), is answered
+// 200 `{"ignored": true}` and changes nothing, so Stripe does not send
+// it again. A signed body that is not an event of that shape is 400
+// `invalid_request`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe (the `ReceiveStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeEventWithResponse(ctx context.Context, params *ReceiveStripeEventParams, body ReceiveStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeEventResponse, error) {
+	rsp, err := c.ReceiveStripeEvent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeEventResponse(rsp)
+}
+
+// ReceiveWeChatPayNotificationWithBodyWithResponse Take WeChat Pay's API v3 notification of a payment
+//
+// Only in `payment.mode` `wechatpay`; in the other modes the route
+// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+// checkout gave it, and again until it is answered 2xx. The signature
+// is the authentication. How a shop sets it up:
+// docs/shop/payments.md#wechat-pay.
+//
+// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+// is within 5 minutes of the server's clock, and
+// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+// `nonce` and `associated_data`); its `mchid` must be
+// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+// `payment_reference`, and `amount.total` (the smallest unit) and
+// `amount.currency` must be the order's `price_cents` and
+// `payment.currency`.
+//
+// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+// a payment, recorded and applied as by `POST /webhooks/payments`,
+// idempotent by `id` and by `transaction_id`. Any other event or
+// state is verified, answered 204 and changes nothing.
+//
+// 204, no body: recorded (now or before: applied or refund_due), or
+// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+// the message starting with seckill's error code, and WeChat Pay
+// sends the notification again: 400 not a notification, 401
+// `invalid_signature` (a header missing, an unknown serial, a stale
+// timestamp, a signature that does not verify) or `undecryptable`
+// (the resource does not open with the API v3 key), 404 no order has
+// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+// an order not yet in SQL (applied when it comes again) or a store
+// unavailable. Nothing is written for a notification that is not
+// verified.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+func (c *ClientWithResponses) ReceiveWeChatPayNotificationWithBodyWithResponse(ctx context.Context, params *ReceiveWeChatPayNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveWeChatPayNotificationResponse, error) {
+	rsp, err := c.ReceiveWeChatPayNotificationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveWeChatPayNotificationResponse(rsp)
+}
+
+// ReceiveWeChatPayNotificationWithResponse Take WeChat Pay's API v3 notification of a payment
+//
+// Only in `payment.mode` `wechatpay`; in the other modes the route
+// does not exist (404). WeChat Pay POSTs it to the `notify_url` the
+// checkout gave it, and again until it is answered 2xx. The signature
+// is the authentication. How a shop sets it up:
+// docs/shop/payments.md#wechat-pay.
+//
+// Verified as WeChat Pay documents it: `Wechatpay-Serial` names a
+// `payment.wechatpay.platform_public_key` key, `Wechatpay-Timestamp`
+// is within 5 minutes of the server's clock, and
+// `Wechatpay-Signature` is the base64 of SHA256withRSA with that key
+// over `"<timestamp>\n<nonce>\n<body>\n"`. `resource` is decrypted
+// (`AEAD_AES_256_GCM` under `payment.wechatpay.api_v3_key`, its
+// `nonce` and `associated_data`); its `mchid` must be
+// `payment.wechatpay.mch_id`, its `out_trade_no` is the order's
+// `payment_reference`, and `amount.total` (the smallest unit) and
+// `amount.currency` must be the order's `price_cents` and
+// `payment.currency`.
+//
+// `event_type` `TRANSACTION.SUCCESS` with `trade_state` `SUCCESS` is
+// a payment, recorded and applied as by `POST /webhooks/payments`,
+// idempotent by `id` and by `transaction_id`. Any other event or
+// state is verified, answered 204 and changes nothing.
+//
+// 204, no body: recorded (now or before: applied or refund_due), or
+// no payment. Every other answer is `{"code":"FAIL","message":…}`,
+// the message starting with seckill's error code, and WeChat Pay
+// sends the notification again: 400 not a notification, 401
+// `invalid_signature` (a header missing, an unknown serial, a stale
+// timestamp, a signature that does not verify) or `undecryptable`
+// (the resource does not open with the API v3 key), 404 no order has
+// this `out_trade_no`, 413 too large, 422 `wrong_merchant` (another
+// `mchid`) or `payment_mismatch` (recorded, the order unchanged), 503
+// an order not yet in SQL (applied when it comes again) or a store
+// unavailable. Nothing is written for a notification that is not
+// verified.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
+func (c *ClientWithResponses) ReceiveWeChatPayNotificationWithResponse(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveWeChatPayNotificationResponse, error) {
+	rsp, err := c.ReceiveWeChatPayNotification(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveWeChatPayNotificationResponse(rsp)
 }
 
 // ParseAdminListEventsResponse parses an HTTP response from a AdminListEventsWithResponse call
@@ -12890,6 +15039,13 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13374,6 +15530,95 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	return response, nil
 }
 
+// ParseReceiveAlipayNotificationResponse parses an HTTP response from a ReceiveAlipayNotificationWithResponse call
+func ParseReceiveAlipayNotificationResponse(rsp *http.Response) (*ReceiveAlipayNotificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveAlipayNotificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers ReceiveAlipayNotificationResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReceiveAlipayNotificationResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReceiveAlipayNotificationResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReceiveAlipayNotificationResponse413Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers ReceiveAlipayNotificationResponse422Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReceiveAlipayNotificationResponse500Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReceiveAlipayNotificationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReceivePaymentResponse parses an HTTP response from a ReceivePaymentWithResponse call
 func ParseReceivePaymentResponse(rsp *http.Response) (*ReceivePaymentResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13442,6 +15687,231 @@ func ParseReceivePaymentResponse(rsp *http.Response) (*ReceivePaymentResponse, e
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ReceivePaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveStripeEventResponse parses an HTTP response from a ReceiveStripeEventWithResponse call
+func ParseReceiveStripeEventResponse(rsp *http.Response) (*ReceiveStripeEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveStripeEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReceiveStripeEvent200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest PaymentMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PaymentUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveStripeEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveWeChatPayNotificationResponse parses an HTTP response from a ReceiveWeChatPayNotificationWithResponse call
+func ParseReceiveWeChatPayNotificationResponse(rsp *http.Response) (*ReceiveWeChatPayNotificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveWeChatPayNotificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest WeChatPayFail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers ReceiveWeChatPayNotificationResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReceiveWeChatPayNotificationResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReceiveWeChatPayNotificationResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReceiveWeChatPayNotificationResponse413Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers ReceiveWeChatPayNotificationResponse422Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReceiveWeChatPayNotificationResponse500Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReceiveWeChatPayNotificationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
+	"github.com/seckill/seckill/internal/stripepay"
 	"github.com/seckill/seckill/lock"
 	"github.com/seckill/seckill/lock/lockmetrics"
 	"github.com/seckill/seckill/migrations"
@@ -65,6 +66,7 @@ type App struct {
 	drainMetrics *drain.Metrics
 	perAddress   order.Limiter
 	clock        *clockcheck.Checker // this instance's clock against Redis's
+	stripe       *stripepay.Client   // payment.mode stripe; nil otherwise
 
 	closers []func()
 }
@@ -174,7 +176,16 @@ func (a *App) build() error {
 	})
 	a.orderMetrics = order.NewMetrics(a.Registry)
 	a.drainMetrics = drain.NewMetrics(a.Registry)
-	a.closer = order.NewCloser(a.Orders, a.Stock, a.orderMetrics, nil)
+	// In stripe mode the closer cancels the PaymentIntent of an order that
+	// closes unpaid and refunds a paid one support staff cancel, and the
+	// checkout opens each order's.
+	co := order.CloserOptions{Metrics: a.orderMetrics, Log: a.Log}
+	if cfg.Payment.Mode == config.PaymentStripe {
+		a.stripe = stripepay.New(stripepay.Options{SecretKey: cfg.Payment.Stripe.SecretKey,
+			WebhookSecrets: cfg.Payment.Stripe.WebhookSecrets(), APIBase: cfg.Payment.Stripe.APIBase})
+		co.Gateway = a.stripe
+	}
+	a.closer = order.NewCloser(a.Orders, a.Stock, co)
 	a.clock = clockcheck.New(a.Redis, cfg.Redis.KeyPrefix, a.Registry, clockcheck.Options{Log: a.Log})
 	return nil
 }

@@ -41,6 +41,7 @@ func startPayments(t *testing.T, o saleOpts) *deployment {
 // payment is a payment.succeeded notification as a payment side sends it.
 type payment struct {
 	webhookID, paymentID, orderID string
+	reference                     string // data.payment_reference, when set (order_id then only if set too)
 	amount                        int64
 	currency                      string
 	at                            time.Time // the signature's timestamp; zero: now
@@ -48,8 +49,14 @@ type payment struct {
 }
 
 func (p payment) body() []byte {
-	b, _ := json.Marshal(map[string]any{"type": "payment.succeeded", "data": map[string]any{
-		"order_id": p.orderID, "amount_cents": p.amount, "currency": p.currency, "payment_id": p.paymentID}})
+	data := map[string]any{"amount_cents": p.amount, "currency": p.currency, "payment_id": p.paymentID}
+	if p.reference != "" {
+		data["payment_reference"] = p.reference
+	}
+	if p.orderID != "" || p.reference == "" {
+		data["order_id"] = p.orderID
+	}
+	b, _ := json.Marshal(map[string]any{"type": "payment.succeeded", "data": data})
 	return b
 }
 

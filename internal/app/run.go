@@ -91,6 +91,10 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 			return nil, err
 		}
 	}
+	aliNotes, wxNotes, err := providerVerifiers(cfg.Payment)
+	if err != nil {
+		return nil, err
+	}
 	a.warnAPI()
 	con, err := a.console()
 	if err != nil {
@@ -137,11 +141,16 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Events:         outbox.Admin{DB: a.DB},
 		PaymentMode:    payMode,
 		Webhooks:       hooks,
+		Alipay:         aliNotes,
+		WeChatPay:      wxNotes,
 		AdminToken:     a.AdminToken,
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 	}
 	if tokens != nil {
 		deps.Tokens = tokens
+	}
+	if a.stripe != nil {
+		deps.Stripe = a.stripe
 	}
 	if con != nil {
 		deps.Console = con

@@ -115,6 +115,13 @@ func verify(ctx context.Context, e *env, a *app.App, ids []uint64) error {
 		fmt.Fprintf(e.stderr, "verify: payments: %d applied, %d refund_due, %d mismatch\n",
 			counts[order.PaymentApplied], counts[order.PaymentRefundDue], counts[order.PaymentMismatch])
 	}
+	if refunds, err := order.RefundCounts(ctx, a.DB); err != nil {
+		fmt.Fprintf(e.stderr, "verify: refunds could not be counted: %v\n", err)
+		unchecked++
+	} else {
+		fmt.Fprintf(e.stderr, "verify: refunds of orders cancelled after payment: %d due, %d issued\n",
+			refunds[order.RefundDue], refunds[order.RefundIssued])
+	}
 	eventsOK, err := verifyEvents(ctx, e, a)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "verify: events could not be checked: %v\n", err)

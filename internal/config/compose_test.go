@@ -19,6 +19,8 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 		"jwt mode": {"SECKILL_AUTH_MODE=jwt", "SECKILL_AUTH_JWT_SECRET=compose-test-jwt-secret-0123456789abcdef"},
 		"webhook mode": {"SECKILL_PAYMENT_MODE=webhook",
 			"SECKILL_PAYMENT_WEBHOOK_SECRET=whsec_Y29tcG9zZS10ZXN0LXdlYmhvb2sta2V5LTAxMjM0NTY3"},
+		"stripe mode": {"SECKILL_PAYMENT_MODE=stripe", "SECKILL_PAYMENT_STRIPE_SECRET_KEY=sk_test_composeTestKey0123",
+			"SECKILL_PAYMENT_STRIPE_WEBHOOK_SECRET=whsec_composeTestSigning0123"},
 		"failover": {"SECKILL_REDIS_ADDRS=sentinel-1:26379,sentinel-2:26379,sentinel-3:26379",
 			"SECKILL_REDIS_MASTER_NAME=seckill", "SECKILL_REDIS_WAIT_REPLICAS=1"},
 		"kafka":    {"SECKILL_EVENTS_KAFKA_BROKERS=kafka:9092"},
@@ -66,10 +68,14 @@ func TestComposeConfiguresAValidServer(t *testing.T) {
 		assert.NoError(t, err, name)
 		mode, err := c.PaymentConfirmation()
 		assert.NoError(t, err, name)
-		if name == "webhook mode" {
+		switch name {
+		case "webhook mode":
 			assert.Equal(t, PaymentWebhook, mode)
 			assert.Len(t, c.Payment.Secrets(), 1)
-		} else {
+		case "stripe mode":
+			assert.Equal(t, PaymentStripe, mode)
+			assert.Len(t, c.Payment.Stripe.WebhookSecrets(), 1)
+		default:
 			assert.Equal(t, PaymentTrusted, mode, "shoppers pay their own orders")
 		}
 	}

@@ -42,7 +42,7 @@ func (c *Config) Validate() error {
 		adminToken(c.Admin.Token, c.External()),
 		oneOf("auth.mode", c.Auth.Mode, "", AuthHeader, AuthJWT),
 		c.Auth.validate(),
-		oneOf("payment.mode", c.Payment.Mode, "", PaymentWebhook, PaymentTrusted),
+		oneOf("payment.mode", c.Payment.Mode, append([]string{""}, PaymentModes...)...),
 		c.Payment.validate(),
 		c.Events.validate(),
 		c.Room.validate(),

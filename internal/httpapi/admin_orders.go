@@ -50,8 +50,8 @@ func handleSupportList(sup Support, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// supportQuery reads the filters of GET /admin/orders: sku_id, user_id and
-// status, a comma-separated list of statuses (the parameter given twice
+// supportQuery reads the filters of GET /admin/orders: sku_id, user_id,
+// payment_reference and status, a comma-separated list of statuses (the parameter given twice
 // adds to it).
 func supportQuery(c *gin.Context) (order.SupportQuery, error) {
 	var q order.SupportQuery
@@ -67,6 +67,12 @@ func supportQuery(c *gin.Context) (order.SupportQuery, error) {
 			return q, invalid("user_id must be 1 to " + strconv.Itoa(order.MaxUserIDLen) + " letters, digits or - _ . : @")
 		}
 		q.User = s
+	}
+	if s, ok := c.GetQuery("payment_reference"); ok {
+		if s == "" {
+			return q, invalid("payment_reference must be an order's payment reference")
+		}
+		q.PaymentReference = s
 	}
 	if values, ok := c.GetQueryArray("status"); ok {
 		q.Statuses = strings.Split(strings.Join(values, ","), ",")

@@ -28,7 +28,7 @@ func (s *stubSupport) SupportList(_ context.Context, q order.SupportQuery, curso
 func (s *stubSupport) SupportGet(_ context.Context, orderID string) (*order.AdminView, error) {
 	at := time.Date(2026, 11, 11, 0, 0, 1, 0, time.UTC)
 	return &order.AdminView{View: order.View{OrderID: orderID, SKU: 42, User: "alice", Qty: 1, PriceCents: 100,
-		Status: order.StatusQueued, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}, Refund: order.RefundNone}, nil
+		Status: order.StatusQueued, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute), PaymentReference: stubReference(orderID)}, Refund: order.RefundNone}, nil
 }
 
 func (s *stubSupport) SupportCancel(ctx context.Context, orderID, reason string) (*order.AdminView, error) {

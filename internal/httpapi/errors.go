@@ -123,10 +123,26 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 // 5xx the service does not give by design. To a client that went away it
 // writes nothing.
 func writeAnswer(c *gin.Context, log *slog.Logger, err error, ae *Error) {
+	if !settle(c, log, err, ae) {
+		return
+	}
+	if ae.RequestID != "" {
+		writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code, "request_id", ae.RequestID)
+		return
+	}
+	writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code)
+}
+
+// settle does what every answer to a failed request does before its body
+// is written — abort the chain, log a failure an operator must look at,
+// send Retry-After — and reports whether a body is to be written: not to a
+// client that went away. A handler whose answers a payment provider
+// prescribes writes ae's status in the provider's format after it.
+func settle(c *gin.Context, log *slog.Logger, err error, ae *Error) bool {
 	c.Abort()
 	if ae == errClientClosed {
 		c.Status(statusClientClosed)
-		return
+		return false
 	}
 	if ae.Status >= 500 {
 		// For the access log's level (answerLevel); the common answers,
@@ -140,9 +156,5 @@ func writeAnswer(c *gin.Context, log *slog.Logger, err error, ae *Error) {
 	if ae.RetryAfter != "" {
 		c.Header("Retry-After", ae.RetryAfter)
 	}
-	if ae.RequestID != "" {
-		writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code, "request_id", ae.RequestID)
-		return
-	}
-	writeObject(c, ae.Status, "detail", ae.Detail, "error", ae.Code)
+	return true
 }

@@ -9,10 +9,12 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/payment/notify"
 	"github.com/seckill/seckill/internal/room"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/stock"
 	"github.com/seckill/seckill/internal/storeerr"
+	"github.com/seckill/seckill/internal/stripepay"
 	"github.com/seckill/seckill/internal/webhook"
 )
 
@@ -43,9 +45,17 @@ const retrySoon = "1"
 // as an error.
 var rules = []rule{
 	{isA[*auth.Error], Error{Status: http.StatusUnauthorized, Code: "unauthorized"}},
+	{is(stripepay.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
+		Detail: "the Stripe-Signature header must sign the body with a payment.stripe.webhook_secret secret, within 5 minutes of now"}},
 	{is(webhook.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature",
 		Detail: "the webhook-id, webhook-timestamp and webhook-signature headers must sign the body with a payment.webhook_secret key, within 5 minutes of now"}},
-	{is(order.ErrInvalid, catalog.ErrInvalid), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
+	// A payment provider's notification (POST /webhooks/alipay,
+	// /webhooks/wechatpay) that is not verified: nothing is read or
+	// written.
+	{is(notify.ErrSignature), Error{Status: http.StatusUnauthorized, Code: "invalid_signature"}},
+	{is(notify.ErrUndecryptable), Error{Status: http.StatusUnauthorized, Code: "undecryptable"}},
+	{is(notify.ErrMerchant), Error{Status: http.StatusUnprocessableEntity, Code: "wrong_merchant"}},
+	{is(order.ErrInvalid, catalog.ErrInvalid, notify.ErrMalformed), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
 	{is(catalog.ErrNotFound), Error{Status: http.StatusNotFound, Code: "unknown_sku"}},
 	{is(order.ErrNotFound, sale.ErrTaskNotFound, outbox.ErrNotFound), Error{Status: http.StatusNotFound, Code: "not_found"}},
 	{is(stock.ErrSoldOut), Error{Status: http.StatusConflict, Code: "sold_out"}},
@@ -64,6 +74,12 @@ var rules = []rule{
 	// the payment side sends it again and it is applied then.
 	{is(order.ErrPaymentEarly), Error{Status: http.StatusServiceUnavailable, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrPaymentMismatch), Error{Status: http.StatusUnprocessableEntity, Code: "payment_mismatch"}},
+	// The payment provider, at the checkout: refused (a key, a currency or
+	// an amount it does not take: an operator must look) or unreachable.
+	{isA[*order.RefusedError], Error{Status: http.StatusBadGateway, Code: "payment_provider_refused",
+		Detail: "the payment provider refused to open the payment; the server log says why"}},
+	{is(order.ErrProvider), Error{Status: http.StatusServiceUnavailable, Code: "payment_provider_unavailable",
+		Detail: "the payment provider did not answer, retry shortly", RetryAfter: "2"}},
 	{is(order.ErrQueued), Error{Status: http.StatusConflict, Code: "order_queued", RetryAfter: retrySoon, expected: true}},
 	{is(order.ErrClosed), Error{Status: http.StatusConflict, Code: "order_closed"}},
 	{is(order.ErrNotCancellable), Error{Status: http.StatusConflict, Code: "order_paid"}},

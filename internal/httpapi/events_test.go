@@ -33,7 +33,8 @@ func stubEventView(t testing.TB) outbox.View {
 	t.Helper()
 	at := time.Date(2026, 11, 11, 0, 0, 1, 0, time.UTC)
 	o := order.AdminView{View: order.View{OrderID: "42-01hxd7k2m3n4p5q6r7s8t9v0", SKU: 42, User: "alice", Qty: 1,
-		PriceCents: 100, Status: order.StatusPendingPayment, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}, Refund: order.RefundNone}
+		PriceCents: 100, Status: order.StatusPendingPayment, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute),
+		PaymentReference: stubReference("42-01hxd7k2m3n4p5q6r7s8t9v0")}, Refund: order.RefundNone}
 	e, err := outbox.New(outbox.OrderCreated, o.OrderID, "", at, outbox.OrderData{Order: o})
 	require.NoError(t, err)
 	return outbox.View{EventID: e.EventID, Type: e.Type, OrderID: e.OrderID, Receiver: "shop", Status: outbox.StatusPending,

@@ -49,13 +49,22 @@ type Deps struct {
 	// /admin/events/{id}/redeliver, under /admin with the admin routes;
 	// nil: none.
 	Events Events
-	// PaymentMode is config.PaymentWebhook or config.PaymentTrusted: who
-	// marks an order paid, the payment side's notification or the
-	// shopper's pay.
+	// PaymentMode is payment.mode: who marks an order paid, the payment
+	// side's notification or the shopper's pay (trusted). In every mode
+	// but trusted a shopper's pay answers the checkout.
 	PaymentMode string
 	// Webhooks verifies the payment notifications' signatures; nil: no
 	// POST /webhooks/payments.
 	Webhooks WebhookVerifier
+	// Stripe reads Stripe's signed events (payment.mode stripe); nil: no
+	// POST /webhooks/stripe.
+	Stripe StripeEvents
+	// Alipay verifies Alipay's notifications (payment.mode alipay); nil: no
+	// POST /webhooks/alipay.
+	Alipay NotificationVerifier
+	// WeChatPay verifies WeChat Pay's notifications (payment.mode
+	// wechatpay); nil: no POST /webhooks/wechatpay.
+	WeChatPay NotificationVerifier
 	// AdminToken guards /admin; empty turns the admin API off.
 	AdminToken string
 	// Tokens, when set, makes shoppers identify with a bearer token it

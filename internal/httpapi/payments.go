@@ -35,10 +35,11 @@ const eventPaymentSucceeded = "payment.succeeded"
 type paymentNotification struct {
 	Type string `json:"type"`
 	Data *struct {
-		OrderID     *string `json:"order_id"`
-		AmountCents *int64  `json:"amount_cents"`
-		Currency    *string `json:"currency"`
-		PaymentID   *string `json:"payment_id"`
+		OrderID          *string `json:"order_id"`
+		PaymentReference *string `json:"payment_reference"`
+		AmountCents      *int64  `json:"amount_cents"`
+		Currency         *string `json:"currency"`
+		PaymentID        *string `json:"payment_id"`
 	} `json:"data"`
 }
 
@@ -47,7 +48,7 @@ type paymentNotification struct {
 func notice(body []byte, webhookID string) (order.PaymentNotice, error) {
 	var n paymentNotification
 	if err := json.Unmarshal(body, &n); err != nil {
-		return order.PaymentNotice{}, invalid("the body must be a JSON object {\"type\":\"payment.succeeded\",\"data\":{\"order_id\",\"amount_cents\",\"currency\",\"payment_id\"}}: " + jsonProblem(body, &n, err))
+		return order.PaymentNotice{}, invalid("the body must be a JSON object {\"type\":\"payment.succeeded\",\"data\":{\"order_id\" or \"payment_reference\",\"amount_cents\",\"currency\",\"payment_id\"}}: " + jsonProblem(body, &n, err))
 	}
 	if n.Type != eventPaymentSucceeded {
 		return order.PaymentNotice{}, invalid("type must be payment.succeeded")
@@ -56,8 +57,8 @@ func notice(body []byte, webhookID string) (order.PaymentNotice, error) {
 	switch {
 	case d == nil:
 		return order.PaymentNotice{}, invalid("data is required")
-	case d.OrderID == nil:
-		return order.PaymentNotice{}, invalid("data.order_id is required")
+	case d.OrderID == nil && d.PaymentReference == nil:
+		return order.PaymentNotice{}, invalid("data.order_id or data.payment_reference is required")
 	case d.AmountCents == nil:
 		return order.PaymentNotice{}, invalid("data.amount_cents is required")
 	case d.Currency == nil:
@@ -65,8 +66,15 @@ func notice(body []byte, webhookID string) (order.PaymentNotice, error) {
 	case d.PaymentID == nil:
 		return order.PaymentNotice{}, invalid("data.payment_id is required")
 	}
-	return order.PaymentNotice{WebhookID: webhookID, PaymentID: *d.PaymentID, OrderID: *d.OrderID,
-		AmountCents: *d.AmountCents, Currency: *d.Currency}, nil
+	pn := order.PaymentNotice{WebhookID: webhookID, PaymentID: *d.PaymentID,
+		AmountCents: *d.AmountCents, Currency: *d.Currency}
+	if d.OrderID != nil {
+		pn.OrderID = *d.OrderID
+	}
+	if d.PaymentReference != nil {
+		pn.PaymentReference = *d.PaymentReference
+	}
+	return pn, nil
 }
 
 // handlePaymentWebhook takes the payment side's signed notification that an

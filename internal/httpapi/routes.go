@@ -29,7 +29,8 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		api.POST("/orders", as(handlePlaceOrder(d.Shop, m.buys, d.Log)))
 		api.GET("/orders", as(handleListOrders(d.Shop, d.Log)))
 		api.GET("/orders/:order_id", as(handleGetOrder(d.Shop, d.Log)))
-		if d.PaymentMode == config.PaymentWebhook && d.Payments != nil {
+		if d.PaymentMode != config.PaymentTrusted && d.Payments != nil {
+			// Only the payment side's notification marks an order paid.
 			api.POST("/orders/:order_id/pay", as(handleCheckout(d.Payments, d.Log)))
 		} else {
 			api.POST("/orders/:order_id/pay", as(handlePay(d.Shop, d.Log)))
@@ -44,6 +45,15 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	}
 	if d.Payments != nil && d.Webhooks != nil {
 		r.POST("/webhooks/payments", handlePaymentWebhook(d.Payments, d.Webhooks, d.Log))
+	}
+	if d.Payments != nil && d.Stripe != nil {
+		r.POST("/webhooks/stripe", handleStripeWebhook(d.Payments, d.Stripe, d.Log))
+	}
+	if d.Payments != nil && d.Alipay != nil {
+		r.POST("/webhooks/alipay", handleAlipay(d.Payments, d.Alipay, d.Log))
+	}
+	if d.Payments != nil && d.WeChatPay != nil {
+		r.POST("/webhooks/wechatpay", handleWeChatPay(d.Payments, d.WeChatPay, d.Log))
 	}
 	if d.Admin != nil {
 		admin := r.Group("/admin", adminOnly(d.AdminToken, d.Log))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/order"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/seedfile"
 	"github.com/seckill/seckill/internal/stock"
@@ -72,7 +74,16 @@ func (s *stubShop) Place(_ context.Context, user string, in order.PlaceInput) (o
 func stubOrder(user, orderID, status string) *order.View {
 	created := time.Date(2026, 11, 11, 0, 0, 1, 0, time.UTC)
 	return &order.View{OrderID: orderID, SKU: 1, User: user, Qty: 1, PriceCents: 99900, Status: status,
-		CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute)}
+		CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute), PaymentReference: stubReference(orderID)}
+}
+
+// stubReference is the payment reference of order id, or one of 32 zeros
+// for a string a test uses that is not an order id.
+func stubReference(id string) string {
+	if ref, ok := orderid.Reference(id); ok {
+		return ref
+	}
+	return strings.Repeat("0", orderid.ReferenceLen)
 }
 
 // ListOrders lists orders 3, 2 and 1 of the shopper, a page at a time.

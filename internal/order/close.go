@@ -1,9 +1,11 @@
 package order
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"gorm.io/gorm"
@@ -18,17 +20,31 @@ type Closer struct {
 	db      *gorm.DB
 	rows    *Store
 	store   *stock.Store
+	gateway Gateway
 	metrics *Metrics
 	now     func() time.Time
+	log     *slog.Logger
+}
+
+// CloserOptions configure a Closer; each may be left zero.
+type CloserOptions struct {
+	// Gateway, when set, is the payment provider whose payment of an
+	// order closed unpaid is cancelled, and which refunds a paid order
+	// support staff cancel.
+	Gateway Gateway
+	Metrics *Metrics
+	Now     func() time.Time // time.Now by default
+	Log     *slog.Logger
 }
 
 // NewCloser returns a Closer writing to rows and giving units back in
-// store. now may be nil (time.Now); metrics may be nil.
-func NewCloser(rows *Store, store *stock.Store, metrics *Metrics, now func() time.Time) *Closer {
-	if now == nil {
-		now = time.Now
+// store.
+func NewCloser(rows *Store, store *stock.Store, o CloserOptions) *Closer {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &Closer{db: rows.db, rows: rows, store: store, metrics: metrics, now: now}
+	return &Closer{db: rows.db, rows: rows, store: store, gateway: o.Gateway, metrics: o.Metrics, now: o.Now,
+		log: cmp.Or(o.Log, slog.Default())}
 }
 
 // Expire expires the order if it is still unpaid at due; an order that is
@@ -42,15 +58,16 @@ func (c *Closer) Expire(ctx context.Context, orderID string, due time.Time) erro
 }
 
 // Close moves a pending order to status to (cancelled or expired), takes
-// its units off skus.sold and writes its event in one transaction, then gives them back in Redis
-// (once per order). With a non-zero due, only an order whose deadline is at
+// its units off skus.sold and writes its event in one transaction, then has
+// the provider's payment opened for it cancelled (with a Gateway) and gives
+// its units back in Redis (once per order). With a non-zero due, only an order whose deadline is at
 // or before due is expired. It returns the order as it ends up; an order
 // already cancelled or expired has its units given back again (a no-op
 // unless an earlier call stopped between SQL and Redis).
 func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (*Order, error) {
 	now := c.now().UTC()
 	var o Order
-	lost := false
+	lost, changed := false, false
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Take(&o, "order_id = ?", orderID).Error; err != nil {
 			return err
@@ -72,6 +89,7 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		if err := catalog.SubtractSold(tx, o.SKU, int64(o.Qty), now); err != nil {
 			return err
 		}
+		changed = true
 		o.Status, o.ClosedAt, o.UpdatedAt = to, &now, now
 		return c.rows.event(tx, closedEvent(to), &supportRow{Order: o}, now)
 	})
@@ -80,6 +98,9 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 	}
 	if err != nil {
 		return nil, fmt.Errorf("order: %s %s: %w", to, orderID, err)
+	}
+	if changed {
+		c.voidOpen(ctx, orderID)
 	}
 	if lost {
 		cur, err := find(ctx, c.db, orderID)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -95,6 +96,9 @@ type Order struct {
 	PaidAt      *time.Time `gorm:"column:paid_at"`
 	ClosedAt    *time.Time `gorm:"column:closed_at"`
 	UpdatedAt   time.Time  `gorm:"column:updated_at"`
+	// PaymentReference is written with the row (NULL in rows written
+	// before migration 00014); reads take orderid.Reference of the id.
+	PaymentReference *string `gorm:"column:payment_reference"`
 }
 
 // TableName is orders.
@@ -108,6 +112,9 @@ func FromTask(t stock.OrderTask, paymentTimeout time.Duration, now time.Time) Or
 		OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
 		Status: StatusPendingPayment, Fence: t.Fence, CreatedAt: created, PersistedAt: now,
 		ExpiresAt: created.Add(paymentTimeout), UpdatedAt: now,
+	}
+	if ref, ok := orderid.Reference(t.OrderID); ok {
+		o.PaymentReference = &ref
 	}
 	if t.RequestID != "" {
 		rid := t.RequestID
@@ -126,12 +133,16 @@ type View struct {
 	Status     string    `json:"status"`
 	CreatedAt  time.Time `json:"created_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// PaymentReference is what a payment provider knows the order by
+	// (orderid.Reference): the same on every call.
+	PaymentReference string `json:"payment_reference"`
 }
 
 // View returns what a shopper sees of the order.
 func (o *Order) View() *View {
+	ref, _ := orderid.Reference(o.OrderID)
 	return &View{OrderID: o.OrderID, SKU: o.SKU, User: o.User, Qty: o.Qty, PriceCents: o.PriceCents,
-		Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
+		Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC(), PaymentReference: ref}
 }
 
 // ValidUserID reports whether s can identify a shopper: 1 to 64 characters

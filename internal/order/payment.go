@@ -46,13 +46,21 @@ const (
 	MaxWebhookIDLen = 128
 )
 
-// PaymentNotice is a payment the payment side reports as succeeded.
+// MaxPaymentReferenceLen bounds a payment reference a notice carries (a
+// real one is orderid.ReferenceLen).
+const MaxPaymentReferenceLen = 64
+
+// PaymentNotice is a payment the payment side reports as succeeded. It
+// names its order by OrderID or by PaymentReference (the order's
+// orderid.Reference, which providers carry as their order number); when
+// both are set they must name the same order.
 type PaymentNotice struct {
-	WebhookID   string // the notification's id (webhook-id), the same on every retry
-	PaymentID   string // the payment side's id of the payment
-	OrderID     string
-	AmountCents int64
-	Currency    string
+	WebhookID        string // the notification's id (webhook-id), the same on every retry
+	PaymentID        string // the payment side's id of the payment
+	OrderID          string
+	PaymentReference string
+	AmountCents      int64
+	Currency         string
 }
 
 // Validate refuses a notice that no payment can be: ErrInvalid.
@@ -62,8 +70,12 @@ func (n PaymentNotice) Validate() error {
 		return fmt.Errorf("%w: webhook-id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxWebhookIDLen)
 	case !validToken(n.PaymentID, MaxPaymentIDLen):
 		return fmt.Errorf("%w: data.payment_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxPaymentIDLen)
-	case n.OrderID == "" || len(n.OrderID) > 64:
+	case n.OrderID == "" && n.PaymentReference == "":
+		return fmt.Errorf("%w: the notification must name its order: an order id or a payment reference", ErrInvalid)
+	case len(n.OrderID) > 64:
 		return fmt.Errorf("%w: data.order_id must be an order id", ErrInvalid)
+	case len(n.PaymentReference) > MaxPaymentReferenceLen:
+		return fmt.Errorf("%w: the payment reference must be at most %d characters", ErrInvalid, MaxPaymentReferenceLen)
 	case n.AmountCents < 0:
 		return fmt.Errorf("%w: data.amount_cents must not be negative", ErrInvalid)
 	case len(n.Currency) != 3:
@@ -99,8 +111,8 @@ type PaymentResult struct {
 }
 
 // Checkout is what the shop's checkout needs to charge for an order
-// (payment.mode webhook): the payment side's notification of the charge,
-// naming the order, marks it paid.
+// (payment.mode webhook or a provider's): the payment side's notification
+// of the charge, naming the order, marks it paid.
 type Checkout struct {
 	OrderID     string    `json:"order_id"`
 	Status      string    `json:"status"`
@@ -109,12 +121,18 @@ type Checkout struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	// PaymentReference is the same on every call for the order.
 	PaymentReference string `json:"payment_reference"`
+	// ClientSecret completes the payment the provider opened for the
+	// order (payment.mode stripe: the PaymentIntent's), while it is
+	// pending.
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // Checkout returns what the shop's checkout needs to charge for the user's
-// order, and changes nothing: in webhook mode only the payment side marks
-// an order paid. Errors: ErrNotFound, ErrQueued (not in SQL yet), ErrClosed
-// (cancelled, expired, failed, or past its deadline).
+// order: only the payment side marks an order paid. With a Gateway (the
+// closer's), a pending order's payment is opened at the provider (once per
+// order) and kept with it, and the answer carries its client secret. Errors:
+// ErrNotFound, ErrQueued (not in SQL yet), ErrClosed (cancelled, expired,
+// failed, or past its deadline), and the Gateway's (ErrProvider).
 func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout, error) {
 	v, err := s.Get(ctx, user, orderID)
 	if err != nil {
@@ -127,12 +145,18 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 	case v.Status != StatusPendingPayment || !s.o.Now().Before(v.ExpiresAt):
 		return nil, ErrClosed
 	}
-	return &Checkout{OrderID: v.OrderID, Status: v.Status, AmountCents: v.PriceCents,
-		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: "pay_" + v.OrderID}, nil
+	co := &Checkout{OrderID: v.OrderID, Status: v.Status, AmountCents: v.PriceCents,
+		Currency: s.o.Currency, ExpiresAt: v.ExpiresAt, PaymentReference: v.PaymentReference}
+	if s.closer.gateway != nil && co.Status == StatusPendingPayment {
+		if err := s.openPayment(ctx, co); err != nil {
+			return nil, err
+		}
+	}
+	return co, nil
 }
 
 // ApplyPayment records a payment the payment side reports and applies it to
-// its order, in one transaction: a pending order before its deadline
+// its order (named by id or by payment reference), in one transaction: a pending order before its deadline
 // becomes paid (applied). A payment for an order that cannot take it —
 // cancelled, expired, failed, past its deadline, or paid by another
 // payment — is recorded refund_due and changes nothing: the units of a
@@ -151,6 +175,16 @@ func (s *Service) Checkout(ctx context.Context, user, orderID string) (*Checkout
 func (s *Service) ApplyPayment(ctx context.Context, n PaymentNotice) (*PaymentResult, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
+	}
+	if n.PaymentReference != "" {
+		id, ok := orderid.FromReference(n.PaymentReference)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: no order has payment reference %q", ErrNotFound, n.PaymentReference)
+		case n.OrderID != "" && n.OrderID != id:
+			return nil, fmt.Errorf("%w: the order id and the payment reference name different orders", ErrInvalid)
+		}
+		n.OrderID = id
 	}
 	if _, _, _, ok := orderid.Parse(n.OrderID); !ok {
 		// Not an order id, though SQL's comparison, which ignores

@@ -324,8 +324,9 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 // taskView is an order still in its SKU's queue, as its shopper sees it.
 func (s *Service) taskView(t stock.OrderTask) View {
 	created := time.UnixMilli(t.CreatedMS).UTC()
+	ref, _ := orderid.Reference(t.OrderID)
 	return View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
-		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}
+		Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout), PaymentReference: ref}
 }
 
 // find reads an order row.

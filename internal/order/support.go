@@ -20,7 +20,7 @@ import (
 // Support staff find any order and cancel it by hand, a paid one included:
 // the shop then owes the shopper a refund.
 
-// Refunds an order owes (AdminView.Refund).
+// Refunds an order owes (AdminView.Refund), besides RefundIssued.
 const (
 	RefundNone = "none"
 	RefundDue  = "due" // cancelled by support staff after it was paid
@@ -39,14 +39,27 @@ type AdminView struct {
 	ClosedAt     *time.Time `json:"closed_at,omitempty"`
 	CancelReason *string    `json:"cancel_reason,omitempty"`
 	Refund       string     `json:"refund"`
+	// RefundID is the provider's refund of an issued refund.
+	RefundID *string `json:"refund_id,omitempty"`
+	// RefundError is why the provider refused a refund that is still due.
+	RefundError *string `json:"refund_error,omitempty"`
 }
 
 // supportRow is a row of orders with the columns only support staff write
 // and read; Order leaves them out, so the drain's inserts do too.
 type supportRow struct {
 	Order
-	CancelReason *string `gorm:"column:cancel_reason"`
-	Refund       *string `gorm:"column:refund"`
+	CancelReason  *string `gorm:"column:cancel_reason"`
+	Refund        *string `gorm:"column:refund"`
+	PaymentIntent *string `gorm:"column:payment_intent"`
+	RefundID      *string `gorm:"column:refund_id"`
+	RefundError   *string `gorm:"column:refund_error"`
+}
+
+// paymentReference is the order's payment reference.
+func (r *supportRow) paymentReference() string {
+	ref, _ := orderid.Reference(r.OrderID)
+	return ref
 }
 
 // TableName is orders.
@@ -56,8 +69,9 @@ func (supportRow) TableName() string { return "orders" }
 func (r *supportRow) adminView() AdminView {
 	v := AdminView{View: *r.View(), PaidAt: utc(r.PaidAt), ClosedAt: utc(r.ClosedAt),
 		CancelReason: r.CancelReason, Refund: RefundNone}
-	if r.Refund != nil && *r.Refund == RefundDue {
-		v.Refund = RefundDue
+	if r.Refund != nil && (*r.Refund == RefundDue || *r.Refund == RefundIssued) {
+		v.Refund = *r.Refund
+		v.RefundID, v.RefundError = r.RefundID, r.RefundError
 	}
 	return v
 }
@@ -126,7 +140,9 @@ func CleanReason(reason string) (string, error) {
 // SupportCancel cancels a pending or paid order by hand, keeping reason
 // with it, and gives its units back once, as a shopper's cancel does. A paid
 // order then owes its shopper a refund (RefundDue), written with the reason
-// and the status in one transaction. Cancelling a cancelled order again
+// and the status in one transaction; with a Gateway, the provider refunds
+// it then (RefundIssued), or the refund stays due with the provider's
+// reason, and is tried again by the same cancel sent again. Cancelling a cancelled order again
 // returns it unchanged (the first reason stays). Errors: ErrInvalid (the
 // reason, see CleanReason), ErrNotFound, ErrQueued (not in SQL yet),
 // ErrClosed (expired or failed).
@@ -145,10 +161,21 @@ func (s *Service) SupportCancel(ctx context.Context, orderID, reason string) (*A
 	if err != nil {
 		return nil, err
 	}
-	v := r.adminView()
 	if changed {
-		s.o.Log.WarnContext(ctx, "order cancelled by support", "order_id", orderID, "reason", reason, "refund", v.Refund)
+		s.o.Log.WarnContext(ctx, "order cancelled by support", "order_id", orderID, "reason", reason, "refund", r.adminView().Refund)
+		if r.Refund == nil {
+			s.closer.voidOpen(ctx, orderID)
+		}
 	}
+	if r.Refund != nil && *r.Refund == RefundDue && s.closer.gateway != nil {
+		// Also on a cancel sent again: a refund the provider refused, or
+		// could not be asked for, is tried again (once per order, by its
+		// key).
+		if err := s.closer.refund(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	v := r.adminView()
 	switch r.Status {
 	case StatusCancelled:
 		if err := s.closer.giveBack(ctx, &r.Order); err != nil {

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/orderid"
 	"github.com/seckill/seckill/internal/stock"
 )
 
@@ -21,6 +22,9 @@ type SupportQuery struct {
 	SKU      uint64   // the SKU's orders, its queued ones included
 	User     string   // the shopper's orders
 	Statuses []string // the orders in one of these statuses
+	// PaymentReference, when set, names one order by its payment
+	// reference (orderid.Reference).
+	PaymentReference string
 }
 
 // sqlStatuses are the statuses of an order in SQL, each listed by its own
@@ -28,7 +32,7 @@ type SupportQuery struct {
 var sqlStatuses = []string{StatusPendingPayment, StatusPaid, StatusCancelled, StatusExpired, StatusFailed}
 
 // Validate checks the query before any I/O: a SKU id from 1 to catalog.MaxID,
-// a valid user id (ValidUserID), known statuses, and a SKU for queued
+// a valid user id (ValidUserID), a payment reference that names an order id, known statuses, and a SKU for queued
 // orders, which are found in their SKU's queue. The error wraps ErrInvalid.
 func (q SupportQuery) Validate() error {
 	switch {
@@ -36,6 +40,8 @@ func (q SupportQuery) Validate() error {
 		return fmt.Errorf("%w: sku_id must be an integer from 1 to %d", ErrInvalid, uint64(catalog.MaxID))
 	case q.User != "" && !ValidUserID(q.User):
 		return fmt.Errorf("%w: user_id must be 1 to %d letters, digits or - _ . : @", ErrInvalid, MaxUserIDLen)
+	case q.PaymentReference != "" && !validReference(q.PaymentReference):
+		return fmt.Errorf("%w: payment_reference must be an order's payment reference: %d letters and digits", ErrInvalid, orderid.ReferenceLen)
 	}
 	for _, st := range q.Statuses {
 		if st != StatusQueued && !slices.Contains(sqlStatuses, st) {
@@ -78,6 +84,10 @@ func (s *Service) SupportList(ctx context.Context, q SupportQuery, cursor *Curso
 	if !cursor.Valid() {
 		return nil, nil, errCursor
 	}
+	if q.PaymentReference != "" {
+		v, err := s.byReference(ctx, q, cursor)
+		return v, nil, err
+	}
 	// The queues first, SQL after: an order the drain moves in between is
 	// read from SQL, never missed, and listed once.
 	queued, err := s.supportQueued(ctx, q, cursor)
@@ -106,6 +116,29 @@ func (s *Service) SupportList(ctx context.Context, q SupportQuery, cursor *Curso
 	views = views[:limit]
 	last := views[limit-1]
 	return views, &Cursor{CreatedMS: last.CreatedAt.UnixMilli(), OrderID: last.OrderID}, nil
+}
+
+// byReference is SupportList of a query naming a payment reference: its
+// order if it matches the other filters and comes after the cursor.
+func (s *Service) byReference(ctx context.Context, q SupportQuery, cursor *Cursor) ([]AdminView, error) {
+	id, _ := orderid.FromReference(q.PaymentReference)
+	v, err := s.SupportGet(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if (q.SKU != 0 && v.SKU != q.SKU) || (q.User != "" && v.User != q.User) || !q.wants(v.Status) || !cursor.after(&v.View) {
+		return nil, nil
+	}
+	return []AdminView{*v}, nil
+}
+
+// validReference reports whether ref is an order's payment reference.
+func validReference(ref string) bool {
+	_, ok := orderid.FromReference(ref)
+	return ok
 }
 
 // newestFirst orders views as the lists do: by creation time (to the

@@ -1,0 +1,36 @@
+-- +goose Up
+-- What a payment provider knows an order by, and what seckill asks a
+-- provider to do for it; one statement, so a failure leaves the table as it
+-- was.
+--
+-- payment_reference: the order's payment reference, 32 letters and digits
+-- that every provider accepts as its order number (Stripe's metadata,
+-- Alipay's and WeChat Pay's out_trade_no). It is the order id written in
+-- base 62 (internal/orderid), so distinct orders have distinct references
+-- and seckill reads the order id back from one without this column; the
+-- drain writes it with every order from this version on, so that SQL alone
+-- finds an order by it too. Orders written before have NULL here (a unique
+-- key holds any number of NULLs); their reference is the same function of
+-- their order id.
+--
+-- payment_intent: the provider's payment opened for the order by the
+-- checkout (payment.mode stripe: its PaymentIntent), which the order's
+-- expiry or cancel cancels; NULL until a checkout opens one.
+--
+-- refund is now 'due' (staff cancelled the order after it was paid) or
+-- 'issued' (the provider refunded it: refund_id is its refund);
+-- refund_error says why the provider refused a refund that stays 'due'.
+ALTER TABLE orders
+    ADD COLUMN payment_reference VARCHAR(32)  NULL,
+    ADD COLUMN payment_intent    VARCHAR(255) NULL,
+    ADD COLUMN refund_id         VARCHAR(255) NULL,
+    ADD COLUMN refund_error      VARCHAR(500) NULL,
+    ADD UNIQUE INDEX orders_payment_reference (payment_reference);
+
+-- +goose Down
+ALTER TABLE orders
+    DROP INDEX orders_payment_reference,
+    DROP COLUMN refund_error,
+    DROP COLUMN refund_id,
+    DROP COLUMN payment_intent,
+    DROP COLUMN payment_reference;
