@@ -113,3 +113,14 @@ func FuzzReference(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReference is what the drain adds per order it writes (the buy
+// path makes no reference).
+func BenchmarkReference(b *testing.B) {
+	id := NewBatch(42, 3, time.Now(), 1).Order(0)
+	for b.Loop() {
+		if _, ok := Reference(id); !ok {
+			b.Fatal(id)
+		}
+	}
+}
