@@ -7,10 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/seckill/seckill/internal/storeerr"
 )
 
 // LockWait is how long Up waits for another process that is migrating the
@@ -50,7 +49,7 @@ func (l *mysqlLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
 		switch {
 		case ctx.Err() != nil:
 			return fmt.Errorf("waiting for migration lock %q held by another process: %w", l.name, ctx.Err())
-		case contended(err):
+		case storeerr.LockHeld(err):
 			// TiDB reports some waits for a held lock as an error rather
 			// than GET_LOCK's 0: the lock was not got, try again.
 		case err != nil:
@@ -74,14 +73,6 @@ func (l *mysqlLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
 	var released sql.NullInt64
 	_ = conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 	return nil
-}
-
-// contended reports whether err is TiDB's answer to GET_LOCK on a lock
-// another session holds: error 1105 ("pessimistic lock retry limit
-// reached"), which MySQL and MariaDB never give for it.
-func contended(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1105 && strings.Contains(me.Message, "lock")
 }
 
 // lockName is the lock's name for database db, within MySQL's 64 characters.

@@ -99,12 +99,13 @@ func backlog(ctx context.Context, db *gorm.DB, name string, now time.Time) (Coun
 		return err
 	}
 	if c.Pending > 0 {
-		var first struct{ Row uint64 }
-		if err := db.Model(&Delivery{}).Select("MIN(event_row) AS row").Where("receiver = ? AND status = ?", name, StatusPending).
+		// Not "AS row": ROW is a reserved word on TiDB.
+		var first struct{ FirstRow uint64 }
+		if err := db.Model(&Delivery{}).Select("MIN(event_row) AS first_row").Where("receiver = ? AND status = ?", name, StatusPending).
 			Scan(&first).Error; err != nil {
 			return fail(err)
 		}
-		if err := oldest(db.Model(&Event{}).Where("id = ?", first.Row)); err != nil {
+		if err := oldest(db.Model(&Event{}).Where("id = ?", first.FirstRow)); err != nil {
 			return fail(err)
 		}
 	}

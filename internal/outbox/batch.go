@@ -10,6 +10,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill/internal/storeerr"
 )
 
 // batch is a row of outbox_batches: the events one transaction appended,
@@ -122,7 +124,11 @@ func expand(ctx context.Context, db *gorm.DB) (int, error) {
 	err := db.Connection(func(conn *gorm.DB) error {
 		conn = conn.Session(&gorm.Session{}) // each use its own statement
 		var got sql.NullInt64
-		if err := conn.Raw("SELECT GET_LOCK(" + expandLock + ", 0)").Scan(&got).Error; err != nil {
+		err := conn.Raw("SELECT GET_LOCK(" + expandLock + ", 0)").Scan(&got).Error
+		if storeerr.LockHeld(err) {
+			return nil // TiDB's answer for a lock another expand holds
+		}
+		if err != nil {
 			return err
 		}
 		if !got.Valid || got.Int64 != 1 {
@@ -132,7 +138,6 @@ func expand(ctx context.Context, db *gorm.DB) (int, error) {
 		// would stop every expand. A release that fails is a broken
 		// connection, whose locks the server drops.
 		defer conn.WithContext(context.WithoutCancel(ctx)).Exec("DO RELEASE_LOCK(" + expandLock + ")")
-		var err error
 		moved, err = move(conn)
 		return err
 	})

@@ -65,6 +65,15 @@ func Unavailable(err error) bool {
 // 9005). No MySQL or MariaDB error has these numbers.
 var tidbRetry = []uint16{8002, 8005, 8022, 8028, 9001, 9002, 9003, 9004, 9005, 9007}
 
+// LockHeld reports whether err is TiDB's answer to GET_LOCK on a lock
+// another session holds, where MySQL answers 0: error 1105 saying the lock
+// wait timed out or its retries ran out. No MySQL or MariaDB GET_LOCK
+// answers so.
+func LockHeld(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1105 && strings.Contains(me.Message, "lock")
+}
+
 // connErrors are the texts of go-redis's own connection failures (its
 // pool's, kept in an internal package, and its client's, not exported): a
 // connection closed, by a failover or a pool hook, while a command was

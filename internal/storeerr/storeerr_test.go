@@ -72,3 +72,18 @@ func TestConnErrorsAreGoRedis(t *testing.T) {
 		assert.True(t, strings.Contains(src.String(), literal), "go-redis %s writes no %s", dir, literal)
 	}
 }
+
+func TestLockHeld(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		held bool
+	}{
+		{&mysql.MySQLError{Number: 1105, Message: "pessimistic lock retry limit reached"}, true},
+		{fmt.Errorf("expand: %w", &mysql.MySQLError{Number: 1105, Message: "lock wait timeout"}), true},
+		{&mysql.MySQLError{Number: 1105, Message: "other"}, false},
+		{&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}, false},
+		{nil, false},
+	} {
+		assert.Equal(t, tc.held, LockHeld(tc.err), "%v", tc.err)
+	}
+}
