@@ -1,7 +1,7 @@
 -- +goose Up
 -- What a payment provider knows an order by, and what seckill asks a
--- provider to do for it; one statement, so a failure leaves the table as it
--- was.
+-- provider to do for it. The index in a statement of its own: TiDB indexes
+-- no column the same statement adds.
 --
 -- payment_reference: the order's payment reference, 32 letters and digits
 -- that every provider accepts as its order number (Stripe's metadata,
@@ -24,12 +24,12 @@ ALTER TABLE orders
     ADD COLUMN payment_reference VARCHAR(32)  NULL,
     ADD COLUMN payment_intent    VARCHAR(255) NULL,
     ADD COLUMN refund_id         VARCHAR(255) NULL,
-    ADD COLUMN refund_error      VARCHAR(500) NULL,
-    ADD UNIQUE INDEX orders_payment_reference (payment_reference);
+    ADD COLUMN refund_error      VARCHAR(500) NULL;
+ALTER TABLE orders ADD UNIQUE INDEX orders_payment_reference (payment_reference);
 
 -- +goose Down
+ALTER TABLE orders DROP INDEX orders_payment_reference;
 ALTER TABLE orders
-    DROP INDEX orders_payment_reference,
     DROP COLUMN refund_error,
     DROP COLUMN refund_id,
     DROP COLUMN payment_intent,
