@@ -72,3 +72,32 @@ func TestUpRestoresTheChecksOnTiDB(t *testing.T) {
 	_, err = db.ExecContext(ctx, `UPDATE skus SET sold = sold + 1`)
 	assert.Error(t, err, "the CHECK constraint keeps sold <= stock_total")
 }
+
+// On TiDB the outbox's ids come from one allocator (AUTO_ID_CACHE 1), so
+// that several TiDB servers hand them out in the order they are asked for;
+// a database whose outbox was made otherwise is refused.
+func TestOutboxIDsAreAllocatedInOrderOnTiDB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("mysql", testsvc.MySQL(t))
+	require.NoError(t, err)
+	defer db.Close()
+	if tidb, err := migrations.IsTiDB(ctx, db); err != nil || !tidb {
+		t.Skipf("TiDB only (make test-tidb): %v", err)
+	}
+	_, err = migrations.Up(ctx, db, migrations.MySQL)
+	require.NoError(t, err)
+	for _, table := range []string{"outbox", "outbox_batches"} {
+		var name, create string
+		require.NoError(t, db.QueryRowContext(ctx, "SHOW CREATE TABLE "+table).Scan(&name, &create))
+		assert.Contains(t, create, "AUTO_ID_CACHE=1", table)
+	}
+
+	_, err = db.ExecContext(ctx, "RENAME TABLE outbox_batches TO outbox_batches_kept")
+	require.NoError(t, err)
+	// As TiDB makes a table by default: ids from ranges cached per server.
+	_, err = db.ExecContext(ctx, "CREATE TABLE outbox_batches (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, PRIMARY KEY (id))")
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx, db, migrations.MySQL)
+	assert.ErrorIs(t, err, migrations.ErrAutoIDCache)
+}

@@ -15,6 +15,17 @@ import (
 var ErrChecksOff = errors.New("TiDB's tidb_enable_check_constraint is OFF, so it would drop the schema's CHECK constraints; " +
 	"SET GLOBAL tidb_enable_check_constraint = ON as an administrator, or grant the migrating user SYSTEM_VARIABLES_ADMIN")
 
+// ErrAutoIDCache means a TiDB database's outbox tables were made without
+// AUTO_ID_CACHE 1 (by a seckill that could not finish migrating on TiDB):
+// their ids would come from ranges cached per TiDB server, out of the
+// order the dispatcher relies on.
+var ErrAutoIDCache = errors.New("the outbox tables of this TiDB database were made without AUTO_ID_CACHE 1, " +
+	"which TiDB cannot add to a table: migrate a new database")
+
+// orderedTables are the tables whose AUTO_INCREMENT ids must follow the
+// order they are asked for (mysql/00010_outbox.sql, 00011_outbox_batches.sql).
+var orderedTables = []string{"outbox", "outbox_batches"}
+
 // checks are the CHECK constraints of the schema (mysql/00001_init.sql), by
 // name: the database's own guard against overselling, whatever Redis says.
 var checks = []struct{ table, name, clause string }{
@@ -82,6 +93,21 @@ func addMissingChecks(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
+// checkAutoIDCache reports ErrAutoIDCache when an ordered table was made
+// without AUTO_ID_CACHE 1.
+func checkAutoIDCache(ctx context.Context, conn *sql.Conn) error {
+	for _, t := range orderedTables {
+		var name, create string
+		if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+t).Scan(&name, &create); err != nil {
+			return fmt.Errorf("migrations: %s: %w", t, err)
+		}
+		if !strings.Contains(create, "AUTO_ID_CACHE=1") {
+			return fmt.Errorf("migrations: %w (%s)", ErrAutoIDCache, t)
+		}
+	}
+	return nil
+}
+
 // upTiDB prepares a TiDB server before the migrations (CHECK constraints
 // on) and returns what to run after them, under the migration lock.
 func upTiDB(ctx context.Context, db *sql.DB) (after func() error, err error) {
@@ -99,6 +125,9 @@ func upTiDB(ctx context.Context, db *sql.DB) (after func() error, err error) {
 			return err
 		}
 		defer func() { _ = l.SessionUnlock(context.WithoutCancel(ctx), conn) }()
-		return addMissingChecks(ctx, conn)
+		if err := addMissingChecks(ctx, conn); err != nil {
+			return err
+		}
+		return checkAutoIDCache(ctx, conn)
 	}, nil
 }

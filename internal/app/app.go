@@ -197,8 +197,8 @@ func (a *App) Migrate(ctx context.Context) error {
 		return err
 	}
 	applied, err := migrations.Up(ctx, sqlDB, a.Dialect)
-	if errors.Is(err, migrations.ErrChecksOff) {
-		return &config.Error{Key: "mysql.dsn", Allowed: "names a TiDB server where " + migrations.ErrChecksOff.Error()}
+	if errors.Is(err, migrations.ErrChecksOff) || errors.Is(err, migrations.ErrAutoIDCache) {
+		return &config.Error{Key: "mysql.dsn", Allowed: "names a TiDB database where " + err.Error()}
 	}
 	if err != nil {
 		return err
