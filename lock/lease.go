@@ -142,8 +142,6 @@ func (l *Lease) heldIn(ctx context.Context) (bool, error) {
 	return err == nil, err
 }
 
-func (l *Lease) unlock(ctx context.Context) error { return l.Unlock(ctx) }
-
 // remaining turns the answer of a PTTL script into a TTL, or ErrNotHeld when
 // the holder no longer holds the lock.
 func remaining(ms int64, err error) (time.Duration, error) {

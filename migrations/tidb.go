@@ -119,7 +119,7 @@ func upTiDB(ctx context.Context, db *sql.DB) (after func() error, err error) {
 		if err != nil {
 			return fmt.Errorf("migrations: %w", err)
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		l := &mysqlLock{wait: LockWait}
 		if err := l.SessionLock(ctx, conn); err != nil {
 			return err

@@ -231,7 +231,7 @@ func (e Events) validateAMQP() error {
 	if e.AMQPURL != "" {
 		p, err := url.Parse(e.AMQPURL)
 		if err != nil || (p.Scheme != "amqp" && p.Scheme != "amqps") || p.Host == "" {
-			return &Error{Key: "events.amqp_url", Allowed: "an amqp:// or amqps:// URL: amqp://user:password@host:5672/vhost"}
+			return &Error{Key: "events.amqp_url", Allowed: "an amqp:// or amqps:// URL with the user, its password, the host, port 5672 and the vhost"}
 		}
 	}
 	x := e.AMQPExchange

@@ -56,7 +56,8 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "the payment provider refused: " + e.Reason }
 
-// Refunds issued through the provider (AdminView.Refund).
+// RefundIssued is the refund of an order the provider refunded
+// (AdminView.Refund).
 const RefundIssued = "issued"
 
 // MaxRefundErrorLen bounds the reason kept for a refused refund, in

@@ -61,10 +61,10 @@ const (
 	MaxStateLen     = 32
 )
 
-// Token reports whether s is 1 to max letters, digits or - _ . : @, as an
+// Token reports whether s is 1 to maxLen letters, digits or - _ . : @, as an
 // id a notification carries must be.
-func Token(s string, max int) bool {
-	if s == "" || len(s) > max {
+func Token(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -267,7 +267,7 @@ func (s *Server) start() error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-done
-			return fmt.Errorf("did not answer: %v", err)
+			return fmt.Errorf("did not answer: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
