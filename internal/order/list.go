@@ -165,9 +165,7 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 			if t.User != user {
 				continue
 			}
-			created := time.UnixMilli(t.CreatedMS).UTC()
-			queued[t.OrderID] = View{OrderID: t.OrderID, SKU: t.SKU, User: t.User, Qty: t.Qty, PriceCents: t.PriceCents,
-				Status: StatusQueued, CreatedAt: created, ExpiresAt: created.Add(s.o.PaymentTimeout)}
+			queued[t.OrderID] = s.taskView(t)
 		}
 	}
 	// A task written to SQL and not yet acknowledged is no longer queued.
