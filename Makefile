@@ -52,7 +52,7 @@ TIDB_PACKAGES = ./migrations ./internal/catalog ./internal/order ./internal/outb
 	./internal/cli ./internal/httpapi ./api/client
 
 test-tidb: ## the SQL packages' tests against TiDB (docs/operate/deploy.md#tidb)
-	@eval "$$(./scripts/test-services.sh --env)" && eval "$$(./scripts/tidb.sh)" && \
+	@eval "$$(./scripts/test-services.sh --env)" && tidb=$$(./scripts/tidb.sh) && eval "$$tidb" && \
 		SECKILL_TEST_MYSQL_DSN="$$SECKILL_TEST_TIDB_DSN" $(GO) test -race -count=1 -timeout 30m $(TIDB_PACKAGES)
 
 chaos: ## randomized fault run (internal/chaostest): make chaos DURATION=10m SEED=n

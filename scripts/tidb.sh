@@ -28,7 +28,7 @@ if up; then
 else
 	tools=${SECKILL_TIDB_TOOLS:-}
 	for dir in "$tools" ../shared/tools/tidb /work/shared/tools/tidb; do
-		if [[ -n $dir && -x $dir/start.sh ]]; then tools=$dir; break; fi
+		if [[ -n $dir && -x $dir/start.sh ]]; then tools=$(cd "$dir" && pwd); break; fi
 	done
 	if [[ -z $tools || ! -x $tools/start.sh ]]; then
 		log "no TiDB: set SECKILL_TEST_TIDB_DSN, or SECKILL_TIDB_TOOLS to a directory with start.sh"
