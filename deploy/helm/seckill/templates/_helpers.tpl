@@ -43,7 +43,7 @@ The settings that hold a secret: never in the ConfigMap, only read from
 secrets.existingSecret through secrets.keys.
 */}}
 {{- define "seckill.secretSettings" -}}
-admin.token mysql.dsn redis.password auth.jwt_secret payment.webhook_secret events.webhook_secret room.pass_keys payment.stripe.secret_key payment.stripe.webhook_secret payment.alipay.public_key payment.wechatpay.api_v3_key payment.wechatpay.platform_public_key
+admin.token mysql.dsn redis.password auth.jwt_secret payment.webhook_secret events.webhook_secret room.pass_keys payment.stripe.secret_key payment.stripe.webhook_secret payment.alipay.public_key payment.wechatpay.api_v3_key payment.wechatpay.platform_public_key events.kafka_sasl_password events.amqp_url
 {{- end -}}
 
 {{/*
