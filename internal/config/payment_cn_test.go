@@ -13,26 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// providerKeys are two RSA keys, made once.
-var providerKeys = sync.OnceValue(func() [2]*rsa.PrivateKey {
-	var ks [2]*rsa.PrivateKey
-	for i := range ks {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		ks[i] = k
-	}
-	return ks
-})
+	"github.com/seckill/seckill/internal/payment/paytest"
+)
 
 func pkixDER(t *testing.T, pub any) []byte {
 	t.Helper()
@@ -82,7 +70,7 @@ func TestProviderVariablesAreKnown(t *testing.T) {
 // with \n (an environment variable), the base64 the console shows, a file
 // of either, and two at once during a rotation.
 func TestAlipayKeyForms(t *testing.T) {
-	k0, k1 := &providerKeys()[0].PublicKey, &providerKeys()[1].PublicKey
+	k0, k1 := &paytest.Keys()[0].PublicKey, &paytest.Keys()[1].PublicKey
 	der := pkixDER(t, k0)
 	dir := t.TempDir()
 	pemFile, b64File := filepath.Join(dir, "alipay.pem"), filepath.Join(dir, "alipay.txt")
@@ -113,7 +101,7 @@ func TestAlipayKeyForms(t *testing.T) {
 }
 
 func TestWeChatPayKeyForms(t *testing.T) {
-	k0, k1 := providerKeys()[0], providerKeys()[1]
+	k0, k1 := paytest.Keys()[0], paytest.Keys()[1]
 	cert := certificate(t, k0)
 	file := filepath.Join(t.TempDir(), "wechatpay_platform.pem")
 	require.NoError(t, os.WriteFile(file, []byte(pemOf("CERTIFICATE", cert)), 0o600))
@@ -135,7 +123,7 @@ func TestWeChatPayKeyForms(t *testing.T) {
 // Each bad setting of the two modes is an *Error naming its key and
 // variable, and no key, valid or not, nor the API v3 key appears in it.
 func TestBadProviderValuesNameTheKey(t *testing.T) {
-	k0 := providerKeys()[0]
+	k0 := paytest.Keys()[0]
 	goodPEM := pemOf("PUBLIC KEY", pkixDER(t, &k0.PublicKey))
 	small, err := rsa.GenerateKey(rand.Reader, 1024)
 	require.NoError(t, err)
