@@ -76,6 +76,9 @@ type config struct {
 	room       bool
 	roomRounds int
 	roomBuys   bool
+	// cmdStats: print Redis's commands per accepted order of each in-stock
+	// run.
+	cmdStats bool
 }
 
 func main() {
@@ -114,6 +117,7 @@ func main() {
 	flag.BoolVar(&cfg.room, "room", false, "run only the waiting-room run: a look at a room and a join against the sold-out answer and the ceiling, and a hot-SKU buy with and without a pass, in rounds")
 	flag.IntVar(&cfg.roomRounds, "room-rounds", 3, "rounds of the -room run")
 	flag.BoolVar(&cfg.roomBuys, "room-buys", false, "with -room, run only the hot-SKU buys with and without a pass, in rounds")
+	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print Redis's commands per accepted order (calls and µs, from INFO commandstats) of each in-stock run")
 	flag.Parse()
 	run := run
 	if cfg.sqlFloor {
@@ -599,6 +603,10 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	b.skus = append(b.skus, ids...)
 	time.Sleep(500 * time.Millisecond) // the drain picks the SKUs up
 	before, _ := a.outcomes()
+	var stats0 map[string]cmdStat
+	if b.cfg.cmdStats {
+		stats0 = commandStats(b.redisAddr)
+	}
 	c0 := b.cpuNow(p)
 	var r wrkResult
 	if v.room {
@@ -617,6 +625,9 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	}
 	catchUp := time.Since(start)
 	c2 := b.cpuNow(p)
+	if b.cfg.cmdStats {
+		printCommandStats(out, name, stats0, commandStats(b.redisAddr), int64(diff(after, before)["accepted"]))
+	}
 	// The audit reads every order of the row again, so it runs after the
 	// figures are taken.
 	for _, id := range ids {

@@ -11,8 +11,6 @@
 package order
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -63,14 +61,6 @@ func (e *UnknownOutcomeError) Error() string {
 }
 
 func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
-
-// newRequestID makes a request id for a buy that came without one: 24
-// random hex digits after "srv-", a valid request id.
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "srv-" + hex.EncodeToString(b[:])
-}
 
 // Limits on input.
 const (

@@ -15,7 +15,6 @@ import (
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/queue"
 	"github.com/seckill/seckill/internal/stock"
-	"github.com/seckill/seckill/internal/storeerr"
 )
 
 // DefaultPaymentTimeout is how long an order waits for payment unless
@@ -153,17 +152,6 @@ func (s *Service) Place(ctx context.Context, user string, in PlaceInput) (Placed
 	return p, unknownOutcome(in.RequestID, err)
 }
 
-// unknownOutcome is err, made an *UnknownOutcomeError naming rid when a
-// store failed in a way that may have let the buy happen. busy and a lost
-// state write nothing; without a request id there is nothing to name.
-func unknownOutcome(rid string, err error) error {
-	var uo *UnknownOutcomeError
-	if err == nil || rid == "" || errors.As(err, &uo) || errors.Is(err, stock.ErrBusy) || errors.Is(err, stock.ErrStateLost) || !storeerr.Unavailable(err) {
-		return err
-	}
-	return &UnknownOutcomeError{RequestID: rid, Err: err}
-}
-
 // place is Place for a valid request.
 func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed, error) {
 	sku, err := s.cache.Get(ctx, in.SKU)
@@ -194,14 +182,19 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 	if err := s.admit(ctx, in); err != nil {
 		return Placed{}, err
 	}
-	// A request id is made only for a buy that reaches the buy script: a
-	// refusal before it writes nothing and has no outcome to learn.
-	rid := in.RequestID
-	if rid == "" {
-		rid = newRequestID()
+	if oid, ok := serverOrder(sku.ID, in.RequestID); ok {
+		// The retry of a buy whose outcome was unknown, by the request id
+		// the server named: the order the first attempt made, if any.
+		found, err := s.settled(ctx, user, oid)
+		if err != nil {
+			return Placed{}, err
+		}
+		if found {
+			return s.replayed(ctx, user, oid), nil
+		}
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
-		User: user, Qty: in.Qty, RequestID: rid,
+		User: user, Qty: in.Qty, RequestID: in.RequestID,
 		PriceCents: sku.PriceCents * int64(in.Qty), Created: now, Pass: pass,
 	})
 	switch {
@@ -211,8 +204,12 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 		// The buy script answers a replay before anything else, but these
 		// may come before it runs (the sold-out flag, a rebuild's pause).
 		return s.refuse(ctx, sku, user, in, err)
+	case err != nil && in.RequestID == "":
+		// The request id to retry with is made only now, when the answer
+		// needs one (serverRequestID).
+		return Placed{}, unknownOutcome(serverRequestID(err), err)
 	case err != nil:
-		return Placed{}, unknownOutcome(rid, err)
+		return Placed{}, unknownOutcome(in.RequestID, err)
 	}
 	if res.Replayed {
 		return s.replayed(ctx, user, res.OrderID), nil
@@ -224,50 +221,6 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 // limit, whether the qty alone is over it or the units they hold already.
 func overLimit(sku *catalog.SKU) error {
 	return fmt.Errorf("%w: at most %d per shopper", ErrLimitExceeded, sku.PerUserLimit)
-}
-
-// replayed is the answer to a request id that already got orderID: the
-// order with its status now, or queued when the status cannot be read (the
-// order id is what a retry needs).
-func (s *Service) replayed(ctx context.Context, user, orderID string) Placed {
-	p := Placed{OrderID: orderID, Replayed: true, Status: StatusQueued}
-	if v, err := s.Get(ctx, user, orderID); err == nil {
-		p.Status = v.Status
-	}
-	return p
-}
-
-// refuse answers a buy request that is refused with err, unless it carries
-// a request id that already got an order: then the answer is that order.
-// Only a request with a request id costs a Redis lookup here.
-func (s *Service) refuse(ctx context.Context, sku *catalog.SKU, user string, in PlaceInput, err error) (Placed, error) {
-	if in.RequestID == "" {
-		return Placed{}, err
-	}
-	if aerr := s.admit(ctx, in); aerr != nil {
-		return Placed{}, aerr
-	}
-	id, ok, lost, lerr := s.store.RequestOrder(ctx, stock.Home(sku.ID, sku.Buckets, user), user, in.RequestID)
-	if lerr != nil {
-		return Placed{}, lerr
-	}
-	if ok {
-		return s.replayed(ctx, user, id), nil
-	}
-	if lost {
-		// Redis lost the SKU and its request ids; SQL still has the orders
-		// that reached it (the rebuild remembers them in Redis again).
-		var o Order
-		qerr := s.db.WithContext(ctx).Select("order_id").
-			Take(&o, "sku_id = ? AND user_id = ? AND request_id = ?", sku.ID, user, in.RequestID).Error
-		if qerr == nil {
-			return s.replayed(ctx, user, o.OrderID), nil
-		}
-		if !errors.Is(qerr, gorm.ErrRecordNotFound) {
-			return Placed{}, fmt.Errorf("order: request id: %w", qerr)
-		}
-	}
-	return Placed{}, err
 }
 
 // admit charges a request about to reach Redis to its client address's

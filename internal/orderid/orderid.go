@@ -114,3 +114,20 @@ func ParseHead(head string) (sku uint64, bucket int, ok bool) {
 	}
 	return sku, bucket, true
 }
+
+// Made returns when the batch of an order id was made (to the
+// millisecond); false for a string that is not an order id.
+func Made(id string) (time.Time, bool) {
+	if _, _, _, ok := Parse(id); !ok {
+		return time.Time{}, false
+	}
+	raw, err := encoding.DecodeString(id[strings.IndexByte(id, '-')+1:])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for _, b := range raw[:6] {
+		ms = ms<<8 | uint64(b)
+	}
+	return time.UnixMilli(int64(ms)), true //nolint:gosec // 48 bits
+}

@@ -26,6 +26,9 @@ func TestIDsNameTheirSKUAndBatch(t *testing.T) {
 					assert.Equal(t, sku, gotSKU)
 					assert.Equal(t, bucket, gotBucket)
 					assert.Equal(t, b.ID(), batch)
+					made, ok := Made(id)
+					require.True(t, ok, id)
+					assert.Equal(t, now.UnixMilli(), made.UnixMilli())
 				}
 			}
 		}
@@ -50,5 +53,9 @@ func TestMalformedOrderIDs(t *testing.T) {
 		"1.1.1-06h04xk4nr755csppbj17h0w", "1.+1-06h04xk4nr755csppbj17h0w"} {
 		_, _, _, ok := Parse(id)
 		assert.False(t, ok, id)
+		_, ok = Made(id)
+		assert.False(t, ok, id)
 	}
+	_, ok := Made("1-06h04xk4nr755csppbj17h0u") // u is outside the alphabet
+	assert.False(t, ok)
 }

@@ -164,7 +164,7 @@ func (s *Seller) runLine(p Part, l *line) {
 		cancel()
 		for i, q := range batch {
 			if err != nil {
-				q.reply <- reply{err: err}
+				q.reply <- reply{err: forRequest(err, i)}
 			} else {
 				q.reply <- reply{res: res[i]}
 			}

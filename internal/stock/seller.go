@@ -153,7 +153,7 @@ func (s *Seller) Buy(ctx context.Context, sku uint64, buckets int, req Request) 
 	if s.o.BatchMax <= 1 {
 		res, err := s.execute(ctx, home, buckets, []Request{req}, nil)
 		if err != nil {
-			return Result{}, err
+			return Result{}, forRequest(err, 0)
 		}
 		return res[0], res[0].Err
 	}
@@ -390,8 +390,8 @@ func (s *Seller) rerun(ctx context.Context, p Part, reqs []Request, res []Result
 		if nothingWritten(err) {
 			s.busy(p.SKU, res, idx, err)
 		} else {
-			for _, i := range idx {
-				res[i] = Result{Err: err}
+			for j, i := range idx {
+				res[i] = Result{Err: forRequest(err, j)}
 			}
 		}
 		return false

@@ -220,7 +220,29 @@ type Guard struct {
 // Errors (nothing written): ErrStateLost when Redis has no state for sku,
 // ErrStale when g's lock is no longer held or was overtaken, ErrBusy while
 // the state is being rebuilt; otherwise Redis errors.
+//
+// An error after the script was sent, when it may have run, is an
+// *UncertainError: OrderFor tells each request's order id, the one it got
+// if the script ran and accepted it (see Outcome).
 func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64, []Result, error) {
+	if len(reqs) > orderid.MaxBatch {
+		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", p.SKU, len(reqs))
+	}
+	now := s.o.Now()
+	for tries := 1; ; tries++ {
+		left, results, voidTo, err := s.buy(ctx, p, reqs, g, now)
+		if voidTo == 0 || tries == 3 {
+			return left, results, err
+		}
+		// A retry settled the outcome of a batch made at voidTo or later
+		// than this one (Outcome): this one is made again, after it.
+		now = time.UnixMilli(max(now.UnixMilli(), voidTo) + 1)
+	}
+}
+
+// buy is one run of the buy script for a batch made at now; voidTo is not
+// 0 when the script refused to run a batch made at or before it.
+func (s *Store) buy(ctx context.Context, p Part, reqs []Request, g Guard, now time.Time) (left int64, results []Result, voidTo int64, err error) {
 	k := newKeys(s.o.Prefix, p)
 	q := s.Queue(p)
 	sku := p.SKU
@@ -231,11 +253,7 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		lockKey = k.stock // never read without a token
 	}
 	keys = append(keys, k.stock, k.buyers, lockKey, k.paused)
-	now := s.o.Now()
 	interval, burst := s.o.PerUser.gcra()
-	if len(reqs) > orderid.MaxBatch {
-		return 0, nil, fmt.Errorf("stock: buy sku %d: %d requests in one batch", sku, len(reqs))
-	}
 	batch := orderid.NewBatch(sku, p.Bucket, now, len(reqs))
 	args := make([]any, 0, 11+8*len(reqs))
 	args = append(args, g.Token, g.Fence, now.UnixMilli(), s.o.MaxAttempts, s.o.RequestIDTTL.Milliseconds(), TaskCreate, interval, burst,
@@ -274,35 +292,37 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 	cmd, err := s.o.Replicas.Run(ctx, buyScript, keys, args...)
 	if err != nil {
 		// Also when the script ran but too few replicas have it: the
-		// batch's orders exist on the primary, and a retry with the same
-		// request id returns each once it is safe.
-		return 0, nil, fmt.Errorf("stock: buy sku %d: %w", sku, err)
+		// batch's orders exist on the primary, and a retry returns each
+		// once it is safe.
+		return 0, nil, 0, &UncertainError{batch: batch, Err: fmt.Errorf("stock: buy sku %d: %w", sku, err)}
 	}
 	raw, err := cmd.Slice()
 	if err != nil {
-		return 0, nil, fmt.Errorf("stock: buy sku %d: %w", sku, err)
+		return 0, nil, 0, &UncertainError{batch: batch, Err: fmt.Errorf("stock: buy sku %d: %w", sku, err)}
 	}
 	if len(raw) < 2 {
-		return 0, nil, fmt.Errorf("stock: buy sku %d: short reply %v", sku, raw)
+		return 0, nil, 0, fmt.Errorf("stock: buy sku %d: short reply %v", sku, raw)
 	}
 	status, left := toInt(raw[0]), toInt(raw[1])
 	switch status {
 	case 1:
 	case -1:
-		return 0, nil, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+		return 0, nil, 0, fmt.Errorf("%w: sku %d", ErrStateLost, sku)
 	case -2, -3:
-		return 0, nil, fmt.Errorf("%w: sku %d", ErrStale, sku)
+		return 0, nil, 0, fmt.Errorf("%w: sku %d", ErrStale, sku)
 	case -4:
-		return 0, nil, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
+		return 0, nil, 0, fmt.Errorf("%w: sku %d state is being rebuilt", ErrBusy, sku)
 	case -5:
-		return 0, nil, fmt.Errorf("stock: buy sku %d: batch id %s already taken", sku, batch.ID())
+		return 0, nil, 0, fmt.Errorf("stock: buy sku %d: batch id %s already taken", sku, batch.ID())
+	case -6:
+		return 0, nil, left, fmt.Errorf("%w: sku %d: batch made before a settled one", ErrBusy, sku)
 	default:
-		return 0, nil, fmt.Errorf("stock: buy sku %d: status %d", sku, status)
+		return 0, nil, 0, fmt.Errorf("stock: buy sku %d: status %d", sku, status)
 	}
 	if len(raw) != 2+2*len(reqs) {
-		return 0, nil, fmt.Errorf("stock: buy sku %d: %d replies for %d requests", sku, (len(raw)-2)/2, len(reqs))
+		return 0, nil, 0, fmt.Errorf("stock: buy sku %d: %d replies for %d requests", sku, (len(raw)-2)/2, len(reqs))
 	}
-	results := make([]Result, len(reqs))
+	results = make([]Result, len(reqs))
 	for i := range reqs {
 		code, id := toInt(raw[2+2*i]), raw[3+2*i]
 		switch code {
@@ -321,11 +341,11 @@ func (s *Store) Buy(ctx context.Context, p Part, reqs []Request, g Guard) (int64
 		case 7:
 			results[i].Err = ErrPassSpent
 		default:
-			return 0, nil, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
+			return 0, nil, 0, fmt.Errorf("stock: buy sku %d: result code %d", sku, code)
 		}
 	}
 	s.confirmReplays(ctx, p, reqs, results)
-	return left, results, nil
+	return left, results, 0, nil
 }
 
 // confirmReplays holds the answers that return an earlier request's order

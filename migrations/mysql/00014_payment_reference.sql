@@ -9,9 +9,10 @@
 -- base 62 (internal/orderid), so distinct orders have distinct references
 -- and seckill reads the order id back from one without this column; the
 -- drain writes it with every order from this version on, so that SQL alone
--- finds an order by it too. Orders written before have NULL here (a unique
--- key holds any number of NULLs); their reference is the same function of
--- their order id.
+-- finds an order by it too (00015 drops the index: no query of seckill
+-- needs it). Orders written before have NULL here (a unique key holds any
+-- number of NULLs); their reference is the same function of their order
+-- id.
 --
 -- payment_intent: the provider's payment opened for the order by the
 -- checkout (payment.mode stripe: its PaymentIntent), which the order's

@@ -6,7 +6,9 @@
 --
 -- KEYS[1..4] the SKU's order queue: ready, data, meta, wake (queue.EnqueueKeys)
 -- KEYS[5]    stock hash: total, left, limit, fence, ends (Unix ms at which
---            the sale ends; 0 or absent: no end kept in Redis)
+--            the sale ends; 0 or absent: no end kept in Redis), void_to
+--            (batches made at or before this Unix ms may not run: see
+--            outcome.lua)
 -- KEYS[6]    buyers hash: user id -> units bought
 -- KEYS[7]    the SKU lock's key (read only when ARGV[1] is not empty)
 -- KEYS[8]    pause marker, set while Redis state is being rebuilt
@@ -16,7 +18,7 @@
 --            limit is set
 -- ARGV[1]    token of the SKU lock the caller holds, '' without a lock
 -- ARGV[2]    fencing number of that acquisition, 0 without a lock
--- ARGV[3]    now, Unix milliseconds
+-- ARGV[3]    now, Unix milliseconds: when the batch was made
 -- ARGV[4]    max attempts of an order task
 -- ARGV[5]    lifetime of a request-id key, milliseconds
 -- ARGV[6]    order task type
@@ -41,7 +43,9 @@
 --   status  1 done; -1 stock hash missing (Redis state lost: rebuild it);
 --           -2 the lock is not held with ARGV[1]; -3 ARGV[2] is older than a
 --           fence already used (a stale holder); -4 paused; -5 the batch's
---           task exists already. Nothing is written unless status is 1.
+--           task exists already; -6 the batch was made at or before void_to
+--           (left is then void_to: make the batch again, later). Nothing is
+--           written unless status is 1.
 --   left    units left after the batch
 --   code    1 accepted (id = new order id), 2 replay of a request id (id =
 --           the order it got the first time), 3 sold out, 4 limit exceeded,
@@ -66,9 +70,13 @@ end
 if redis.call('EXISTS', paused) == 1 then
   return {-4, 0}
 end
-local st = redis.call('HMGET', stock, 'left', 'limit', 'fence', 'ends')
+local st = redis.call('HMGET', stock, 'left', 'limit', 'fence', 'ends', 'void_to')
 if not st[1] then
   return {-1, 0}
+end
+local void_to = tonumber(st[5]) or 0
+if tonumber(now) <= void_to then
+  return {-6, void_to}
 end
 local left = tonumber(st[1])
 local limit = tonumber(st[2]) or 0
