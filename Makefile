@@ -18,7 +18,7 @@ SEED     ?=
 # the barriers and the checks ("1m30s" -> 1080s).
 CHAOS_TIMEOUT = $(shell echo '$(DURATION)' | awk '{ s = 0; d = $$0; while (match(d, /^[0-9.]+(h|ms|m|s)/)) { v = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = v; gsub(/[0-9.]/, "", u); n = v + 0; if (u == "h") s += n * 3600; else if (u == "m") s += n * 60; else if (u == "s") s += n; else s += n / 1000 } printf "%ds", 2 * s + 900 }')
 
-.PHONY: help run build test test-short test-helm test-tidb chaos services lint fmt generate console apidocs up down k6 loadtest-smoke bench bench-events bench-buckets bench-fair clean
+.PHONY: help run build test test-short test-helm test-tidb chaos services lint fmt generate console apidocs up down k6 loadtest-smoke bench bench-events bench-cost bench-buckets bench-fair clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -115,6 +115,12 @@ bench-events: ## the drain's SQL transaction with order events off, on, and on w
 bench-fair: ## bots' share of units with and without the waiting room: 10,000 shoppers (1,000 bots), 200 units, 20 runs per mode (RUNS=n to change)
 	eval "$$(./scripts/test-services.sh --env)" && \
 		cd bench && $(GO) run ./fairbench -runs $(or $(RUNS),20)
+
+bench-cost: ## CPU per accepted order and the rate against an earlier commit (REF=<commit>): the hot-SKU and a 100-SKU row, 3 rounds alternated (about 10 minutes)
+	@test -n "$(REF)" || { echo "bench-cost: name the earlier commit, e.g. make bench-cost REF=46cbc0a" >&2; exit 2; }
+	@ref=$$(mktemp -d) && git worktree add -q --detach "$$ref/tree" "$(REF)" && \
+		trap 'git worktree remove --force "$$ref/tree"; rm -rf "$$ref"' EXIT && \
+		./loadtest/bench.sh -cost "$$ref/tree" -d 8s $(BENCH_ARGS)
 
 bench-buckets: ## one hot SKU in 1, 3 and 6 stock buckets on the test Redis Cluster: script calls and CPU per master (about 3 minutes)
 	./loadtest/bench.sh -buckets 1,3,6

@@ -79,6 +79,11 @@ type config struct {
 	// cmdStats: print Redis's commands per accepted order of each in-stock
 	// run.
 	cmdStats bool
+	// costRef, costRounds: the -cost run (cost.go); rowsOut, when set,
+	// receives the rows of a run.
+	costRef    string
+	costRounds int
+	rowsOut    *[]row
 }
 
 func main() {
@@ -118,10 +123,15 @@ func main() {
 	flag.IntVar(&cfg.roomRounds, "room-rounds", 3, "rounds of the -room run")
 	flag.BoolVar(&cfg.roomBuys, "room-buys", false, "with -room, run only the hot-SKU buys with and without a pass, in rounds")
 	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print Redis's commands per accepted order (calls and µs, from INFO commandstats) of each in-stock run")
+	flag.StringVar(&cfg.costRef, "cost", "", "run only the cost comparison: the hot-SKU and many-SKU rows of the seckill tree at this directory (an earlier commit) and of -root, alternated, -cost-rounds times; prints now/then of the rate and of CPU per accepted order")
+	flag.IntVar(&cfg.costRounds, "cost-rounds", 3, "rounds of the -cost run")
 	flag.Parse()
 	run := run
 	if cfg.sqlFloor {
 		run = sqlFloor
+	}
+	if cfg.costRef != "" {
+		run = costRuns
 	}
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
@@ -208,8 +218,9 @@ type row struct {
 	answers string
 	lag     string
 	rss     int64
-	// Redis and MariaDB CPU per persisted order, µs (in-stock runs).
-	redisPerOrder, mysqlPerOrder float64
+	// The server's, Redis's and MariaDB's CPU per persisted order, µs
+	// (in-stock runs).
+	serverPerOrder, redisPerOrder, mysqlPerOrder float64
 	// ordersPerTx is the mean number of orders the drain wrote per SQL
 	// transaction (in-stock runs).
 	ordersPerTx float64
@@ -229,7 +240,10 @@ func run(cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{cfg: cfg, dir: dir, tag: strconv.FormatInt(time.Now().Unix()%1_000_000, 36), conns: cfg.conns, ceiling: map[int]float64{}}
+	b := &bench{cfg: cfg, dir: dir, tag: strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 36), conns: cfg.conns, ceiling: map[int]float64{}}
+	if cfg.rowsOut != nil {
+		defer func() { *cfg.rowsOut = b.rows }()
+	}
 	defer func() {
 		if !cfg.keep {
 			_ = os.RemoveAll(dir)
@@ -648,8 +662,9 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	// Everything Redis and MariaDB did from the start of the load until the
 	// last order was in SQL, per order: buy script, claim, insert, deadline,
 	// ack (the machine runs nothing else meanwhile; the audit came after).
-	var redisPer, mysqlPer float64
+	var serverPer, redisPer, mysqlPer float64
 	if n > 0 {
+		serverPer = (c2.server - c0.server) / float64(n) * 1e6
 		redisPer = (c2.redis - c0.redis) / float64(n) * 1e6
 		mysqlPer = (c2.mysql - c0.mysql) / float64(n) * 1e6
 	}
@@ -680,9 +695,9 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 		answers:       answers(diff(after, before), r),
 		lag:           fmt.Sprintf("%s / %s (%d orders; drained %.1fs after the load)", ms(p50), ms(p99), n, catchUp.Seconds()),
 		rss:           rss,
-		redisPerOrder: redisPer, mysqlPerOrder: mysqlPer, ordersPerTx: perTx,
+		serverPerOrder: serverPer, redisPerOrder: redisPer, mysqlPerOrder: mysqlPer, ordersPerTx: perTx,
 	})
-	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s  CPUs: %s  per order: redis %.1f µs, mysql %.1f µs (%.0f orders per SQL transaction)\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r), b.cpuSplit(c0, c1, r), redisPer, mysqlPer, perTx)
+	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s  CPUs: %s  per order: server %.1f µs, redis %.1f µs, mysql %.1f µs, sum %.1f µs (%.0f orders per SQL transaction)\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r), b.cpuSplit(c0, c1, r), serverPer, redisPer, mysqlPer, serverPer+redisPer+mysqlPer, perTx)
 	return nil
 }
 
@@ -986,7 +1001,7 @@ func tail2(s string) string {
 }
 
 func (b *bench) print(out io.Writer) {
-	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | Redis / MariaDB CPU per order (orders per SQL transaction) | peak RSS | CPUs busy during the run |")
+	fmt.Fprintln(out, "| run | req/s | p50 | p99 | × ceiling | answers | accepted→persisted lag p50 / p99 | CPU per accepted order: server / Redis / MariaDB = sum (orders per SQL transaction) | peak RSS | CPUs busy during the run |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---|---|---|---:|---|")
 	for _, r := range b.rows {
 		rate, ratio, p50, p99, rss, per := "", "", "", "", "", ""
@@ -1003,7 +1018,7 @@ func (b *bench) print(out io.Writer) {
 			rss = fmt.Sprintf("%d MB", r.rss>>20)
 		}
 		if r.redisPerOrder > 0 || r.mysqlPerOrder > 0 {
-			per = fmt.Sprintf("%.1f / %.1f µs (%.0f)", r.redisPerOrder, r.mysqlPerOrder, r.ordersPerTx)
+			per = fmt.Sprintf("%.1f / %.1f / %.1f = %.1f µs (%.0f)", r.serverPerOrder, r.redisPerOrder, r.mysqlPerOrder, r.serverPerOrder+r.redisPerOrder+r.mysqlPerOrder, r.ordersPerTx)
 		}
 		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, rate, p50, p99, ratio, r.answers, r.lag, per, rss, r.cpu)
 	}
