@@ -115,7 +115,7 @@ func main() {
 	flag.BoolVar(&cfg.defaults, "defaults", false, "run only the shipped defaults' rows (sold-out, hot SKU lock and atomic, at -c and -c64, and the flash crowd), then verify")
 	flag.StringVar(&cfg.buckets, "buckets", "", "run only the stock-buckets run: one hot SKU per comma-separated bucket count (e.g. 1,3,6), on the Redis Cluster of -cluster")
 	flag.StringVar(&cfg.cluster, "cluster", envOr("SECKILL_TEST_REDIS_CLUSTER_ADDRS", ""), "Redis Cluster addresses (comma-separated) of the -buckets run")
-	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1) and drain")
+	flag.StringVar(&cfg.only, "only", "", "run only these comma-separated runs: soldout (with the ceiling), crowd, drain and in-stock variants (strategy-bBATCH-sSKUS, e.g. lock-b64-s1)")
 	flag.BoolVar(&cfg.sqlFloor, "sql-floor", false, "run only the SQL measurement: MariaDB CPU per order row of the drain's transaction, for the orders table as shipped and other layouts")
 	flag.IntVar(&cfg.floorRows, "floor-rows", 150_000, "rows written per layout by -sql-floor")
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", 2, "concurrent writers of -sql-floor")
@@ -131,7 +131,7 @@ func main() {
 		run = sqlFloor
 	}
 	if cfg.costRef != "" {
-		run = costRuns
+		run = runCost
 	}
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
@@ -331,23 +331,18 @@ func run(cfg config, out io.Writer) error {
 
 	if cfg.only != "" {
 		for _, v := range strings.Split(cfg.only, ",") {
-			if v == "drain" {
-				if err := b.drainRun(out); err != nil {
-					return err
-				}
-				continue
+			var err error
+			switch v {
+			case "drain":
+				err = b.drainRun(out)
+			case "soldout":
+				err = b.soldOutAndCeiling(out)
+			case "crowd":
+				err = b.flashCrowd(out)
+			default:
+				err = b.inStockRun(out, v)
 			}
-			var strategy string
-			var batch, skus int
-			name, wait := strings.CutSuffix(v, "-w1")
-			if _, err := fmt.Sscanf(strings.ReplaceAll(name, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
-				return fmt.Errorf("-only %s: want strategy-bN-sN or strategy-bN-sN-w1: %w", v, err)
-			}
-			vr := variant{strategy: strategy, batch: batch, skus: skus}
-			if wait {
-				vr.env, vr.replica = waitOneReplica, true
-			}
-			if err := b.inStock(out, vr); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -691,10 +686,10 @@ func (b *bench) inStock(out io.Writer, v variant) error {
 	b.rows = append(b.rows, row{
 		name: fmt.Sprintf("buy, in stock, %s, %s, %s, -c%d", skuLabel, strategy, comb, b.conns),
 		rate: r.rate(), p50: us(r.P50US), p99: us(r.P99US), ceiling: b.ceiling[b.conns],
-		cpu:           b.cpuSplit(c0, c1, r),
-		answers:       answers(diff(after, before), r),
-		lag:           fmt.Sprintf("%s / %s (%d orders; drained %.1fs after the load)", ms(p50), ms(p99), n, catchUp.Seconds()),
-		rss:           rss,
+		cpu:            b.cpuSplit(c0, c1, r),
+		answers:        answers(diff(after, before), r),
+		lag:            fmt.Sprintf("%s / %s (%d orders; drained %.1fs after the load)", ms(p50), ms(p99), n, catchUp.Seconds()),
+		rss:            rss,
 		serverPerOrder: serverPer, redisPerOrder: redisPer, mysqlPerOrder: mysqlPer, ordersPerTx: perTx,
 	})
 	fmt.Fprintf(out, "%-40s %8.0f req/s  p50 %s p99 %s  lag p50 %s p99 %s  %s  CPUs: %s  per order: server %.1f µs, redis %.1f µs, mysql %.1f µs, sum %.1f µs (%.0f orders per SQL transaction)\n", name, r.rate(), us(r.P50US), us(r.P99US), ms(p50), ms(p99), answers(diff(after, before), r), b.cpuSplit(c0, c1, r), serverPer, redisPer, mysqlPer, serverPer+redisPer+mysqlPer, perTx)
@@ -1174,4 +1169,20 @@ func cleanRedis(addr, prefix string) {
 	if len(batch) > 0 {
 		c.Unlink(ctx, batch...)
 	}
+}
+
+// inStockRun is the in-stock run -only names v: strategy-bN-sN, with -w1
+// for a replica every write waits for.
+func (b *bench) inStockRun(out io.Writer, v string) error {
+	var strategy string
+	var batch, skus int
+	name, wait := strings.CutSuffix(v, "-w1")
+	if _, err := fmt.Sscanf(strings.ReplaceAll(name, "-", " "), "%s b%d s%d", &strategy, &batch, &skus); err != nil {
+		return fmt.Errorf("-only %s: want soldout, crowd, drain, strategy-bN-sN or strategy-bN-sN-w1: %w", v, err)
+	}
+	vr := variant{strategy: strategy, batch: batch, skus: skus}
+	if wait {
+		vr.env, vr.replica = waitOneReplica, true
+	}
+	return b.inStock(out, vr)
 }
