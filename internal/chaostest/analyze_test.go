@@ -425,7 +425,7 @@ func (a *analysis) resolveUnacked() {
 			continue
 		}
 		for _, o := range byUser[row.user] {
-			if o.sku != row.sku || o.qty != row.qty || !sameRequest(o, row.rid) {
+			if o.sku != row.sku || o.qty != row.qty || !sameRequest(o, id, row.rid) {
 				continue
 			}
 			if acked && o.rid == "" && o.outRID != row.rid {
@@ -499,16 +499,16 @@ func (a *analysis) resolveRetried() {
 	}
 }
 
-// sameRequest reports whether an order carrying request id rid may have
+// sameRequest reports whether order id, carrying request id rid, may have
 // been made by the buy o: the buy's request id, or for a buy sent without
-// one, the id the server made for it (the one its 503 named, when it named
-// one; otherwise none, or any id the shopper did not send).
-func sameRequest(o *op, rid string) bool {
+// one, none — and when its 503 named one, only the order that id names
+// ("srv-" and the order id), or one a retry with that id made.
+func sameRequest(o *op, id, rid string) bool {
 	switch {
 	case o.rid != "":
 		return rid == o.rid
 	case o.outRID != "":
-		return rid == o.outRID
+		return rid == o.outRID || (rid == "" && o.outRID == "srv-"+id)
 	default:
 		return rid == "" || !(strings.HasPrefix(rid, o.user+"-r") || strings.HasPrefix(rid, o.user+"-bad"))
 	}
