@@ -43,3 +43,29 @@ func TestARequestIDTheReplacementForgotIsExplained(t *testing.T) {
 		}
 	}
 }
+
+// A buy sent without a request id whose 503 named srv-<order id>, retried
+// with that id and answered 202 with the order the first attempt made:
+// that order carries no request id in MySQL, and it is no violation; one
+// carrying no request id that the srv- id does not name is.
+func TestTheOrderASrvRequestIDNamesCarriesNone(t *testing.T) {
+	t0 := time.Unix(1_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, named := range []string{"1-0000000000000000000000o1", "1-0000000000000000000000o9"} {
+		first := &op{id: 1, kind: opBuy, user: "u1", sku: 1, qty: 1, attempt: 1,
+			call: at(10), ret: at(10.2), status: http.StatusServiceUnavailable, code: "unavailable", outRID: "srv-" + named}
+		retry := &op{id: 2, kind: opBuy, user: "u1", sku: 1, qty: 1, rid: "srv-" + named, attempt: 2,
+			call: at(11), ret: at(11.1), status: http.StatusAccepted, outOrder: "1-0000000000000000000000o1"}
+		rows := map[string]*orderRow{
+			"1-0000000000000000000000o1": {id: "1-0000000000000000000000o1", sku: 1, user: "u1", qty: 1, status: "pending_payment", created: at(10.1)},
+		}
+		a := &analysis{l: &lane{viol: &violations{}}, ops: []*op{first, retry},
+			final: &snapshot{orders: rows}, known: rows, acked: map[string]*op{"1-0000000000000000000000o1": retry}}
+		a.checkRequestIDs()
+		if named == "1-0000000000000000000000o1" {
+			assert.Empty(t, a.l.viol.all())
+		} else {
+			assert.Len(t, a.l.viol.all(), 1)
+		}
+	}
+}

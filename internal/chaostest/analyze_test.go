@@ -582,7 +582,8 @@ func (a *analysis) checkRequestIDs() {
 			}
 		}
 		if first != nil {
-			if row := a.final.orders[first.outOrder]; row != nil && row.rid != k.rid {
+			// The order a srv- id names was made by a buy sent without one.
+			if row := a.final.orders[first.outOrder]; row != nil && row.rid != k.rid && (row.rid != "" || k.rid != "srv-"+first.outOrder) {
 				a.l.viol.addSKU(first.sku, "request_id", "%s: the order carries request id %q in MySQL", first, row.rid)
 			}
 			for _, o := range g {
