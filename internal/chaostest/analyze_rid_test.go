@@ -69,3 +69,17 @@ func TestTheOrderASrvRequestIDNamesCarriesNone(t *testing.T) {
 		}
 	}
 }
+
+// The model's replays: a retry by the srv- id a 503 named finds the order
+// its first attempt made without a request id, and a retry by a client's
+// id the orders carrying it.
+func TestTheModelsReplaysBySrvRequestID(t *testing.T) {
+	b := &builder{index: map[string]int{}, users: map[string]int{}}
+	first := b.order("7-0000000000000000000000o1", "u1", 1, "")
+	retried := b.order("7-0000000000000000000000o2", "u1", 1, "srv-7-0000000000000000000000o9")
+	own := b.order("7-0000000000000000000000o3", "u1", 1, "r1")
+	assert.Equal(t, []int{first}, b.ridSet("u1", "srv-7-0000000000000000000000o1"))
+	assert.Equal(t, []int{retried}, b.ridSet("u1", "srv-7-0000000000000000000000o9"))
+	assert.Equal(t, []int{own}, b.ridSet("u1", "r1"))
+	assert.Empty(t, b.ridSet("u2", "srv-7-0000000000000000000000o1"), "another shopper's")
+}

@@ -84,7 +84,7 @@ type builder struct {
 	user       []int
 	users      map[string]int
 	userOrders [][]int
-	rid        []string // user + "/" + request id, "" without
+	rid        []string // user + "/" + request id; without one, user + "/srv-" + the order id
 }
 
 func (b *builder) userIdx(name string) int {
@@ -108,7 +108,9 @@ func (b *builder) order(id, user string, qty int, rid string) int {
 	u := b.userIdx(user)
 	b.user = append(b.user, u)
 	b.userOrders[u] = append(b.userOrders[u], i)
-	key := ""
+	// An order made without a request id is the one the id a 503 named
+	// for its buy names: "srv-" and its order id.
+	key := user + "/srv-" + id
 	if rid != "" {
 		key = user + "/" + rid
 	}
