@@ -100,7 +100,7 @@ func startSale(t *testing.T, o saleOpts) *deployment {
 			env["SECKILL_REDIS_ADDRS"] = testsvc.Env(t, testsvc.EnvRedis)
 			env["SECKILL_REDIS_KEY_PREFIX"] = prefix
 		}
-		env["SECKILL_MYSQL_DSN"] = testsvc.MySQL(t)
+		env["SECKILL_MYSQL_DSN"] = testsvc.ServerMySQL(t)
 	}
 	for k, v := range o.env {
 		env[k] = v

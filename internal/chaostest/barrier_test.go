@@ -443,7 +443,9 @@ func (l *lane) readSQL(n int) (*snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := &snapshot{n: n, at: time.Now(), skus: map[uint64]skuRow{}, orders: map[string]*orderRow{}}
-	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// One snapshot, as the rebuild reads it: REPEATABLE READ, not READ
+	// ONLY, which TiDB refuses by default.
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return nil, err
 	}

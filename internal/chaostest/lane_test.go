@@ -1,6 +1,7 @@
 package chaostest
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
+	"github.com/seckill/seckill/migrations"
 )
 
 // Lane names: the Redis deployment a lane runs on.
@@ -199,6 +201,7 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	l.db = db
+	migrateOnTiDB(t, db)
 	l.cl = newClient(t, adminToken)
 	if spec.jwt {
 		l.cl.UserToken = l.token
@@ -208,6 +211,23 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 		l.procs = append(l.procs, newProc(t, fmt.Sprintf("%s-%d", spec.name, i), l.env))
 	}
 	return l
+}
+
+// migrateOnTiDB migrates the lane's database before its servers start when
+// the server is TiDB: there the DDL of the lanes' databases (and of any
+// other test of the server) runs one job at a time, which on a loaded
+// machine takes longer than a server's start is given. On MySQL the
+// servers migrate it as they start, together.
+func migrateOnTiDB(t *testing.T, db *sql.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	tidb, err := migrations.IsTiDB(ctx, db)
+	require.NoError(t, err)
+	if tidb {
+		_, err = migrations.Up(ctx, db, migrations.MySQL)
+		require.NoError(t, err, "migrate the lane's database")
+	}
 }
 
 // token returns a valid token of user, minted once (valid for two hours:

@@ -70,7 +70,7 @@ func sentinelFailover(t *testing.T, n int) {
 	const name = "seckill"
 	sentinels := testsvc.StartSentinelSet(t, name, primary.Addr(), 2)
 
-	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
+	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.ServerMySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         sentinels.Addrs(),
 		"SECKILL_REDIS_MASTER_NAME":   name,
 		"SECKILL_REDIS_WAIT_REPLICAS": strconv.Itoa(n),
@@ -123,7 +123,7 @@ func TestRedisClusterFailover(t *testing.T) {
 func clusterFailover(t *testing.T, n int) {
 	cl := testsvc.StartRedisCluster(t)
 	first := cl.Nodes[0].Addr()
-	d := newDeployment(t, first, testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
+	d := newDeployment(t, first, testsvc.Prefix(t), testsvc.ServerMySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         cl.Addrs(),
 		"SECKILL_REDIS_WAIT_REPLICAS": strconv.Itoa(n),
 	})

@@ -37,7 +37,7 @@ func TestMethodFlood(t *testing.T) {
 		rssSlackKiB  = 10 << 10
 	)
 	_, prefix := testsvc.Redis(t)
-	env := testutil.RecoveryEnv(testsvc.Env(t, testsvc.EnvRedis), prefix, testsvc.MySQL(t), adminToken)
+	env := testutil.RecoveryEnv(testsvc.Env(t, testsvc.EnvRedis), prefix, testsvc.ServerMySQL(t), adminToken)
 	p := newProc(t, "flood", env, true, "serve")
 	p.start()
 	// Not the deployment's client: it holds every exchange to

@@ -34,7 +34,7 @@ import (
 func TestRedisRestartedWithoutData(t *testing.T) {
 	testutil.SkipShort(t, "starts seckill and redis-server processes")
 	rs := testsvc.StartRedisServer(t)
-	d := newDeployment(t, rs.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), nil)
+	d := newDeployment(t, rs.Addr(), testsvc.Prefix(t), testsvc.ServerMySQL(t), nil)
 	d.serve("full-1", "serve")
 	d.serve("full-2", "serve")
 	d.serve("full-3", "serve")

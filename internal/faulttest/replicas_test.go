@@ -67,7 +67,7 @@ func replicaFailover(t *testing.T, n int) {
 	const name = "seckill"
 	sentinels := testsvc.StartSentinelSet(t, name, primary.Addr(), n)
 
-	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
+	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.ServerMySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         sentinels.Addrs(),
 		"SECKILL_REDIS_MASTER_NAME":   name,
 		"SECKILL_REDIS_WAIT_REPLICAS": "1",

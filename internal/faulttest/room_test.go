@@ -50,7 +50,7 @@ func TestWaitingRoomSurvivesFailover(t *testing.T) {
 	testsvc.WaitReplicas(t, primary.Client(), 2, 20*time.Second)
 	const name = "seckill"
 	sentinels := testsvc.StartSentinelSet(t, name, primary.Addr(), 2)
-	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.MySQL(t), map[string]string{
+	d := newDeployment(t, primary.Addr(), testsvc.Prefix(t), testsvc.ServerMySQL(t), map[string]string{
 		"SECKILL_REDIS_ADDRS":         sentinels.Addrs(),
 		"SECKILL_REDIS_MASTER_NAME":   name,
 		"SECKILL_REDIS_WAIT_REPLICAS": "1",

@@ -64,12 +64,13 @@ func newDeployment(t *testing.T, redisAddr, prefix, dsn string, extra map[string
 	return d
 }
 
-// sharedDeployment runs on the shared Redis (a unique prefix) and a fresh
-// database on the shared MySQL, for scenarios that fault only seckill.
+// sharedDeployment runs on the shared Redis (a unique prefix) and a
+// database of its own on the shared MySQL, for scenarios that fault only
+// seckill.
 func sharedDeployment(t *testing.T, extra map[string]string) *deployment {
 	t.Helper()
 	_, prefix := testsvc.Redis(t)
-	return newDeployment(t, testsvc.Env(t, testsvc.EnvRedis), prefix, testsvc.MySQL(t), extra)
+	return newDeployment(t, testsvc.Env(t, testsvc.EnvRedis), prefix, testsvc.ServerMySQL(t), extra)
 }
 
 // serve adds a process running `seckill args...` that serves HTTP and

@@ -9,8 +9,9 @@
 //
 // Every helper isolates the test: Redis keys live under a prefix unique to the
 // test and are deleted when it ends; each SQL database is created for the test
-// and dropped afterwards. Runs can repeat on the same servers, and other users'
-// data on them is never touched.
+// and dropped afterwards (on TiDB, ServerMySQL may empty one and hand it to
+// the next test of the process instead). Runs can repeat on the same
+// servers, and other users' data on them is never touched.
 package testsvc
 
 import (
