@@ -614,7 +614,9 @@ func TestSupportCancelRacesPayAndDeadline(t *testing.T) {
 		assert.Equal(t, "sold_out", s.buy(0, sku, "one-too-many", 1).Str("error"))
 		rep = s.drained(sku)
 		assert.True(t, rep.Consistent, "%+v", rep)
-		assert.Equal(t, int64(n), rep.Sold)
+		// Sold, or expired since: the payment window is a second, which a
+		// slow backend's drain and audit can outlast.
+		assert.Equal(t, int64(n), rep.Sold+rep.Expired-expired, "%+v", rep)
 	})
 }
 
