@@ -573,14 +573,15 @@ func TestSupportCancelRacesPayAndDeadline(t *testing.T) {
 					refunds++
 					assert.EqualValues(t, "due", got.Refund, "order %d: paid first, then cancelled", i)
 				} else {
-					assert.Equal(t, http.StatusConflict, pays[i], "order %d", i)
+					// Refused, or 503 (the store did not answer): never paid.
+					assert.Contains(t, []int{http.StatusConflict, http.StatusServiceUnavailable}, pays[i], "order %d", i)
 					assert.EqualValues(t, "none", got.Refund, "order %d: never paid", i)
 				}
 			case http.StatusConflict:
 				expired++
 				assert.Equal(t, "order_closed", c.Str("error"), "order %d: %s", i, c.Raw)
 				assert.EqualValues(t, "expired", got.Status, "order %d", i)
-				assert.Equal(t, http.StatusConflict, pays[i], "order %d: an order paid is cancelled, never expired", i)
+				assert.NotEqual(t, http.StatusOK, pays[i], "order %d: an order paid is cancelled, never expired", i)
 			default:
 				t.Errorf("order %d: cancel answered %d %s", i, c.Status, c.Raw)
 			}
