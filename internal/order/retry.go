@@ -121,14 +121,23 @@ func (s *Service) refuse(ctx context.Context, sku *catalog.SKU, user string, in 
 			return Placed{}, fmt.Errorf("order: request id: %w", qerr)
 		}
 	}
-	if oid, ok := serverOrder(sku.ID, in.RequestID); ok {
-		found, serr := s.settled(ctx, user, oid)
-		if serr != nil {
-			return Placed{}, serr
-		}
-		if found {
-			return s.replayed(ctx, user, oid), nil
-		}
+	if p, ok, serr := s.replayServer(ctx, sku.ID, user, in.RequestID); ok || serr != nil {
+		return p, serr
 	}
 	return Placed{}, err
+}
+
+// replayServer answers a buy carrying a request id the server named for
+// sku (serverOrder) with the order the first attempt made (settled); ok is
+// false when it names none or the first attempt made none.
+func (s *Service) replayServer(ctx context.Context, sku uint64, user, requestID string) (Placed, bool, error) {
+	oid, ok := serverOrder(sku, requestID)
+	if !ok {
+		return Placed{}, false, nil
+	}
+	found, err := s.settled(ctx, user, oid)
+	if err != nil || !found {
+		return Placed{}, false, err
+	}
+	return s.replayed(ctx, user, oid), true, nil
 }

@@ -182,16 +182,10 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 	if err := s.admit(ctx, in); err != nil {
 		return Placed{}, err
 	}
-	if oid, ok := serverOrder(sku.ID, in.RequestID); ok {
-		// The retry of a buy whose outcome was unknown, by the request id
-		// the server named: the order the first attempt made, if any.
-		found, err := s.settled(ctx, user, oid)
-		if err != nil {
-			return Placed{}, err
-		}
-		if found {
-			return s.replayed(ctx, user, oid), nil
-		}
+	// The retry of a buy whose outcome was unknown, by the request id the
+	// server named: the order the first attempt made, if any.
+	if p, ok, err := s.replayServer(ctx, sku.ID, user, in.RequestID); ok || err != nil {
+		return p, err
 	}
 	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
