@@ -204,16 +204,23 @@ func (d *Dispatcher) expand(ctx context.Context) (int, error) {
 // parallel, waits for every send to end, and records the outcomes. It
 // returns how many it leased.
 func (d *Dispatcher) round(ctx context.Context, s Sink) (int, error) {
-	ended := make(chan sent, d.o.Concurrency)
-	n, err := d.start(ctx, s, d.o.Concurrency, ended, true)
-	if err != nil || n == 0 {
+	leased, err := d.leaseDue(ctx, s, d.o.Concurrency, true)
+	if err != nil || len(leased) == 0 {
 		return 0, err
 	}
-	outcomes := make([]sent, n)
+	ended := make(chan sent, len(leased))
+	for _, o := range leased {
+		if o.e == nil {
+			ended <- o // nothing to send
+		} else {
+			d.send(ctx, s, o, ended)
+		}
+	}
+	outcomes := make([]sent, len(leased))
 	for i := range outcomes {
 		outcomes[i] = <-ended
 	}
-	return n, d.settle(ctx, s.Name(), outcomes)
+	return len(leased), d.settle(ctx, s.Name(), outcomes)
 }
 
 // token is a lease owner: 16 random bytes in hex.

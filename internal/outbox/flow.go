@@ -12,59 +12,105 @@ import (
 
 // sent is the outcome of the send of one leased delivery.
 type sent struct {
-	dl    Delivery
-	e     *Event // nil: its event was deleted, nothing was sent
-	owner string // the lease it was sent under
-	err   error
+	dl     Delivery
+	e      *Event // nil: its event was deleted, nothing was sent
+	owner  string // the lease it was sent under
+	err    error
+	unsent bool // not sent: its lease is given back
 }
 
-// flow delivers to s until ctx is cancelled, continuously: it keeps up to
-// Concurrency deliveries in flight, and as soon as some end it records
-// their outcomes and leases as many more, so a slow send holds its own
-// slot only (and the later events of its order, which wait for it). When
-// nothing more is due it leases again once the expander moved events
-// (wake), an outcome frees the next event of an order, or Poll has passed;
-// after an error, once a back-off has passed. Once ctx is cancelled it
-// leases no more and returns when the sends in flight have ended and their
-// outcomes are recorded.
+// ahead is how many deliveries a flow leases per slot in flight: a
+// receiver that answers at once is sent a whole lease between two claims,
+// and its outcomes are recorded many to a write, where leasing one slot's
+// worth at a time would pay a claim and a commit every few events.
+const ahead = 8
+
+// flow delivers to s until ctx is cancelled, continuously. It leases up to
+// ahead × Concurrency deliveries, keeps up to Concurrency of them in
+// flight, and fills a slot as soon as a send ends, so a slow send holds its
+// own slot only (and the later events of its order, which wait for it).
+// Outcomes are recorded while the sends go on: a write takes all those
+// that ended since the last began. It leases more once fewer than
+// Concurrency wait for a slot; when nothing more is due, once the expander
+// moved events (wake), an outcome is recorded (it may free the next event
+// of an order), or Poll has passed; after an error, once a back-off has
+// passed. A leased delivery whose lease would end before its send could
+// is given back unsent. Once ctx is cancelled it leases no more, gives
+// back those not sent, and returns when the sends in flight have ended
+// and every outcome is recorded.
 func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 	ended := make(chan sent, d.o.Concurrency) // never full: one place per slot
-	inFlight, fails := 0, 0
-	var outcomes []sent
+	settled := make(chan int, 1)
+	var queue, outcomes []sent
+	inFlight, held, fails := 0, 0, 0 // held: leased, outcome not yet recorded
+	settling, idle, woken := false, false, false
+	var backOff, poll <-chan time.Time
 	var fanned time.Time // the last time new events were made deliveries
-	woken := false
 	for {
-		var timer <-chan time.Time
-		idle := false // nothing more due: a wake is worth a lease
-		if ctx.Err() == nil && inFlight < d.o.Concurrency {
-			want := d.o.Concurrency - inFlight
-			// New events come with a wake from this process's
-			// expander, else at most Poll late from another's.
+		for inFlight < d.o.Concurrency && len(queue) > 0 {
+			o := queue[0]
+			queue = queue[1:]
+			if ctx.Err() != nil || o.dl.LeaseUntil == nil || o.dl.LeaseUntil.Before(d.o.Now().Add(d.o.Timeout)) {
+				o.unsent = true
+				outcomes = append(outcomes, o)
+				continue
+			}
+			inFlight++
+			d.send(ctx, s, o, ended)
+		}
+		want := d.o.Concurrency*ahead - held
+		if ctx.Err() == nil && backOff == nil && (!idle || woken) && len(queue) < d.o.Concurrency && want > 0 {
+			// New events come with a wake from this process's expander,
+			// else at most Poll late from another's.
 			fan := woken || time.Since(fanned) >= d.o.Poll
 			if fan {
-				fanned, woken = time.Now(), false
+				fanned = time.Now()
 			}
-			n, err := d.start(ctx, s, want, ended, fan)
-			inFlight += n
+			woken, poll = false, nil
+			leased, err := d.leaseDue(ctx, s, want, fan)
+			held += len(leased)
+			for _, o := range leased {
+				if o.e == nil {
+					outcomes = append(outcomes, o) // nothing to send
+				} else {
+					queue = append(queue, o)
+				}
+			}
+			idle = len(leased) < want
 			switch {
 			case err != nil && ctx.Err() == nil:
 				wait := backoff.Exponential{Min: d.o.Poll, Max: 10 * time.Second}.Jittered(fails)
 				fails++
 				d.o.Log.Warn("events: dispatch", "receiver", s.Name(), "err", err.Error(), "retry_in", wait.String())
-				timer = time.After(wait)
-			case n < want:
-				fails, idle = 0, true
-				timer = time.After(d.o.Poll)
-			default:
+				backOff = time.After(wait)
+			case err == nil:
 				fails = 0
 			}
+			if idle {
+				poll = time.After(d.o.Poll)
+			}
+			if len(queue) > 0 && inFlight < d.o.Concurrency {
+				continue // fill the slots
+			}
 		}
-		if ctx.Err() != nil && inFlight == 0 {
+		if !settling && len(outcomes) > 0 {
+			settling = true
+			batch := outcomes
+			outcomes = nil
+			go func() {
+				if err := d.settle(ctx, s.Name(), batch); err != nil {
+					// Not recorded: each is sent again once its lease ends.
+					d.o.Log.Warn("events: record outcomes", "receiver", s.Name(), "err", err.Error())
+				}
+				settled <- len(batch)
+			}()
+		}
+		if ctx.Err() != nil && inFlight == 0 && !settling && len(queue) == 0 {
 			return
 		}
 		done := ctx.Done()
 		if ctx.Err() != nil {
-			done, timer = nil, nil // only the sends in flight are left to wait for
+			done, backOff, poll = nil, nil, nil // only the sends in flight and the records are left to wait for
 		}
 		var wakes <-chan struct{}
 		if idle {
@@ -72,81 +118,46 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 		}
 		select {
 		case o := <-ended:
-			outcomes = d.gather(append(outcomes[:0], o), inFlight, ended)
-			if err := d.settle(ctx, s.Name(), outcomes); err != nil {
-				// Not recorded: each is sent again once its lease ends.
-				d.o.Log.Warn("events: record outcomes", "receiver", s.Name(), "err", err.Error())
-			}
-			inFlight -= len(outcomes)
+			inFlight--
+			outcomes = append(outcomes, o)
+		case n := <-settled:
+			settling, held = false, held-n
+			woken = woken || idle // an order's next event may be due now
 		case <-wakes:
 			woken = true
-		case <-timer:
+		case <-backOff:
+			backOff, idle = nil, false
+		case <-poll:
+			poll, idle = nil, false
 		case <-done:
 		}
 	}
 }
 
-// linger is how long a flow waits, after a send ended, for more to end
-// before it records them and leases as many more: a few milliseconds turn
-// the outcomes of a receiver that answers at once into one write and one
-// lease, where each alone would cost both.
-const linger = 5 * time.Millisecond
-
-// gather adds to outcomes those of the other sends in flight (of inFlight)
-// that end within linger, or until half the slots are free or none is in
-// flight.
-func (d *Dispatcher) gather(outcomes []sent, inFlight int, ended <-chan sent) []sent {
-	enough := func() bool {
-		left := inFlight - len(outcomes)
-		return left == 0 || d.o.Concurrency-left >= (d.o.Concurrency+1)/2
-	}
-	for more := true; more; { // those ended already
-		select {
-		case o := <-ended:
-			outcomes = append(outcomes, o)
-		default:
-			more = false
-		}
-	}
-	if enough() {
-		return outcomes
-	}
-	t := time.NewTimer(linger)
-	defer t.Stop()
-	for !enough() {
-		select {
-		case o := <-ended:
-			outcomes = append(outcomes, o)
-		case <-t.C:
-			return outcomes
-		}
-	}
-	return outcomes
+// send sends o to s in a goroutine of its own, which reports the outcome
+// to ended.
+func (d *Dispatcher) send(ctx context.Context, s Sink, o sent, ended chan<- sent) {
+	go func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.Timeout)
+		defer cancel()
+		o.err = s.Send(sctx, o.e)
+		ended <- o
+	}()
 }
 
-// start leases up to n of s's due deliveries, after making deliveries of
-// its new events when fan, and sends each in a goroutine of its own that
-// reports its outcome to ended; it returns how many it leased. A delivery
-// whose event was deleted is reported at once.
-func (d *Dispatcher) start(ctx context.Context, s Sink, n int, ended chan<- sent, fan bool) (int, error) {
+// leaseDue leases up to n of s's due deliveries, after making deliveries of
+// its new events when fan. A delivery whose event was deleted has no
+// event (e nil).
+func (d *Dispatcher) leaseDue(ctx context.Context, s Sink, n int, fan bool) ([]sent, error) {
 	ds, events, owner, err := d.due(ctx, s.Name(), n, fan)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	out := make([]sent, len(ds))
 	for i := range ds {
-		o := sent{dl: ds[i], e: events[ds[i].EventRow], owner: owner}
-		if o.e == nil {
-			ended <- o
-			continue
-		}
-		go func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.o.Timeout)
-			defer cancel()
-			o.err = s.Send(sctx, o.e)
-			ended <- o
-		}()
+		out[i] = sent{dl: ds[i], e: events[ds[i].EventRow], owner: owner}
 	}
-	return len(ds), nil
+	return out, nil
 }
 
 // due makes the deliveries to receiver name of its new events when fan,
@@ -169,14 +180,17 @@ func (d *Dispatcher) due(ctx context.Context, name string, n int, fan bool) ([]D
 
 // settle records the outcomes of sends to receiver name: the acknowledged
 // deliveries are delivered, a statement per lease; a refused one is
-// retried later or dead; one whose event was deleted is dropped. An
+// retried later or dead; one whose event was deleted is dropped; one not
+// sent is given back, due again at once. An
 // outcome is recorded only while its lease is still the sender's.
 func (d *Dispatcher) settle(ctx context.Context, name string, outcomes []sent) error {
-	done, gone := map[string][]uint64{}, map[string][]uint64{}
+	done, gone, back := map[string][]uint64{}, map[string][]uint64{}, map[string][]uint64{}
 	var errs []error
 	for i := range outcomes {
 		o := &outcomes[i]
 		switch {
+		case o.unsent:
+			back[o.owner] = append(back[o.owner], o.dl.ID)
 		case o.e == nil:
 			// Its event was deleted (a receiver's deliveries made
 			// after events.retention): nothing to send.
@@ -191,6 +205,12 @@ func (d *Dispatcher) settle(ctx context.Context, name string, outcomes []sent) e
 	for owner, ids := range gone {
 		errs = append(errs, d.record(ctx, func(tx *gorm.DB) error {
 			return tx.Where("id IN ? AND lease_owner = ?", ids, owner).Delete(&Delivery{}).Error
+		}))
+	}
+	for owner, ids := range back {
+		errs = append(errs, d.record(ctx, func(tx *gorm.DB) error {
+			return tx.Model(&Delivery{}).Where("id IN ? AND lease_owner = ?", ids, owner).
+				Updates(map[string]any{"lease_owner": nil, "lease_until": nil}).Error
 		}))
 	}
 	now := d.o.Now().UTC()
