@@ -102,6 +102,15 @@ func TestChaos(t *testing.T) {
 	}
 	n := totals(t, lanes, lins)
 	if n > 0 {
+		// Also on stderr, which go test prints ahead of the test's long
+		// log: a CI excerpt that keeps a log's head and tail shows them.
+		for _, l := range lanes {
+			for i, v := range l.viol.all() {
+				if i < 10 {
+					fmt.Fprintf(os.Stderr, "chaos violation: lane %s [%s] %s\n", l.spec.name, v.kind, v.msg)
+				}
+			}
+		}
 		t.Errorf("chaos: %d violation(s); seed %d; reproduce with %s", n, s.seed, repro)
 	}
 }
