@@ -95,15 +95,21 @@ func (b *batch) events() ([]Event, error) {
 	return out, nil
 }
 
-// expandBatches is how many batches one expand moves at most: 10 drain
-// batches of 500 orders make one transaction of 5,000 rows.
-const expandBatches = 10
+// One expand moves the oldest batches, at most expandScan of them, as long
+// as their events come to at most expandEvents (and at least one batch):
+// 10 drain batches of 500 orders make one transaction of 5,000 rows, and
+// so do 1,000 expiries or payments, each a batch of one event, where a
+// bound on batches alone would take a transaction per ten of them.
+const (
+	expandEvents = 5000
+	expandScan   = 1000
+)
 
 // expandLock names, on MySQL, the lock an expand holds: one per database,
 // within MySQL's 64 characters.
 const expandLock = "CONCAT('seckill.outbox:', LEFT(SHA2(DATABASE(), 256), 48))"
 
-// expand moves the events of the oldest batches (up to expandBatches) into
+// expand moves the events of the oldest batches (up to expandEvents) into
 // outbox rows and deletes the batches, in one transaction, and returns how
 // many events it moved; 0 when another dispatcher is expanding.
 //
@@ -148,8 +154,20 @@ func expand(ctx context.Context, db *gorm.DB) (int, error) {
 func move(db *gorm.DB) (int, error) {
 	moved := 0
 	err := db.Transaction(func(tx *gorm.DB) error {
+		var heads []struct {
+			ID uint64
+			N  int
+		}
+		if err := tx.Model(&batch{}).Select("id", "n").Order("id").Limit(expandScan).Find(&heads).Error; err != nil || len(heads) == 0 {
+			return err
+		}
+		take := make([]uint64, 0, len(heads))
+		for n := 0; len(take) < len(heads) && (len(take) == 0 || n+heads[len(take)].N <= expandEvents); {
+			n += heads[len(take)].N
+			take = append(take, heads[len(take)].ID)
+		}
 		var bs []batch
-		if err := tx.Order("id").Limit(expandBatches).Find(&bs).Error; err != nil || len(bs) == 0 {
+		if err := tx.Where("id IN ?", take).Order("id").Find(&bs).Error; err != nil || len(bs) == 0 {
 			return err
 		}
 		var rows []Event
