@@ -4,16 +4,22 @@ import (
 	"net"
 
 	"github.com/seckill/seckill/internal/console"
+	"github.com/seckill/seckill/internal/outbox"
 )
 
-// console returns the admin console on the sales, nil when the admin API
-// is off (no admin token): the console is off with it.
+// console returns the admin console on the sales, and on the outbox's
+// receivers when events are on; nil when the admin API is off (no admin
+// token): the console is off with it.
 func (a *App) console() (*console.Console, error) {
 	if a.AdminToken == "" {
 		return nil, nil
 	}
 	// A live feed's frame has as long as an answer to be written.
-	return console.New(a.Sales, console.Options{Token: a.AdminToken, WriteTimeout: a.Cfg.HTTP.WriteTimeout, Log: a.Log})
+	o := console.Options{Token: a.AdminToken, WriteTimeout: a.Cfg.HTTP.WriteTimeout, Log: a.Log}
+	if a.Cfg.Events.On() {
+		o.Receivers = outbox.Admin{DB: a.DB}
+	}
+	return console.New(a.Sales, o)
 }
 
 // logConsole says where the console of a server listening on addr is.

@@ -47,6 +47,9 @@ type Options struct {
 	// Token is the admin token a login must give; empty turns the console
 	// off (New refuses it).
 	Token string
+	// Receivers is the outbox's order-event receivers, for the order
+	// events page; nil when events are off (no receiver configured).
+	Receivers Receivers
 	// SessionTTL is how long a login lasts [8h].
 	SessionTTL time.Duration
 	// Interval is how often the live feed reads the stores [1s];
@@ -64,12 +67,13 @@ type Options struct {
 
 // Console serves the admin console.
 type Console struct {
-	sales    Sales
-	token    string
-	sessions *sessions
-	failures *failures
-	feed     *feed
-	pages    *pages
+	sales     Sales
+	receivers Receivers
+	token     string
+	sessions  *sessions
+	failures  *failures
+	feed      *feed
+	pages     *pages
 	// ctx ends with Close, and every live feed with it.
 	ctx          context.Context
 	cancel       context.CancelFunc
@@ -94,10 +98,11 @@ func New(sales Sales, o Options) (*Console, error) {
 	interval := cmp.Or(o.Interval, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Console{
-		sales:    sales,
-		token:    o.Token,
-		sessions: newSessions(o.Token, cmp.Or(o.SessionTTL, 8*time.Hour), o.Now),
-		failures: newFailures(10, time.Minute, o.Now),
+		sales:     sales,
+		receivers: o.Receivers,
+		token:     o.Token,
+		sessions:  newSessions(o.Token, cmp.Or(o.SessionTTL, 8*time.Hour), o.Now),
+		failures:  newFailures(10, time.Minute, o.Now),
 		feed: newFeed(sales, feedOptions{
 			Interval: interval, AuditEvery: cmp.Or(o.AuditEvery, 5*time.Second), Linger: 15 * time.Second,
 			MaxSubscribers: cmp.Or(o.MaxConsoles, 64), MaxListed: 500, History: 3600, Now: o.Now, Log: o.Log,
@@ -133,6 +138,7 @@ func (c *Console) Routes(g *gin.RouterGroup, api func(*gin.RouterGroup)) {
 	g.GET("", c.guard(true), c.page("sales"))
 	g.GET("/new", c.guard(true), c.page("new"))
 	g.GET("/skus/:id", c.guard(true), c.salePage)
+	g.GET("/receivers", c.guard(true), c.receiversPage)
 	g.GET("/events", c.guard(false), c.events)
 	api(g.Group("/api", c.guard(false)))
 }

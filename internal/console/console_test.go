@@ -29,7 +29,14 @@ const token = "console-test-admin-token-0123456789abcdef"
 // admin routes. Nothing here reads the stores.
 func newTest(t *testing.T, token string, clock *testutil.Clock) (*Console, http.Handler) {
 	t.Helper()
-	c, err := New(nil, Options{Token: token, Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return newTestWith(t, Options{Token: token, Now: clock.Now})
+}
+
+// newTestWith is newTest on options o.
+func newTestWith(t *testing.T, o Options) (*Console, http.Handler) {
+	t.Helper()
+	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := New(nil, o)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	gin.SetMode(gin.TestMode)
@@ -185,7 +192,7 @@ func TestTheLoginLimitHoldsForLoginsArrivingTogether(t *testing.T) {
 
 func TestPagesFeedAndAPINeedASession(t *testing.T) {
 	_, h := newTest(t, token, testutil.NewClock(time.Now()))
-	for _, p := range []string{"/console", "/console/new", "/console/skus/1"} {
+	for _, p := range []string{"/console", "/console/new", "/console/skus/1", "/console/receivers"} {
 		w := do(h, "GET", p, nil, nil)
 		assert.Equal(t, http.StatusSeeOther, w.Code, p)
 		assert.Equal(t, "/console/login", w.Header().Get("Location"), p)
@@ -253,6 +260,7 @@ func TestEveryAnswerForbidsInlineScriptAndFraming(t *testing.T) {
 		login(h, "wrong", nil),
 		do(h, "GET", "/console", nil, withCookie(cookie)),
 		do(h, "GET", "/console/new", nil, withCookie(cookie)),
+		do(h, "GET", "/console/receivers", nil, withCookie(cookie)),
 		do(h, "GET", "/console/api/echo", nil, withCookie(cookie)),
 		do(h, "POST", "/console/api/echo", nil, withCookie(cookie)),
 		do(h, "GET", "/console/assets/console.js", nil, nil),

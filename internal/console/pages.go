@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/seedfile"
 )
@@ -42,7 +43,7 @@ type asset struct {
 	version     string
 }
 
-var pageNames = []string{"login", "sales", "new", "sale", "missing"}
+var pageNames = []string{"login", "sales", "new", "sale", "missing", "receivers"}
 
 func newPages() (*pages, error) {
 	p := &pages{templates: map[string]*template.Template{}, assets: map[string]asset{}}
@@ -68,6 +69,7 @@ func newPages() (*pages, error) {
 		},
 		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"ttl":  func(d catalog.TTL) string { return time.Duration(d).String() },
+		"age":  age,
 	}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
@@ -84,12 +86,18 @@ type pageData struct {
 	Title string
 	Page  string // the body's data-page: which script runs
 	CSRF  string // empty on the login page
-	// Error is the login page's message.
+	// Error is the login page's message, or the problem a page had
+	// reading the stores.
 	Error string
 	// SKU is the sale page's SKU.
 	SKU *sale.AdminSKUView
 	// Columns are the seed file's CSV columns, for the create page.
 	Columns []string
+	// Receivers are the order events page's receivers, read at ReadAt;
+	// EventsOff is set when events are off.
+	Receivers []outbox.Backlog
+	ReadAt    time.Time
+	EventsOff bool
 }
 
 // render writes page name with status. Pages are never cached: they hold
