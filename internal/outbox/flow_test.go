@@ -95,3 +95,51 @@ func TestEventsOfManyTransactionsFlowAtOnce(t *testing.T) {
 	assert.Empty(t, problems)
 	assert.Len(t, acked, 150, "each event once")
 }
+
+// A delivery leased ahead is sent only while its lease outlasts the send:
+// one whose lease would end before events.timeout is given back unsent,
+// leased again and sent under the new lease. With one slot, the second of
+// two deliveries leased together waits for the first, which hangs until
+// the clock has moved 15 s of a 20 s lease (Timeout 10 s plus 10 s).
+func TestADeliveryLeasedAheadIsSentOnlyWithinItsLease(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	registered(t, db, "test")
+	start := time.Now().UTC().Truncate(time.Millisecond)
+	stored := store(t, db, event(t, OrderCreated, "A", start), event(t, OrderCreated, "B", start))
+	var clock atomic.Int64
+	clock.Store(start.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	release := make(chan struct{})
+	var short atomic.Int32 // sends of B under a lease shorter than a send
+	s := newSink()
+	s.expect(stored...)
+	s.refuse = func(e *Event, _ int) bool {
+		switch e.EventID {
+		case stored[0].EventID:
+			<-release
+		case stored[1].EventID:
+			dl := deliveryOf(t, db, e.EventID, "test")
+			if dl.LeaseUntil == nil || dl.LeaseUntil.Before(now().Add(10*time.Second)) {
+				short.Add(1)
+			}
+		}
+		return false
+	}
+	run(t, NewDispatcher(db, Options{Sinks: []Sink{s}, Concurrency: 1, Timeout: 10 * time.Second, Poll: 2 * time.Millisecond, Now: now, Log: quiet}))
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
+
+	testutil.Eventually(t, 30*time.Second, "A's send under way, B leased with it", func() bool {
+		var leased int64
+		require.NoError(t, db.Model(&Delivery{}).Where("event_row = ? AND lease_owner IS NOT NULL", stored[1].ID).Count(&leased).Error)
+		return s.sends(stored[0].EventID) == 1 && leased == 1
+	})
+	clock.Add(int64(15 * time.Second))
+	free()
+	testutil.Eventually(t, 30*time.Second, "both acknowledged", func() bool { return s.ackedAll(stored) })
+	assert.Zero(t, short.Load(), "B sent under a lease that would end before its send could")
+	acked, problems := s.report()
+	assert.Empty(t, problems)
+	assert.Len(t, acked, 2, "each event once")
+}
