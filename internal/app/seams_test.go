@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -181,6 +183,61 @@ func TestCancelRacingPayAnswersPaid(t *testing.T) {
 	rep := s.drained(sku)
 	assert.Equal(t, int64(1), rep.Paid)
 	assert.Equal(t, int64(1), rep.Sold)
+}
+
+// A pay whose update looks for the order before the drain writes it to SQL,
+// and whose read of the order comes after, pays it: the order is pending
+// before its deadline, not closed (it was answered order_closed, and then
+// expired).
+func TestPayOfAnOrderWrittenMeanwhilePaysIt(t *testing.T) {
+	// Instance 0 serves the API only, and nothing else uses its SQL
+	// handle while the callbacks below are registered; instance 1 drains.
+	s := startSale(t, saleOpts{noWorkers: true})
+	sku := s.seed(1, 1)
+
+	// The row leaves SQL just before the pay's update and is back before
+	// the pay reads the order: as if the drain wrote it between the two.
+	db := s.apps[0].DB
+	other := db.Session(&gorm.Session{NewDB: true})
+	hold := "hold_" + testsvc.RandomID(8)
+	isPay := func(tx *gorm.DB) bool {
+		m, ok := tx.Statement.Dest.(map[string]any)
+		return ok && m["status"] == "paid"
+	}
+	var id string
+	var moved, missed atomic.Bool
+	var back sync.Once
+	cbs := db.Callback()
+	require.NoError(t, cbs.Update().Before("gorm:update").Register("test:not-yet", func(tx *gorm.DB) {
+		if isPay(tx) && !moved.Swap(true) {
+			assert.NoError(t, other.Exec("CREATE TABLE "+hold+" AS SELECT * FROM orders WHERE order_id = ?", id).Error)
+			assert.NoError(t, other.Exec("DELETE FROM orders WHERE order_id = ?", id).Error)
+		}
+	}))
+	require.NoError(t, cbs.Update().After("gorm:update").Register("test:missed", func(tx *gorm.DB) {
+		if isPay(tx) && tx.Statement.RowsAffected == 0 {
+			missed.Store(true)
+		}
+	}))
+	require.NoError(t, cbs.Query().Before("gorm:query").Register("test:written", func(*gorm.DB) {
+		if missed.Load() {
+			back.Do(func() {
+				assert.NoError(t, other.Exec("INSERT INTO orders SELECT * FROM "+hold).Error)
+				assert.NoError(t, other.Exec("DROP TABLE "+hold).Error)
+			})
+		}
+	}))
+	id = s.order(0, sku, "alice")
+	s.workers = true
+	s.start()
+	s.waitStatus("alice", id, "pending_payment")
+
+	p := s.do(0, "POST", "/api/v1/orders/"+id+"/pay", "alice", nil)
+	require.True(t, missed.Load(), "the pay's update missed the order")
+	assert.Equal(t, http.StatusOK, p.Status, p.Raw)
+	assert.Equal(t, "paid", p.Str("status"), p.Raw)
+	rep := s.drained(sku)
+	assert.Equal(t, int64(1), rep.Paid)
 }
 
 // When the rebuild after a stock-guard refusal cannot run at once (another

@@ -320,38 +320,45 @@ func (s *Service) queued(ctx context.Context, p stock.Part, batch, orderID strin
 // order again succeeds. Errors: ErrNotFound, ErrQueued (not in SQL yet),
 // ErrClosed (cancelled, expired, failed, or past its deadline).
 func (s *Service) Pay(ctx context.Context, user, orderID string) (*View, error) {
-	now := s.o.Now().UTC()
-	var paid bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&Order{}).
-			Where("order_id = ? AND user_id = ? AND status = ? AND expires_at > ?", orderID, user, StatusPendingPayment, now).
-			Updates(map[string]any{"status": StatusPaid, "paid_at": now, "updated_at": now})
-		if res.Error != nil || res.RowsAffected != 1 {
-			return res.Error
+	for try := 0; ; try++ {
+		now := s.o.Now().UTC()
+		var paid bool
+		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res := tx.Model(&Order{}).
+				Where("order_id = ? AND user_id = ? AND status = ? AND expires_at > ?", orderID, user, StatusPendingPayment, now).
+				Updates(map[string]any{"status": StatusPaid, "paid_at": now, "updated_at": now})
+			if res.Error != nil || res.RowsAffected != 1 {
+				return res.Error
+			}
+			paid = true
+			return s.closer.rows.eventOf(tx, outbox.OrderPaid, orderID, nil, now)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("order: pay %s: %w", orderID, err)
 		}
-		paid = true
-		return s.closer.rows.eventOf(tx, outbox.OrderPaid, orderID, nil, now)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("order: pay %s: %w", orderID, err)
-	}
-	v, err := s.Get(ctx, user, orderID)
-	if err != nil {
-		return nil, err
-	}
-	if paid {
-		// The payment deadline finds the order paid and leaves it. Support
-		// staff may have cancelled it since, owing the shopper a refund:
-		// the payment was made all the same, and is answered as made.
-		s.o.Metrics.paid()
-		return v, nil
-	}
-	switch v.Status {
-	case StatusPaid:
-		return v, nil
-	case StatusQueued:
-		return nil, ErrQueued
-	default:
+		v, err := s.Get(ctx, user, orderID)
+		if err != nil {
+			return nil, err
+		}
+		if paid {
+			// The payment deadline finds the order paid and leaves it. Support
+			// staff may have cancelled it since, owing the shopper a refund:
+			// the payment was made all the same, and is answered as made.
+			s.o.Metrics.paid()
+			return v, nil
+		}
+		switch v.Status {
+		case StatusPaid:
+			return v, nil
+		case StatusQueued:
+			return nil, ErrQueued
+		case StatusPendingPayment:
+			// The drain wrote the order to SQL after the update looked for
+			// it: pay it now. Pending once more, it is past its deadline.
+			if try == 0 {
+				continue
+			}
+		}
 		return nil, ErrClosed
 	}
 }
