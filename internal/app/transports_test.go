@@ -9,13 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/testsvc"
@@ -102,7 +98,7 @@ func TestEveryTransportGetsEveryEvent(t *testing.T) {
 	t.Cleanup(kc.Close)
 
 	buses := map[string]*busEvents{"nats": newBusEvents(), "amqp": newBusEvents(), "kafka": newBusEvents()}
-	consumeAMQP(t, amqpURL, buses["amqp"])
+	testsvc.ConsumeAMQP(t, amqpURL, buses["amqp"].add)
 
 	s := startPayments(t, saleOpts{env: map[string]string{
 		"SECKILL_EVENTS_WEBHOOK_URL":    rcv.srv.URL,
@@ -134,8 +130,8 @@ func TestEveryTransportGetsEveryEvent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() { consumeNATS(ctx, natsSrv.URL(), buses["nats"]) })
-	wg.Go(func() { consumeKafka(ctx, kc.ListenAddrs(), buses["kafka"]) })
+	wg.Go(func() { testsvc.ConsumeNATS(ctx, natsSrv.URL(), buses["nats"].add) })
+	wg.Go(func() { testsvc.ConsumeKafka(ctx, kc.ListenAddrs(), buses["kafka"].add) })
 	for name, b := range buses {
 		testutil.Eventually(t, 60*time.Second, "every event on "+name, func() bool { return b.has(want) })
 		assert.Equal(t, want, b.of(want), "%s: each order's events, in order, once each", name)
@@ -154,65 +150,4 @@ func TestEveryTransportGetsEveryEvent(t *testing.T) {
 		}
 		return len(backlog.Items) == 4 && done == 4
 	})
-}
-
-// consumeAMQP binds a queue of its own to seckill's exchange, declared as
-// seckill does, and notes its messages until the test ends.
-func consumeAMQP(t *testing.T, url string, b *busEvents) {
-	conn, err := amqp.Dial(url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	require.NoError(t, ch.ExchangeDeclare("seckill.orders", amqp.ExchangeTopic, true, false, false, false, nil))
-	q, err := ch.QueueDeclare("shop", true, false, false, false, nil)
-	require.NoError(t, err)
-	require.NoError(t, ch.QueueBind(q.Name, "#", "seckill.orders", false, nil))
-	msgs, err := ch.Consume(q.Name, "", true, false, false, false, nil)
-	require.NoError(t, err)
-	go func() {
-		for m := range msgs {
-			b.add(m.Body)
-		}
-	}()
-}
-
-// consumeNATS reads the stream seckill made from the start until ctx ends.
-func consumeNATS(ctx context.Context, url string, b *busEvents) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		b.add([]byte("nats: " + err.Error()))
-		return
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	for ctx.Err() == nil {
-		cons, err := js.OrderedConsumer(ctx, "SECKILL_EVENTS", jetstream.OrderedConsumerConfig{})
-		if err != nil {
-			time.Sleep(50 * time.Millisecond) // the stream is made with the first event
-			continue
-		}
-		for ctx.Err() == nil {
-			m, err := cons.Next(jetstream.FetchMaxWait(time.Second))
-			if err != nil {
-				continue // none yet
-			}
-			b.add(m.Data())
-		}
-	}
-}
-
-// consumeKafka reads seckill.orders from the start until ctx ends.
-func consumeKafka(ctx context.Context, brokers []string, b *busEvents) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("seckill.orders"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		b.add([]byte("kafka: " + err.Error()))
-		return
-	}
-	defer cl.Close()
-	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { b.add(r.Value) })
-	}
 }

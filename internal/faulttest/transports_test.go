@@ -15,13 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seckill/seckill/internal/order"
 	"github.com/seckill/seckill/internal/outbox"
@@ -74,12 +70,12 @@ func TestEveryTransportSurvivesKill9(t *testing.T) {
 	t.Cleanup(kc.Close)
 	// A queue bound before the first event: an exchange drops what no queue
 	// takes.
-	readAMQP(t, amqpURL, logs["amqp"])
+	testsvc.ConsumeAMQP(t, amqpURL, logs["amqp"].add)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() { readNATS(ctx, natsSrv.URL(), logs["nats"]) })
-	wg.Go(func() { readKafka(ctx, kc.ListenAddrs(), logs["kafka"]) })
+	wg.Go(func() { testsvc.ConsumeNATS(ctx, natsSrv.URL(), logs["nats"].add) })
+	wg.Go(func() { testsvc.ConsumeKafka(ctx, kc.ListenAddrs(), logs["kafka"].add) })
 
 	d := sharedDeployment(t, map[string]string{
 		// Each process posts to a path of its own (below) of one receiver;
@@ -497,69 +493,4 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		close(f.done)
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// readAMQP binds a queue of its own to seckill's exchange, declared as
-// seckill does, and notes its messages until the test ends.
-func readAMQP(t *testing.T, url string, l *transportLog) {
-	t.Helper()
-	conn, err := amqp.Dial(url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	require.NoError(t, ch.ExchangeDeclare("seckill.orders", amqp.ExchangeTopic, true, false, false, false, nil))
-	q, err := ch.QueueDeclare("shop", true, false, false, false, nil)
-	require.NoError(t, err)
-	require.NoError(t, ch.QueueBind(q.Name, "#", "seckill.orders", false, nil))
-	msgs, err := ch.Consume(q.Name, "", true, false, false, false, nil)
-	require.NoError(t, err)
-	go func() {
-		for m := range msgs {
-			l.add(m.Body)
-		}
-	}()
-}
-
-// readNATS reads the stream seckill makes from its start until ctx ends.
-func readNATS(ctx context.Context, url string, l *transportLog) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		l.add([]byte("nats: " + err.Error()))
-		return
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		l.add([]byte("nats: " + err.Error()))
-		return
-	}
-	for ctx.Err() == nil {
-		cons, err := js.OrderedConsumer(ctx, "SECKILL_EVENTS", jetstream.OrderedConsumerConfig{})
-		if err != nil {
-			time.Sleep(50 * time.Millisecond) // the stream is made with the first event
-			continue
-		}
-		for ctx.Err() == nil {
-			m, err := cons.Next(jetstream.FetchMaxWait(time.Second))
-			if err != nil {
-				continue // none yet
-			}
-			l.add(m.Data())
-		}
-	}
-}
-
-// readKafka reads seckill.orders from its start until ctx ends.
-func readKafka(ctx context.Context, brokers []string, l *transportLog) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("seckill.orders"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		l.add([]byte("kafka: " + err.Error()))
-		return
-	}
-	defer cl.Close()
-	for ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { l.add(r.Value) })
-	}
 }
