@@ -461,6 +461,30 @@ func (e PlacedStatus) Valid() bool {
 	}
 }
 
+// Defines values for QueueStatusEtaBasis.
+const (
+	Held     QueueStatusEtaBasis = "held"
+	Measured QueueStatusEtaBasis = "measured"
+	Rate     QueueStatusEtaBasis = "rate"
+	Start    QueueStatusEtaBasis = "start"
+)
+
+// Valid indicates whether the value is a known member of the QueueStatusEtaBasis enum.
+func (e QueueStatusEtaBasis) Valid() bool {
+	switch e {
+	case Held:
+		return true
+	case Measured:
+		return true
+	case Rate:
+		return true
+	case Start:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for QueueStatusReason.
 const (
 	QueueStatusReasonPassExpired QueueStatusReason = "pass_expired"
@@ -1402,6 +1426,19 @@ type QueueStatus struct {
 	// Ahead Tickets still to be admitted before this one.
 	Ahead int64 `json:"ahead"`
 
+	// EtaBasis What `eta_ms` was reckoned from: `start`, the time until
+	// `starts_at` (before the draw); `measured`, the tickets ahead at
+	// the rate the room admitted at over the last 30 s; `rate`, at the
+	// room's admission rate while too little is measured; `held`, at
+	// that rate though nobody was admitted for 10 s or more (every
+	// unit under a pass): a lower bound.
+	EtaBasis *QueueStatusEtaBasis `json:"eta_basis,omitempty"`
+
+	// EtaMs A waiting ticket's estimated wait for its turn, in
+	// milliseconds; `eta_basis` says what it was reckoned from. An
+	// estimate, never a promise; only in a `waiting` answer.
+	EtaMs *int64 `json:"eta_ms,omitempty"`
+
 	// Pass When `admitted`: the pass to send as `pass` with the buy (`POST
 	// /api/v1/orders`). It is signed for this shopper, SKU and ticket,
 	// valid until `pass_expires_at`, and spent by the order it lets
@@ -1441,6 +1478,14 @@ type QueueStatus struct {
 	// say nothing of its shopper or of when it joined.
 	Ticket *Ticket `json:"ticket,omitempty"`
 }
+
+// QueueStatusEtaBasis What `eta_ms` was reckoned from: `start`, the time until
+// `starts_at` (before the draw); `measured`, the tickets ahead at
+// the rate the room admitted at over the last 30 s; `rate`, at the
+// room's admission rate while too little is measured; `held`, at
+// that rate though nobody was admitted for 10 s or more (every
+// unit under a pass): a lower bound.
+type QueueStatusEtaBasis string
 
 // QueueStatusReason When `closed`: `pass_used` (the pass bought an order),
 // `pass_expired` (it expired unused), `sale_ended` (the sale has

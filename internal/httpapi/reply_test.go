@@ -52,6 +52,7 @@ func TestWriteStatusMatchesWriteJSON(t *testing.T) {
 		{},
 		{Status: room.Waiting, Ticket: "tchoxykej46qs4opvrt2do57xpi", RetryAfterMS: 30000},
 		{Status: room.Waiting, Position: 7, Ahead: 3, RetryAfterMS: 1000, Ticket: "t7"},
+		{Status: room.Waiting, Position: 7, Ahead: 3, RetryAfterMS: 1000, Ticket: "t7", ETAMS: 1500, ETABasis: room.ETAMeasured},
 		{Status: room.SoldOut, Position: 1 << 40, Ahead: 1<<40 - 1, RetryAfterMS: 5000, Ticket: "t"},
 		{Status: room.Closed, Reason: "pass_used", Position: 2, Ticket: "t2"},
 		{Status: room.Closed, Reason: "sale_ended"},

@@ -64,6 +64,12 @@ func writeStatus(c *gin.Context, st room.Status) {
 		b = append(b, `,"reason":`...)
 		b = appendJSONString(b, st.Reason)
 	}
+	if st.ETABasis != "" {
+		b = append(b, `,"eta_ms":`...)
+		b = strconv.AppendInt(b, st.ETAMS, 10)
+		b = append(b, `,"eta_basis":`...)
+		b = appendJSONString(b, st.ETABasis)
+	}
 	b = append(b, '}')
 	c.Status(http.StatusOK)
 	c.Writer.Header()["Content-Type"] = jsonContentType

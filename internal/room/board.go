@@ -63,6 +63,8 @@ type standing struct {
 	copy    atomic.Pointer[roomCopy]
 	visited atomic.Int64 // Unix ns of the last visit
 	joins   joinLine
+	// admits measures the room's admission rate; its tick's alone.
+	admits admissions
 }
 
 // roomCopy is a room's standing as its tick last read it.
@@ -73,6 +75,7 @@ type roomCopy struct {
 	final        bool
 	startsAt     time.Time // the SKU's start, as the tick saw it
 	rate         float64
+	admits       measure // the admission rate measured up to at
 }
 
 // NewBoard returns a board of r's rooms. Close stops its ticks.
@@ -152,7 +155,13 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 		return Status{}, ErrNoTicket
 	}
 	b.remember(key, sku, rep, one)
-	return b.room.answer(sku, user, rep, one), nil
+	var m measure // the copy's, if it is of this room state and fresh
+	if c, epoch, ok := s.copy.Load(), [ticketLen]byte{}, false; c != nil {
+		if epoch, ok = fixed(rep.epoch); ok && c.epoch == epoch && rep.now.Sub(c.at) <= b.o.MaxAge {
+			m = c.admits
+		}
+	}
+	return b.room.answer(sku, user, rep, one, m), nil
 }
 
 // remember keeps the place s, of rep, gives a shopper's ticket when it can
@@ -192,6 +201,7 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 			st.Position, st.Ahead = p.place, p.place-1-c.cursor
 		}
 		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
+		st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits)
 		return st, true
 	}
 	if p.closed != open {
@@ -208,6 +218,7 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 		return st, true
 	}
 	st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
+	st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits)
 	return st, true
 }
 
@@ -267,7 +278,8 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		if err == nil {
 			epoch, _ := fixed(rep.epoch) // none before the first ticket: no place matches it
 			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
-				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate})
+				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate,
+				admits: s.admits.add(rep.now, rep.cursor, rep.waiting, epoch)})
 			return true
 		}
 		s.copy.Store(nil) // visits go to Redis, and meet its error there

@@ -77,6 +77,12 @@ type Status struct {
 	// Reason says why a ticket is closed: pass_used, pass_expired or
 	// sale_ended.
 	Reason string `json:"reason,omitempty"`
+	// ETAMS is how long a waiting ticket may expect to wait for its turn,
+	// in milliseconds, at least 1; ETABasis says what it was reckoned from
+	// (ETAStart, ETAMeasured, ETARate, ETAHeld). An estimate, never a
+	// promise: both are set on a waiting ticket's answer only.
+	ETAMS    int64  `json:"eta_ms,omitempty"`
+	ETABasis string `json:"eta_basis,omitempty"`
 }
 
 // SKUs finds a SKU by id (catalog.Cache): catalog.ErrNotFound for none.
@@ -189,7 +195,7 @@ func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, er
 	if !rep.shoppers[0].found {
 		return Status{}, ErrNoTicket
 	}
-	return r.answer(sku, user, rep, rep.shoppers[0]), nil
+	return r.answer(sku, user, rep, rep.shoppers[0], measure{}), nil
 }
 
 // open finds the SKU with id sku and checks that its room can be visited
@@ -316,8 +322,9 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 	return rep, nil
 }
 
-// answer is the status s, of rep, gives user.
-func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply) Status {
+// answer is the status s, of rep, gives user; m is the room's admission
+// rate as measured, if known.
+func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply, m measure) Status {
 	now := rep.now
 	st := Status{Status: s.status, Position: s.place, Ahead: s.ahead, Ticket: s.ticket}
 	switch st.Status {
@@ -334,6 +341,7 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply)
 		st.RetryAfterMS = soldOutRetry
 	default:
 		st.RetryAfterMS = r.retryAfter(sku, st, now, rep.rate)
+		st.ETAMS, st.ETABasis = estimate(sku, st, now, rep.rate, m)
 	}
 	return st
 }
