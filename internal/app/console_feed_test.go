@@ -236,3 +236,37 @@ func TestConsoleFeedOutlivesTheServersTimeouts(t *testing.T) {
 		st.next(t, "sales")
 	}
 }
+
+// The console's events page shows the receivers of a server whose events
+// are on, and says events are off on one without a receiver: the server
+// gives the console the outbox only when events are on.
+func TestConsoleEventsPageFollowsTheEventsSetting(t *testing.T) {
+	t.Parallel()
+	for name, env := range map[string]map[string]string{
+		"off": nil,
+		"on":  {"SECKILL_EVENTS_WEBHOOK_URL": "http://127.0.0.1:9/hooks", "SECKILL_EVENTS_WEBHOOK_SECRET": eventSecret},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := startSale(t, saleOpts{env: env, noWorkers: true})
+			jar, err := cookiejar.New(nil)
+			require.NoError(t, err)
+			client := &http.Client{Jar: jar, Timeout: time.Minute}
+			resp, err := client.PostForm(s.urls[0]+"/console/login", url.Values{"token": {adminToken}})
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp, err = client.Get(s.urls[0] + "/console/receivers")
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			if env == nil {
+				assert.Contains(t, string(body), `id="events-off"`)
+			} else {
+				assert.NotContains(t, string(body), `id="events-off"`)
+			}
+		})
+	}
+}
