@@ -19,19 +19,27 @@ type sent struct {
 	unsent bool // not sent: its lease is given back
 }
 
-// ahead is how many deliveries a flow leases per slot in flight: a
-// receiver that answers at once is sent a whole lease between two claims,
-// and its outcomes are recorded many to a write, where leasing one slot's
-// worth at a time would pay a claim and a commit every few events.
-const ahead = 8
+// A flow leases up to depth deliveries per slot in flight, so that a
+// receiver that answers at once is sent many between two claims and its
+// outcomes are recorded many to a write, where leasing one slot's worth at
+// a time would pay a claim and a commit every few events. depth starts at
+// aheadStart; it doubles, up to aheadMax, when the sends ran out of
+// leased deliveries while a claim that found more than it could take was
+// running, and halves, down to 1, when a leased delivery is given back
+// because its lease would end before its send could (a slow receiver).
+const (
+	aheadStart = 32
+	aheadMax   = 32
+)
 
 // flow delivers to s until ctx is cancelled, continuously. It leases up to
-// ahead × Concurrency deliveries, keeps up to Concurrency of them in
+// depth × Concurrency deliveries, keeps up to Concurrency of them in
 // flight, and fills a slot as soon as a send ends, so a slow send holds its
 // own slot only (and the later events of its order, which wait for it).
 // Outcomes are recorded while the sends go on: a write takes all those
-// that ended since the last began. It leases more once fewer than
-// Concurrency wait for a slot; when nothing more is due, once the expander
+// that ended since the last began. It leases more, in a goroutine of its
+// own while the sends go on, once fewer than Concurrency wait for a slot;
+// when nothing more is due, once the expander
 // moved events (wake), an outcome is recorded (it may free the next event
 // of an order), or Poll has passed; after an error, once a back-off has
 // passed. A leased delivery whose lease would end before its send could
@@ -41,9 +49,11 @@ const ahead = 8
 func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 	ended := make(chan sent, d.o.Concurrency) // never full: one place per slot
 	settled := make(chan int, 1)
+	leased := make(chan leaseResult, 1)
 	var queue, outcomes []sent
 	inFlight, held, fails := 0, 0, 0 // held: leased, outcome not yet recorded
-	settling, idle, woken := false, false, false
+	depth := aheadStart
+	settling, leasing, idle, woken := false, false, false, false
 	var backOff, poll <-chan time.Time
 	var fanned time.Time // the last time new events were made deliveries
 	for {
@@ -51,6 +61,9 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 			o := queue[0]
 			queue = queue[1:]
 			if ctx.Err() != nil || o.dl.LeaseUntil == nil || o.dl.LeaseUntil.Before(d.o.Now().Add(d.o.Timeout)) {
+				if ctx.Err() == nil {
+					depth = max(depth/2, 1)
+				}
 				o.unsent = true
 				outcomes = append(outcomes, o)
 				continue
@@ -58,40 +71,21 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 			inFlight++
 			d.send(ctx, s, o, ended)
 		}
-		want := d.o.Concurrency*ahead - held
-		if ctx.Err() == nil && backOff == nil && (!idle || woken) && len(queue) < d.o.Concurrency && want > 0 {
+		want := d.o.Concurrency*depth - held
+		if !leasing && ctx.Err() == nil && backOff == nil && (!idle || woken) && len(queue) < d.o.Concurrency && want > 0 {
 			// New events come with a wake from this process's expander,
-			// else at most Poll late from another's.
+			// else at most Poll late from another's. The claim runs
+			// beside the sends: a slot that frees meanwhile is filled
+			// from the queue.
 			fan := woken || time.Since(fanned) >= d.o.Poll
 			if fan {
 				fanned = time.Now()
 			}
-			woken, poll = false, nil
-			leased, err := d.leaseDue(ctx, s, want, fan)
-			held += len(leased)
-			for _, o := range leased {
-				if o.e == nil {
-					outcomes = append(outcomes, o) // nothing to send
-				} else {
-					queue = append(queue, o)
-				}
-			}
-			idle = len(leased) < want
-			switch {
-			case err != nil && ctx.Err() == nil:
-				wait := backoff.Exponential{Min: d.o.Poll, Max: 10 * time.Second}.Jittered(fails)
-				fails++
-				d.o.Log.Warn("events: dispatch", "receiver", s.Name(), "err", err.Error(), "retry_in", wait.String())
-				backOff = time.After(wait)
-			case err == nil:
-				fails = 0
-			}
-			if idle {
-				poll = time.After(d.o.Poll)
-			}
-			if len(queue) > 0 && inFlight < d.o.Concurrency {
-				continue // fill the slots
-			}
+			woken, poll, leasing = false, nil, true
+			go func() {
+				got, err := d.leaseDue(ctx, s, want, fan)
+				leased <- leaseResult{got: got, want: want, err: err}
+			}()
 		}
 		if !settling && len(outcomes) > 0 {
 			settling = true
@@ -105,12 +99,12 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 				settled <- len(batch)
 			}()
 		}
-		if ctx.Err() != nil && inFlight == 0 && !settling && len(queue) == 0 {
+		if ctx.Err() != nil && inFlight == 0 && !settling && !leasing && len(queue) == 0 {
 			return
 		}
 		done := ctx.Done()
 		if ctx.Err() != nil {
-			done, backOff, poll = nil, nil, nil // only the sends in flight and the records are left to wait for
+			done, backOff, poll = nil, nil, nil // only the sends in flight, a claim and the records are left to wait for
 		}
 		var wakes <-chan struct{}
 		if idle {
@@ -120,6 +114,32 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 		case o := <-ended:
 			inFlight--
 			outcomes = append(outcomes, o)
+		case r := <-leased:
+			leasing = false
+			if r.err == nil && len(r.got) == r.want && len(queue) == 0 && inFlight < d.o.Concurrency {
+				depth = min(depth*2, aheadMax) // the sends waited for this claim
+			}
+			held += len(r.got)
+			for _, o := range r.got {
+				if o.e == nil {
+					outcomes = append(outcomes, o) // nothing to send
+				} else {
+					queue = append(queue, o)
+				}
+			}
+			idle = len(r.got) < r.want
+			switch {
+			case r.err != nil && ctx.Err() == nil:
+				wait := backoff.Exponential{Min: d.o.Poll, Max: 10 * time.Second}.Jittered(fails)
+				fails++
+				d.o.Log.Warn("events: dispatch", "receiver", s.Name(), "err", r.err.Error(), "retry_in", wait.String())
+				backOff = time.After(wait)
+			case r.err == nil:
+				fails = 0
+			}
+			if idle {
+				poll = time.After(d.o.Poll)
+			}
 		case n := <-settled:
 			settling, held = false, held-n
 			woken = woken || idle // an order's next event may be due now
@@ -132,6 +152,14 @@ func (d *Dispatcher) flow(ctx context.Context, s Sink, wake <-chan struct{}) {
 		case <-done:
 		}
 	}
+}
+
+// leaseResult is what a claim of a flow leased: got, of the want it asked
+// for.
+type leaseResult struct {
+	got  []sent
+	want int
+	err  error
 }
 
 // send sends o to s in a goroutine of its own, which reports the outcome
