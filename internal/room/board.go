@@ -156,8 +156,8 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 	}
 	b.remember(key, sku, rep, one)
 	var m measure // the copy's, if it is of this room state and fresh
-	if c, epoch, ok := s.copy.Load(), [ticketLen]byte{}, false; c != nil {
-		if epoch, ok = fixed(rep.epoch); ok && c.epoch == epoch && rep.now.Sub(c.at) <= b.o.MaxAge {
+	if c := s.copy.Load(); c != nil {
+		if epoch, ok := fixed(rep.epoch); ok && c.epoch == epoch && rep.now.Sub(c.at) <= b.o.MaxAge {
 			m = c.admits
 		}
 	}
