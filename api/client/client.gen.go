@@ -2022,6 +2022,11 @@ type WaitingRoomReport struct {
 	// NotAdmittedSample A few of them (at most 5); absent when there are none.
 	NotAdmittedSample *[]string `json:"not_admitted_sample,omitempty"`
 
+	// OpenBuyers Buyers whose last order was placed while the room was open
+	// (controlRoom `open`: a buy needed no pass), or within a second
+	// of its end. Not checked, and not violations.
+	OpenBuyers int64 `json:"open_buyers"`
+
 	// StateLost Redis lost the room's state after it admitted buyers: it holds
 	// none before the state's expiry while the SKU has buyers, or one
 	// made after some of them placed their last order.

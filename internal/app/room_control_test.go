@@ -139,4 +139,13 @@ func TestAnOpenRoomLetsBuysInWithoutAPass(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return buy(1, "dave").Str("error") == "pass_required"
 	}, 10*time.Second, 100*time.Millisecond)
+
+	// The audit counts alice and bob apart: they needed no pass.
+	a := s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/audit", sku), "", nil)
+	require.Equal(t, http.StatusOK, a.Status, a.Raw)
+	wr, _ := a.Body["waiting_room"].(map[string]any)
+	require.NotNil(t, wr, a.Raw)
+	assert.EqualValues(t, 2, wr["open_buyers"], a.Raw)
+	assert.EqualValues(t, 0, wr["not_admitted_buyers"], a.Raw)
+	assert.Equal(t, false, wr["state_lost"], a.Raw)
 }

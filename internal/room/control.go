@@ -237,6 +237,42 @@ func (r *Room) readControls(ctx context.Context, k keys) (Controls, error) {
 	return decodeControls(raw)
 }
 
+// openAt tells whether a buy placed at t may have needed no pass: the
+// room was open then, or had been until less than a second before (every
+// process obeys a change within one).
+func (c Controls) openAt(t time.Time) bool {
+	state := Running
+	for i, ch := range c.Changes {
+		next := stateAfter(state, ch.Action)
+		if next == Open && !t.Before(ch.At) {
+			end := i + 1
+			for end < len(c.Changes) && stateAfter(Open, c.Changes[end].Action) == Open {
+				end++
+			}
+			if end == len(c.Changes) || t.Before(c.Changes[end].At.Add(time.Second)) {
+				return true
+			}
+		}
+		state = next
+	}
+	return false
+}
+
+// stateAfter is the state action leaves a room in state in.
+func stateAfter(state, action string) string {
+	switch action {
+	case ActionPause:
+		return Paused
+	case ActionResume:
+		return Running
+	case ActionOpen:
+		return Open
+	case ActionClose:
+		return Closed
+	}
+	return state
+}
+
 // noTicket is the answer to a shopper without a ticket in the room of
 // rep: closed in a closed room (which issues none), ErrNoTicket otherwise.
 func noTicket(rep *reply) (Status, error) {

@@ -3,6 +3,7 @@ package room
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -284,4 +285,39 @@ func TestConcurrentCommandsAreSerialised(t *testing.T) {
 			[]string{ctl.Changes[len(ctl.Changes)-2].Action, last}, "both recorded")
 		f.control(f.room, ActionResume)
 	}
+}
+
+// A buyer whose last order was placed while the room was open, or within
+// the second every process takes to see it no longer is, needed no pass:
+// the audit counts them apart, not as violations, also when nobody ever
+// joined the room.
+func TestTheAuditCountsTheBuyersOfAnOpenRoomApart(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{Mode: catalog.RoomFIFO})
+	f.clock.Advance(time.Minute)
+	before := f.buyers("early")
+	f.clock.Advance(10 * time.Millisecond)
+	f.control(f.room, ActionOpen)
+	f.clock.Advance(time.Second)
+	during := f.buyers("walkin")
+	f.control(f.room, ActionRate, 50)
+	f.clock.Advance(time.Second)
+	f.control(f.room, ActionResume)
+	f.clock.Advance(900 * time.Millisecond)
+	lag := f.buyers("lagging")
+	f.clock.Advance(time.Second)
+	after := f.buyers("mallory")
+
+	rep, err := f.room.Audit(t.Context(), f.sku, slices.Concat(during, lag))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, rep.OpenBuyers)
+	assert.False(t, rep.StateLost, "nobody joined, and nobody needed to")
+	assert.Zero(t, rep.Unchecked)
+
+	f.join("alice") // the room's state is made now: mallory is checked, early is before it
+	rep, err = f.room.Audit(t.Context(), f.sku, slices.Concat(before, during, lag, after))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, rep.OpenBuyers)
+	assert.EqualValues(t, 1, rep.Unchecked)
+	assert.EqualValues(t, 1, rep.NotAdmitted)
+	assert.Equal(t, []string{"mallory"}, rep.Sample)
 }
