@@ -327,6 +327,10 @@ func (r *Room) isOpen(ctx context.Context, sku uint64) bool {
 		return s == Open
 	}
 	v, err, _ := r.reading.Do(strconv.FormatUint(sku, 10), func() (any, error) {
+		// Every buy waiting on the read shares it: one giving up does
+		// not end it for the others.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
 		s, err := r.rdb.HGet(ctx, r.keys(sku).control, "state").Result()
 		if errors.Is(err, redis.Nil) {
 			s, err = Running, nil
