@@ -24,6 +24,7 @@ targets=(
 	"./internal/httpapi FuzzPaymentWebhook"
 	"./internal/httpapi FuzzStripeWebhook"
 	"./internal/httpapi FuzzEventsQuery"
+	"./internal/httpapi FuzzRoomCommand"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"

@@ -109,10 +109,12 @@ const (
 	ErrorErrorPassRequired         ErrorError = "pass_required"
 	ErrorErrorPaymentMismatch      ErrorError = "payment_mismatch"
 	ErrorErrorRateLimited          ErrorError = "rate_limited"
+	ErrorErrorRoomClosed           ErrorError = "room_closed"
 	ErrorErrorRoomNotOpen          ErrorError = "room_not_open"
 	ErrorErrorSaleEnded            ErrorError = "sale_ended"
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
 	ErrorErrorSoldOut              ErrorError = "sold_out"
+	ErrorErrorTooManyChanges       ErrorError = "too_many_changes"
 	ErrorErrorUnauthorized         ErrorError = "unauthorized"
 	ErrorErrorUnavailable          ErrorError = "unavailable"
 	ErrorErrorUndecryptable        ErrorError = "undecryptable"
@@ -166,6 +168,8 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorRateLimited:
 		return true
+	case ErrorErrorRoomClosed:
+		return true
 	case ErrorErrorRoomNotOpen:
 		return true
 	case ErrorErrorSaleEnded:
@@ -173,6 +177,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorSaleNotStarted:
 		return true
 	case ErrorErrorSoldOut:
+		return true
+	case ErrorErrorTooManyChanges:
 		return true
 	case ErrorErrorUnauthorized:
 		return true
@@ -463,22 +469,25 @@ func (e PlacedStatus) Valid() bool {
 
 // Defines values for QueueStatusEtaBasis.
 const (
-	Held     QueueStatusEtaBasis = "held"
-	Measured QueueStatusEtaBasis = "measured"
-	Rate     QueueStatusEtaBasis = "rate"
-	Start    QueueStatusEtaBasis = "start"
+	QueueStatusEtaBasisHeld     QueueStatusEtaBasis = "held"
+	QueueStatusEtaBasisMeasured QueueStatusEtaBasis = "measured"
+	QueueStatusEtaBasisPaused   QueueStatusEtaBasis = "paused"
+	QueueStatusEtaBasisRate     QueueStatusEtaBasis = "rate"
+	QueueStatusEtaBasisStart    QueueStatusEtaBasis = "start"
 )
 
 // Valid indicates whether the value is a known member of the QueueStatusEtaBasis enum.
 func (e QueueStatusEtaBasis) Valid() bool {
 	switch e {
-	case Held:
+	case QueueStatusEtaBasisHeld:
 		return true
-	case Measured:
+	case QueueStatusEtaBasisMeasured:
 		return true
-	case Rate:
+	case QueueStatusEtaBasisPaused:
 		return true
-	case Start:
+	case QueueStatusEtaBasisRate:
+		return true
+	case QueueStatusEtaBasisStart:
 		return true
 	default:
 		return false
@@ -489,6 +498,7 @@ func (e QueueStatusEtaBasis) Valid() bool {
 const (
 	QueueStatusReasonPassExpired QueueStatusReason = "pass_expired"
 	QueueStatusReasonPassUsed    QueueStatusReason = "pass_used"
+	QueueStatusReasonRoomClosed  QueueStatusReason = "room_closed"
 	QueueStatusReasonSaleEnded   QueueStatusReason = "sale_ended"
 )
 
@@ -498,6 +508,8 @@ func (e QueueStatusReason) Valid() bool {
 	case QueueStatusReasonPassExpired:
 		return true
 	case QueueStatusReasonPassUsed:
+		return true
+	case QueueStatusReasonRoomClosed:
 		return true
 	case QueueStatusReasonSaleEnded:
 		return true
@@ -539,6 +551,84 @@ const (
 func (e ReadyStatus) Valid() bool {
 	switch e {
 	case ReadyStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RoomChangeAction.
+const (
+	RoomChangeActionClose  RoomChangeAction = "close"
+	RoomChangeActionOpen   RoomChangeAction = "open"
+	RoomChangeActionPause  RoomChangeAction = "pause"
+	RoomChangeActionRate   RoomChangeAction = "rate"
+	RoomChangeActionResume RoomChangeAction = "resume"
+)
+
+// Valid indicates whether the value is a known member of the RoomChangeAction enum.
+func (e RoomChangeAction) Valid() bool {
+	switch e {
+	case RoomChangeActionClose:
+		return true
+	case RoomChangeActionOpen:
+		return true
+	case RoomChangeActionPause:
+		return true
+	case RoomChangeActionRate:
+		return true
+	case RoomChangeActionResume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RoomCommandAction.
+const (
+	RoomCommandActionClose  RoomCommandAction = "close"
+	RoomCommandActionOpen   RoomCommandAction = "open"
+	RoomCommandActionPause  RoomCommandAction = "pause"
+	RoomCommandActionRate   RoomCommandAction = "rate"
+	RoomCommandActionResume RoomCommandAction = "resume"
+)
+
+// Valid indicates whether the value is a known member of the RoomCommandAction enum.
+func (e RoomCommandAction) Valid() bool {
+	switch e {
+	case RoomCommandActionClose:
+		return true
+	case RoomCommandActionOpen:
+		return true
+	case RoomCommandActionPause:
+		return true
+	case RoomCommandActionRate:
+		return true
+	case RoomCommandActionResume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RoomControlsState.
+const (
+	RoomControlsStateClosed  RoomControlsState = "closed"
+	RoomControlsStateOpen    RoomControlsState = "open"
+	RoomControlsStatePaused  RoomControlsState = "paused"
+	RoomControlsStateRunning RoomControlsState = "running"
+)
+
+// Valid indicates whether the value is a known member of the RoomControlsState enum.
+func (e RoomControlsState) Valid() bool {
+	switch e {
+	case RoomControlsStateClosed:
+		return true
+	case RoomControlsStateOpen:
+		return true
+	case RoomControlsStatePaused:
+		return true
+	case RoomControlsStateRunning:
 		return true
 	default:
 		return false
@@ -1057,6 +1147,9 @@ type DeadLetters struct {
 // SHA-256 of `seed + ":" + ticket`, ascending, then `later`. `fifo`
 // mode: no seed; `later` is every ticket, in line order.
 type Draw struct {
+	// Controls Every change operators made to the room's controls (controlRoom), oldest first.
+	Controls []RoomChange `json:"controls"`
+
 	// Later The tickets that joined from `starts_at` on (`fifo` mode, every ticket), in the order they joined.
 	Later []Ticket `json:"later"`
 
@@ -1431,7 +1524,8 @@ type QueueStatus struct {
 	// the rate the room admitted at over the last 30 s; `rate`, at the
 	// room's admission rate while too little is measured; `held`, at
 	// that rate though nobody was admitted for 10 s or more (every
-	// unit under a pass): a lower bound.
+	// unit under a pass), and `paused`, at that rate while an operator
+	// has paused admission: both lower bounds.
 	EtaBasis *QueueStatusEtaBasis `json:"eta_basis,omitempty"`
 
 	// EtaMs A waiting ticket's estimated wait for its turn, in
@@ -1455,14 +1549,16 @@ type QueueStatus struct {
 
 	// Reason When `closed`: `pass_used` (the pass bought an order),
 	// `pass_expired` (it expired unused), `sale_ended` (the sale has
-	// ended: every ticket is closed).
+	// ended: every ticket is closed), `room_closed` (an operator
+	// closed the room: its waiting tickets are closed, and it issues
+	// no ticket).
 	Reason *QueueStatusReason `json:"reason,omitempty"`
 
 	// RetryAfterMs When to look again, in milliseconds: until `starts_at` while the
 	// pre-queue waits for the draw, then about the time the tickets
 	// ahead take at the admission rate (each from 1 to 30 s); until
-	// the pass expires when `admitted`; 5000 when `sold_out`; until
-	// the sale ends when `closed`.
+	// the pass expires when `admitted`; 5000 when `sold_out` or
+	// while the room is paused; until the sale ends when `closed`.
 	RetryAfterMs int64 `json:"retry_after_ms"`
 
 	// Status `waiting`: in line, or in the pre-queue (`position` 0) until the
@@ -1484,12 +1580,15 @@ type QueueStatus struct {
 // the rate the room admitted at over the last 30 s; `rate`, at the
 // room's admission rate while too little is measured; `held`, at
 // that rate though nobody was admitted for 10 s or more (every
-// unit under a pass): a lower bound.
+// unit under a pass), and `paused`, at that rate while an operator
+// has paused admission: both lower bounds.
 type QueueStatusEtaBasis string
 
 // QueueStatusReason When `closed`: `pass_used` (the pass bought an order),
 // `pass_expired` (it expired unused), `sale_ended` (the sale has
-// ended: every ticket is closed).
+// ended: every ticket is closed), `room_closed` (an operator
+// closed the room: its waiting tickets are closed, and it issues
+// no ticket).
 type QueueStatusReason string
 
 // QueueStatusStatus `waiting`: in line, or in the pre-queue (`position` 0) until the
@@ -1578,6 +1677,53 @@ type Report struct {
 	// room's state was made (`state_since`) is checked.
 	WaitingRoom *WaitingRoomReport `json:"waiting_room,omitempty"`
 }
+
+// RoomChange A change made to a waiting room's controls.
+type RoomChange struct {
+	Action RoomChangeAction `json:"action"`
+
+	// AdmitPerSecond The rate set, for `rate` only.
+	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
+
+	// At When it was made, by the server's clock (to the millisecond).
+	At time.Time `json:"at"`
+}
+
+// RoomChangeAction defines model for RoomChange.Action.
+type RoomChangeAction string
+
+// RoomCommand An operator's command on a waiting room (controlRoom).
+type RoomCommand struct {
+	Action *RoomCommandAction `json:"action,omitempty"`
+
+	// AdmitPerSecond Only with `rate`, and required with it: the admissions per
+	// second overriding the SKU's `admit_per_second`; 0 goes back to
+	// the SKU's own.
+	AdmitPerSecond *int `json:"admit_per_second,omitempty"`
+}
+
+// RoomCommandAction defines model for RoomCommand.Action.
+type RoomCommandAction string
+
+// RoomControls A waiting room's controls.
+type RoomControls struct {
+	// AdmitPerSecond The rate overriding the SKU's `admit_per_second`; 0 when none.
+	AdmitPerSecond int `json:"admit_per_second"`
+
+	// Changes Every change made, oldest first.
+	Changes []RoomChange `json:"changes"`
+	SkuId   SKUId        `json:"sku_id"`
+
+	// State `running`: the room admits at its rate and buys need a pass.
+	// `paused`: it admits nobody. `open`: buys need no pass; it goes
+	// on admitting. `closed`: no ticket, no admission, for good.
+	State RoomControlsState `json:"state"`
+}
+
+// RoomControlsState `running`: the room admits at its rate and buys need a pass.
+// `paused`: it admits nobody. `open`: buys need no pass; it goes
+// on admitting. `closed`: no ticket, no admission, for good.
+type RoomControlsState string
 
 // SKU What shoppers and admins see of a SKU.
 type SKU struct {
@@ -1925,6 +2071,11 @@ type WaitingRoomReport struct {
 
 	// NotAdmittedSample A few of them (at most 5); absent when there are none.
 	NotAdmittedSample *[]string `json:"not_admitted_sample,omitempty"`
+
+	// OpenBuyers Buyers whose last order was placed while the room was open
+	// (controlRoom `open`: a buy needed no pass), or within a second
+	// of its end. Not checked, and not violations.
+	OpenBuyers int64 `json:"open_buyers"`
 
 	// StateLost Redis lost the room's state after it admitted buyers: it holds
 	// none before the state's expiry while the SKU has buyers, or one
@@ -2594,6 +2745,9 @@ type PatchSKUJSONRequestBody = SKUPatch
 
 // PatchSKUApplicationMergePatchPlusJSONRequestBody defines body for PatchSKU for application/merge-patch+json ContentType.
 type PatchSKUApplicationMergePatchPlusJSONRequestBody = SKUPatch
+
+// ControlRoomJSONRequestBody defines body for ControlRoom for application/json ContentType.
+type ControlRoomJSONRequestBody = RoomCommand
 
 // SetStockJSONRequestBody defines body for SetStock for application/json ContentType.
 type SetStockJSONRequestBody = SetStockRequest
@@ -3465,6 +3619,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
 	ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRoomControls Read a SKU's waiting room controls
+	//
+	// The room's state, the rate overriding the SKU's `admit_per_second`
+	// and every change made to them (see controlRoom).
+	//
+	// Corresponds with GET /admin/skus/{id}/room (the `GetRoomControls` operationId).
+	GetRoomControls(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ControlRoomWithBody Pause, resume, rate, open or close a SKU's waiting room
+	//
+	// Steers the room during the sale; every instance obeys within a
+	// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+	// and looks go on; passes given stay valid). `resume`: back to
+	// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+	// overrides the SKU's (0: back to the SKU's own), in any state.
+	// `open`: buys need no pass. `close`: no ticket issued, no
+	// admission, waiting tickets closed (`room_closed`); passes given
+	// stay valid; nothing changes the room after. Each change is
+	// recorded with the server's time; a command that changes nothing
+	// (a replay) answers 200 and records nothing. 400
+	// `invalid_request`: an unknown action, unknown fields, a `rate`
+	// without `admit_per_second` or out of range, `admit_per_second`
+	// with another action. 404 `no_waiting_room`: the SKU has none. 409
+	// `room_closed`: a change of a closed room; `too_many_changes`: the
+	// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+	// Nothing is written with a 4xx.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+	ControlRoomWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ControlRoom Pause, resume, rate, open or close a SKU's waiting room
+	//
+	// Steers the room during the sale; every instance obeys within a
+	// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+	// and looks go on; passes given stay valid). `resume`: back to
+	// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+	// overrides the SKU's (0: back to the SKU's own), in any state.
+	// `open`: buys need no pass. `close`: no ticket issued, no
+	// admission, waiting tickets closed (`room_closed`); passes given
+	// stay valid; nothing changes the room after. Each change is
+	// recorded with the server's time; a command that changes nothing
+	// (a replay) answers 200 and records nothing. 400
+	// `invalid_request`: an unknown action, unknown fields, a `rate`
+	// without `admit_per_second` or out of range, `admit_per_second`
+	// with another action. 404 `no_waiting_room`: the SKU has none. 409
+	// `room_closed`: a change of a closed room; `too_many_changes`: the
+	// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+	// Nothing is written with a 4xx.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+	ControlRoom(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SetStockWithBody Set a SKU's stock
 	//
@@ -4810,6 +5020,92 @@ func (c *RawClient) GetQueue(ctx context.Context, id SKUIdParam, params *GetQueu
 // Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
 func (c *RawClient) ReconcileSKU(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReconcileSKURequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRoomControls Read a SKU's waiting room controls
+//
+// The room's state, the rate overriding the SKU's `admit_per_second`
+// and every change made to them (see controlRoom).
+//
+// Corresponds with GET /admin/skus/{id}/room (the `GetRoomControls` operationId).
+func (c *RawClient) GetRoomControls(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRoomControlsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ControlRoomWithBody Pause, resume, rate, open or close a SKU's waiting room
+//
+// Steers the room during the sale; every instance obeys within a
+// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+// and looks go on; passes given stay valid). `resume`: back to
+// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+// overrides the SKU's (0: back to the SKU's own), in any state.
+// `open`: buys need no pass. `close`: no ticket issued, no
+// admission, waiting tickets closed (`room_closed`); passes given
+// stay valid; nothing changes the room after. Each change is
+// recorded with the server's time; a command that changes nothing
+// (a replay) answers 200 and records nothing. 400
+// `invalid_request`: an unknown action, unknown fields, a `rate`
+// without `admit_per_second` or out of range, `admit_per_second`
+// with another action. 404 `no_waiting_room`: the SKU has none. 409
+// `room_closed`: a change of a closed room; `too_many_changes`: the
+// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+// Nothing is written with a 4xx.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+func (c *RawClient) ControlRoomWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewControlRoomRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ControlRoom Pause, resume, rate, open or close a SKU's waiting room
+//
+// Steers the room during the sale; every instance obeys within a
+// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+// and looks go on; passes given stay valid). `resume`: back to
+// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+// overrides the SKU's (0: back to the SKU's own), in any state.
+// `open`: buys need no pass. `close`: no ticket issued, no
+// admission, waiting tickets closed (`room_closed`); passes given
+// stay valid; nothing changes the room after. Each change is
+// recorded with the server's time; a command that changes nothing
+// (a replay) answers 200 and records nothing. 400
+// `invalid_request`: an unknown action, unknown fields, a `rate`
+// without `admit_per_second` or out of range, `admit_per_second`
+// with another action. 404 `no_waiting_room`: the SKU has none. 409
+// `room_closed`: a change of a closed room; `too_many_changes`: the
+// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+// Nothing is written with a 4xx.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+func (c *RawClient) ControlRoom(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewControlRoomRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6716,6 +7012,87 @@ func NewReconcileSKURequest(server string, id SKUIdParam) (*http.Request, error)
 	return req, nil
 }
 
+// NewGetRoomControlsRequest constructs an http.Request for the GetRoomControls method
+func NewGetRoomControlsRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/skus/%s/room", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewControlRoomRequest calls the generic ControlRoom builder with application/json body
+func NewControlRoomRequest(server string, id SKUIdParam, body ControlRoomJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewControlRoomRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewControlRoomRequestWithBody constructs an http.Request for the ControlRoom method, with any body, and a specified content type
+func NewControlRoomRequestWithBody(server string, id SKUIdParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/skus/%s/room", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetStockRequest calls the generic SetStock builder with application/json body
 func NewSetStockRequest(server string, id SKUIdParam, body SetStockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8069,6 +8446,64 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/skus/{id}/reconcile (the `ReconcileSKU` operationId).
 	ReconcileSKUWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*ReconcileSKUResponse, error)
+
+	// GetRoomControlsWithResponse Read a SKU's waiting room controls
+	//
+	// The room's state, the rate overriding the SKU's `admit_per_second`
+	// and every change made to them (see controlRoom).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/skus/{id}/room (the `GetRoomControls` operationId).
+	GetRoomControlsWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetRoomControlsResponse, error)
+
+	// ControlRoomWithBodyWithResponse Pause, resume, rate, open or close a SKU's waiting room
+	//
+	// Steers the room during the sale; every instance obeys within a
+	// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+	// and looks go on; passes given stay valid). `resume`: back to
+	// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+	// overrides the SKU's (0: back to the SKU's own), in any state.
+	// `open`: buys need no pass. `close`: no ticket issued, no
+	// admission, waiting tickets closed (`room_closed`); passes given
+	// stay valid; nothing changes the room after. Each change is
+	// recorded with the server's time; a command that changes nothing
+	// (a replay) answers 200 and records nothing. 400
+	// `invalid_request`: an unknown action, unknown fields, a `rate`
+	// without `admit_per_second` or out of range, `admit_per_second`
+	// with another action. 404 `no_waiting_room`: the SKU has none. 409
+	// `room_closed`: a change of a closed room; `too_many_changes`: the
+	// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+	// Nothing is written with a 4xx.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+	ControlRoomWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ControlRoomResponse, error)
+
+	// ControlRoomWithResponse Pause, resume, rate, open or close a SKU's waiting room
+	//
+	// Steers the room during the sale; every instance obeys within a
+	// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+	// and looks go on; passes given stay valid). `resume`: back to
+	// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+	// overrides the SKU's (0: back to the SKU's own), in any state.
+	// `open`: buys need no pass. `close`: no ticket issued, no
+	// admission, waiting tickets closed (`room_closed`); passes given
+	// stay valid; nothing changes the room after. Each change is
+	// recorded with the server's time; a command that changes nothing
+	// (a replay) answers 200 and records nothing. 400
+	// `invalid_request`: an unknown action, unknown fields, a `rate`
+	// without `admit_per_second` or out of range, `admit_per_second`
+	// with another action. 404 `no_waiting_room`: the SKU has none. 409
+	// `room_closed`: a change of a closed room; `too_many_changes`: the
+	// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+	// Nothing is written with a 4xx.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+	ControlRoomWithResponse(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlRoomResponse, error)
 
 	// SetStockWithBodyWithResponse Set a SKU's stock
 	//
@@ -10325,6 +10760,186 @@ func (r ReconcileSKUResponse) ContentType() string {
 	return ""
 }
 
+// GetRoomControlsResponse503Headers the declared response headers of an HTTP 503 response for GetRoomControls
+type GetRoomControlsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRoomControlsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomControls
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRoomControlsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRoomControlsResponse) GetJSON200() *RoomControls {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetRoomControlsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRoomControlsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRoomControlsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRoomControlsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetRoomControlsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRoomControlsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRoomControlsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRoomControlsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRoomControlsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ControlRoomResponse503Headers the declared response headers of an HTTP 503 response for ControlRoom
+type ControlRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ControlRoomResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomControls
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ControlRoomResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ControlRoomResponse) GetJSON200() *RoomControls {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ControlRoomResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ControlRoomResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ControlRoomResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ControlRoomResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ControlRoomResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ControlRoomResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ControlRoomResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ControlRoomResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ControlRoomResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ControlRoomResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ControlRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SetStockResponse503Headers the declared response headers of an HTTP 503 response for SetStock
 type SetStockResponse503Headers struct {
 	RetryAfter *int
@@ -12409,6 +13024,82 @@ func (c *ClientWithResponses) ReconcileSKUWithResponse(ctx context.Context, id S
 		return nil, err
 	}
 	return ParseReconcileSKUResponse(rsp)
+}
+
+// GetRoomControlsWithResponse Read a SKU's waiting room controls
+//
+// The room's state, the rate overriding the SKU's `admit_per_second`
+// and every change made to them (see controlRoom).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/skus/{id}/room (the `GetRoomControls` operationId).
+func (c *ClientWithResponses) GetRoomControlsWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetRoomControlsResponse, error) {
+	rsp, err := c.GetRoomControls(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRoomControlsResponse(rsp)
+}
+
+// ControlRoomWithBodyWithResponse Pause, resume, rate, open or close a SKU's waiting room
+//
+// Steers the room during the sale; every instance obeys within a
+// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+// and looks go on; passes given stay valid). `resume`: back to
+// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+// overrides the SKU's (0: back to the SKU's own), in any state.
+// `open`: buys need no pass. `close`: no ticket issued, no
+// admission, waiting tickets closed (`room_closed`); passes given
+// stay valid; nothing changes the room after. Each change is
+// recorded with the server's time; a command that changes nothing
+// (a replay) answers 200 and records nothing. 400
+// `invalid_request`: an unknown action, unknown fields, a `rate`
+// without `admit_per_second` or out of range, `admit_per_second`
+// with another action. 404 `no_waiting_room`: the SKU has none. 409
+// `room_closed`: a change of a closed room; `too_many_changes`: the
+// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+// Nothing is written with a 4xx.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+func (c *ClientWithResponses) ControlRoomWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ControlRoomResponse, error) {
+	rsp, err := c.ControlRoomWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseControlRoomResponse(rsp)
+}
+
+// ControlRoomWithResponse Pause, resume, rate, open or close a SKU's waiting room
+//
+// Steers the room during the sale; every instance obeys within a
+// second (docs/shop/waiting-room.md). `pause`: no admission (joins
+// and looks go on; passes given stay valid). `resume`: back to
+// `running`, from `paused` or `open`. `rate`: `admit_per_second`
+// overrides the SKU's (0: back to the SKU's own), in any state.
+// `open`: buys need no pass. `close`: no ticket issued, no
+// admission, waiting tickets closed (`room_closed`); passes given
+// stay valid; nothing changes the room after. Each change is
+// recorded with the server's time; a command that changes nothing
+// (a replay) answers 200 and records nothing. 400
+// `invalid_request`: an unknown action, unknown fields, a `rate`
+// without `admit_per_second` or out of range, `admit_per_second`
+// with another action. 404 `no_waiting_room`: the SKU has none. 409
+// `room_closed`: a change of a closed room; `too_many_changes`: the
+// room recorded 1,000 changes; `sale_ended`: the sale has ended.
+// Nothing is written with a 4xx.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
+func (c *ClientWithResponses) ControlRoomWithResponse(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlRoomResponse, error) {
+	rsp, err := c.ControlRoom(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseControlRoomResponse(rsp)
 }
 
 // SetStockWithBodyWithResponse Set a SKU's stock
@@ -14639,6 +15330,168 @@ func ParseReconcileSKUResponse(rsp *http.Response) (*ReconcileSKUResponse, error
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ReconcileSKUResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRoomControlsResponse parses an HTTP response from a GetRoomControlsWithResponse call
+func ParseGetRoomControlsResponse(rsp *http.Response) (*GetRoomControlsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRoomControlsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomControls
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRoomControlsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseControlRoomResponse parses an HTTP response from a ControlRoomWithResponse call
+func ParseControlRoomResponse(rsp *http.Response) (*ControlRoomResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ControlRoomResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomControls
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ControlRoomResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

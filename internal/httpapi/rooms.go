@@ -18,6 +18,50 @@ type Rooms interface {
 	// Published is the JSON document of a SKU's published draw, shared:
 	// not to be modified.
 	Published(ctx context.Context, sku uint64) ([]byte, error)
+	// Control makes an operator's command on a SKU's room; Controls reads
+	// the room's controls.
+	Control(ctx context.Context, sku uint64, c room.Command) (room.Controls, error)
+	Controls(ctx context.Context, sku uint64) (room.Controls, error)
+}
+
+// handleRoomControl makes an operator's command on a SKU's waiting room
+// (pause, resume, rate, open, close) and answers the room's controls.
+func handleRoomControl(rooms Rooms, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		var cmd room.Command
+		if err := decodeJSON(c, &cmd); err != nil {
+			writeError(c, log, err)
+			return
+		}
+		ctl, err := rooms.Control(c.Request.Context(), id, cmd)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		writeJSON(c, http.StatusOK, ctl)
+	}
+}
+
+// handleRoomControls answers a SKU's waiting room's controls.
+func handleRoomControls(rooms Rooms, log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		ctl, err := rooms.Controls(c.Request.Context(), id)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		writeJSON(c, http.StatusOK, ctl)
+	}
 }
 
 // handleRoom answers a shopper's place in a SKU's waiting room, joining it

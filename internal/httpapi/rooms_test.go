@@ -28,7 +28,7 @@ func (s *stubDraw) Peek(context.Context, uint64, string) (room.Status, error) {
 	return room.Status{}, room.ErrNoRoom
 }
 
-const stubDrawDoc = `{"sku_id":1,"mode":"fifo","rule":"every ticket in the order it joined","pre_queue":[],"later":["toxl6hxode7whuaucrck42c6fvu"]}`
+const stubDrawDoc = `{"sku_id":1,"mode":"fifo","rule":"every ticket in the order it joined","pre_queue":[],"later":["toxl6hxode7whuaucrck42c6fvu"],"controls":[]}`
 
 func (s *stubDraw) Published(_ context.Context, sku uint64) ([]byte, error) {
 	if sku != 1 {
@@ -71,4 +71,12 @@ func TestDrawReadersAreBounded(t *testing.T) {
 
 	assert.Equal(t, http.StatusNotFound, send(h, "GET", "/api/v1/skus/2/draw", nil, nil).Code)
 	assert.Equal(t, http.StatusBadRequest, send(h, "GET", "/api/v1/skus/0/draw", nil, nil).Code)
+}
+
+func (s *stubDraw) Control(context.Context, uint64, room.Command) (room.Controls, error) {
+	return room.Controls{}, room.ErrNoRoom
+}
+
+func (s *stubDraw) Controls(context.Context, uint64) (room.Controls, error) {
+	return room.Controls{}, room.ErrNoRoom
 }

@@ -100,4 +100,8 @@ func skuAdmin(g *gin.RouterGroup, d Deps) {
 	g.GET("/skus/:id/dead", handleDeadLetters(d.Admin, d.Log))
 	g.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
 	g.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
+	if d.Rooms != nil {
+		g.GET("/skus/:id/room", handleRoomControls(d.Rooms, d.Log))
+		g.POST("/skus/:id/room", handleRoomControl(d.Rooms, d.Log))
+	}
 }

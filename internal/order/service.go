@@ -52,7 +52,7 @@ type Limiter interface {
 // pass it carries (ticket and expiry), or why not (no pass, or not a valid one for user and
 // sku now).
 type Passes interface {
-	CheckPass(sku *catalog.SKU, user, pass string) (stock.Pass, error)
+	CheckPass(ctx context.Context, sku *catalog.SKU, user, pass string) (stock.Pass, error)
 }
 
 // Seller takes stock and enqueues the order in Redis (internal/stock's
@@ -175,7 +175,7 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 		if s.o.Passes == nil {
 			return s.refuse(ctx, sku, user, in, ErrNoPasses)
 		}
-		if pass, err = s.o.Passes.CheckPass(sku, user, in.Pass); err != nil {
+		if pass, err = s.o.Passes.CheckPass(ctx, sku, user, in.Pass); err != nil {
 			return s.refuse(ctx, sku, user, in, err)
 		}
 	}

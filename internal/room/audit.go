@@ -47,6 +47,10 @@ type Report struct {
 	// order placed since the state was made. Sample names a few.
 	NotAdmitted int64    `json:"not_admitted_buyers"`
 	Sample      []string `json:"not_admitted_sample,omitempty"`
+	// OpenBuyers counts the buyers whose last order was placed while the
+	// room was open (Open: a buy needed no pass), or within a second of
+	// its end: not checked, and not violations.
+	OpenBuyers int64 `json:"open_buyers"`
 }
 
 // Buyer is a shopper with an order of a SKU, in SQL or queued, and when
@@ -64,11 +68,22 @@ func (r *Room) Audit(ctx context.Context, sku *catalog.SKU, buyers []Buyer) (*Re
 	}
 	buyers = lastOrders(buyers)
 	k := r.keys(sku.ID)
-	m, err := r.rdb.HMGet(ctx, k.meta, "cursor", "joined", "admitted", "expired", "drawn", "since").Result()
+	ctl, err := r.readControls(ctx, k)
 	if err != nil {
 		return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 	}
 	rep := &Report{}
+	buyers = slices.DeleteFunc(buyers, func(b Buyer) bool {
+		if ctl.openAt(b.Last) {
+			rep.OpenBuyers++
+			return true
+		}
+		return false
+	})
+	m, err := r.rdb.HMGet(ctx, k.meta, "cursor", "joined", "admitted", "expired", "drawn", "since").Result()
+	if err != nil {
+		return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
+	}
 	if m[1] == nil {
 		// Nobody joined, or the state expired; or, with buyers before its
 		// expiry, Redis lost it.

@@ -76,6 +76,7 @@ type roomCopy struct {
 	startsAt     time.Time // the SKU's start, as the tick saw it
 	rate         float64
 	admits       measure // the admission rate measured up to at
+	state        string  // the controls' state
 }
 
 // NewBoard returns a board of r's rooms. Close stops its ticks.
@@ -116,6 +117,16 @@ func (b *Board) Peek(ctx context.Context, sku uint64, user string) (Status, erro
 	return b.visit(ctx, sku, user, "peek")
 }
 
+// Control is Room.Control.
+func (b *Board) Control(ctx context.Context, sku uint64, c Command) (Controls, error) {
+	return b.room.Control(ctx, sku, c)
+}
+
+// Controls is Room.Controls.
+func (b *Board) Controls(ctx context.Context, sku uint64) (Controls, error) {
+	return b.room.Controls(ctx, sku)
+}
+
 // Published is Room.Published.
 func (b *Board) Published(ctx context.Context, sku uint64) ([]byte, error) {
 	return b.room.Published(ctx, sku)
@@ -152,7 +163,7 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 		return Status{}, err
 	}
 	if !one.found {
-		return Status{}, ErrNoTicket
+		return noTicket(rep)
 	}
 	b.remember(key, sku, rep, one)
 	var m measure // the copy's, if it is of this room state and fresh
@@ -195,13 +206,19 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 		return Status{}, false
 	}
 	st := Status{Status: Waiting, Ticket: string(p.ticket[:])}
-	if now.Before(sku.StartsAt) {
+	if p.closed == open && c.state == Closed && (p.place == 0 && now.Before(sku.StartsAt) ||
+		p.place > 0 && c.final && p.place-1 >= c.cursor) {
+		// The room closed, and its waiting tickets with it; an admitted
+		// one keeps its pass, and is answered from Redis.
+		p.closed = roomClosedForGood
+	}
+	if now.Before(sku.StartsAt) && p.closed == open {
 		if p.place > 0 {
 			// fifo: a place from the start, nobody admitted before it.
 			st.Position, st.Ahead = p.place, p.place-1-c.cursor
 		}
-		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
-		st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits)
+		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate, c.state)
+		st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits, c.state)
 		return st, true
 	}
 	if p.closed != open {
@@ -217,8 +234,8 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 		st.Status, st.RetryAfterMS = SoldOut, soldOutRetry
 		return st, true
 	}
-	st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate)
-	st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits)
+	st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate, c.state)
+	st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits, c.state)
 	return st, true
 }
 
@@ -278,8 +295,8 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		if err == nil {
 			epoch, _ := fixed(rep.epoch) // none before the first ticket: no place matches it
 			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
-				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate,
-				admits: s.admits.add(rep.now, rep.cursor, rep.waiting, epoch)})
+				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate, state: rep.state,
+				admits: s.admits.add(rep.now, rep.cursor, measured(rep), epoch)})
 			return true
 		}
 		s.copy.Store(nil) // visits go to Redis, and meet its error there

@@ -25,6 +25,9 @@ const (
 	// again when passes are used up or expire. The estimate is the tickets
 	// ahead at the admission rate, once it resumes: a lower bound.
 	ETAHeld = "held"
+	// ETAPaused: an operator paused admission; the estimate is the
+	// tickets ahead at the admission rate, once it resumes: a lower bound.
+	ETAPaused = "paused"
 )
 
 // The window a room's admission rate is measured over, the spacing of its
@@ -91,10 +94,21 @@ func (a *admissions) add(at time.Time, cursor, waiting int64, epoch [ticketLen]b
 	return measure{}
 }
 
+// measured is how many tickets of rep's room wait to be admitted, as its
+// admission rate is measured: none while paused, so that the measure
+// starts again at the resume rather than counting the pause.
+func measured(rep *reply) int64 {
+	if rep.state == Paused {
+		return 0
+	}
+	return rep.waiting
+}
+
 // estimate is how long the waiting ticket of st should expect to wait for
 // its turn, in milliseconds (at least 1), and its basis: from the room's
-// admission rate, or what was measured of it (m).
-func estimate(sku *catalog.SKU, st Status, now time.Time, rate float64, m measure) (int64, string) {
+// admission rate, or what was measured of it (m), in the room's controls'
+// state.
+func estimate(sku *catalog.SKU, st Status, now time.Time, rate float64, m measure, state string) (int64, string) {
 	if st.Position == 0 || now.Before(sku.StartsAt) {
 		ms := sku.StartsAt.Sub(now).Milliseconds()
 		if st.Position > 0 { // fifo: a place from the start
@@ -104,6 +118,8 @@ func estimate(sku *catalog.SKU, st Status, now time.Time, rate float64, m measur
 	}
 	basis := ETARate
 	switch {
+	case state == Paused:
+		basis = ETAPaused
 	case m.ok && m.rate > 0:
 		rate, basis = m.rate, ETAMeasured
 	case m.ok && m.span >= admitHeld:

@@ -76,20 +76,22 @@ func TestEstimateSaysItsBasis(t *testing.T) {
 		st    Status
 		now   time.Time
 		m     measure
+		state string
 		ms    int64
 		basis string
 	}{
-		{Status{}, start.Add(-90 * time.Second), measure{}, 90_000, ETAStart},
-		{Status{Position: 5, Ahead: 4}, start.Add(-time.Second), measure{}, 1_000 + 500, ETAStart}, // fifo
-		{Status{}, start, measure{}, 1, ETAStart},
-		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{}, 500, ETARate},
-		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{rate: 2, span: 5 * time.Second, ok: true}, 2_500, ETAMeasured},
-		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{span: 5 * time.Second, ok: true}, 500, ETARate},
-		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{span: 10 * time.Second, ok: true}, 500, ETAHeld},
-		{Status{Position: 1 << 40, Ahead: 1<<40 - 1}, start.Add(time.Second), measure{}, maxETA, ETARate},
-		{Status{Position: 1 << 62, Ahead: 1<<62 - 1}, start.Add(time.Second), measure{rate: 1e-9, span: admitWindow, ok: true}, maxETA, ETAMeasured},
+		{Status{}, start.Add(-90 * time.Second), measure{}, "", 90_000, ETAStart},
+		{Status{Position: 5, Ahead: 4}, start.Add(-time.Second), measure{}, "", 1_000 + 500, ETAStart}, // fifo
+		{Status{}, start, measure{}, "", 1, ETAStart},
+		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{}, "", 500, ETARate},
+		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{rate: 2, span: 5 * time.Second, ok: true}, "", 2_500, ETAMeasured},
+		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{span: 5 * time.Second, ok: true}, "", 500, ETARate},
+		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{span: 10 * time.Second, ok: true}, "", 500, ETAHeld},
+		{Status{Position: 5, Ahead: 4}, start.Add(time.Second), measure{rate: 2, span: 5 * time.Second, ok: true}, Paused, 500, ETAPaused},
+		{Status{Position: 1 << 40, Ahead: 1<<40 - 1}, start.Add(time.Second), measure{}, "", maxETA, ETARate},
+		{Status{Position: 1 << 62, Ahead: 1<<62 - 1}, start.Add(time.Second), measure{rate: 1e-9, span: admitWindow, ok: true}, "", maxETA, ETAMeasured},
 	} {
-		ms, basis := estimate(sku, c.st, c.now, 10, c.m)
+		ms, basis := estimate(sku, c.st, c.now, 10, c.m, c.state)
 		assert.Equal(t, c.ms, ms, "%+v at %s, %+v", c.st, c.now.Sub(start), c.m)
 		assert.Equal(t, c.basis, basis)
 	}

@@ -43,19 +43,23 @@ const (
 	open uint8 = iota
 	passUsed
 	passExpired
+	roomClosedForGood
 )
 
 // closedReasons are the reasons a closed ticket's answer gives.
-var closedReasons = [...]string{open: "", passUsed: "pass_used", passExpired: "pass_expired"}
+var closedReasons = [...]string{open: "", passUsed: "pass_used", passExpired: "pass_expired", roomClosedForGood: roomClosed}
 
 // closedBy is why a ticket of the room script's status is closed for
-// good: its pass spent or expired; open for any other status.
+// good: its pass spent or expired, or its room closed (which is never
+// undone); open for any other status.
 func closedBy(status string) uint8 {
 	switch status {
 	case "spent":
 		return passUsed
 	case "expired":
 		return passExpired
+	case roomClosed:
+		return roomClosedForGood
 	}
 	return open
 }

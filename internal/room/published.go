@@ -25,6 +25,10 @@ type Draw struct {
 	// Later: the tickets that joined after (every ticket, fifo), in the
 	// order they joined; never null.
 	Later []string `json:"later"`
+	// Controls: the changes operators made to the room's controls
+	// (Control), oldest first, so that a reader sees when admission was
+	// paused or its rate changed; never null.
+	Controls []Change `json:"controls"`
 }
 
 // fifoRule is the rule of a fifo room's line.
@@ -58,11 +62,13 @@ func (r *Room) Published(ctx context.Context, id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: at %s", ErrNotPublished, sku.EndsAt.UTC().Format(time.RFC3339))
 	}
 	k := r.keys(sku.ID)
-	m, err := r.rdb.HMGet(ctx, k.meta, "epoch", "joined").Result()
-	if err != nil {
+	pipe := r.rdb.Pipeline()
+	meta, changes := pipe.HMGet(ctx, k.meta, "epoch", "joined"), pipe.LLen(ctx, k.changes)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("room: draw of sku %d: %w", sku.ID, err)
 	}
-	v := drawVersion{sku: sku.ID, mode: sku.Room.Mode, seed: sku.Room.Seed}
+	m := meta.Val()
+	v := drawVersion{sku: sku.ID, mode: sku.Room.Mode, seed: sku.Room.Seed, changes: changes.Val()}
 	v.epoch, _ = m[0].(string)
 	v.joined, _ = m[1].(string)
 	if doc, ok := r.draws.get(v); ok {
@@ -129,7 +135,17 @@ func (r *Room) encodeDraw(ctx context.Context, sku *catalog.SKU, k keys) ([]byte
 	if b, err = r.appendTickets(ctx, b, k.line, laterFrom, laterN); err != nil {
 		return nil, err
 	}
-	return append(b, "]}"...), nil
+	ctl, err := r.readControls(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	list, err := json.Marshal(ctl.Changes) // never null: made with a capacity
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `],"controls":`...)
+	b = append(b, list...)
+	return append(b, '}'), nil
 }
 
 // appendField appends ,"name":value to the JSON object in b.
@@ -166,6 +182,7 @@ type drawVersion struct {
 	sku           uint64
 	mode, seed    string
 	epoch, joined string // the room's epoch and tickets issued, as Redis holds them
+	changes       int64  // the changes to its controls
 }
 
 // draws are the documents of the draws asked for last, the most recent

@@ -138,6 +138,10 @@ type Room struct {
 	draws      draws
 	// restoring runs OnStateLost once at a time per SKU.
 	restoring singleflight.Group
+	// opens are the rooms' states as buys without a pass last read them;
+	// reading reads each once at a time.
+	opens   opens
+	reading singleflight.Group
 }
 
 // New returns the rooms of skus, kept in rdb, writing through scripts,
@@ -158,12 +162,15 @@ func New(skus SKUs, rdb redis.UniversalClient, scripts Scripts, signer *Signer, 
 // keys are the names of a SKU's room state.
 type keys struct {
 	meta, who, pre, line, passes, expired, valid, drawLock string
+	// control and changes are the operator's controls (control.go).
+	control, changes string
 }
 
 func (r *Room) keys(sku uint64) keys {
 	p := stock.RoomPrefix(r.o.Prefix, sku)
 	return keys{meta: p + "meta", who: p + "who", pre: p + "pre", line: p + "line", passes: p + "passes",
-		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing"}
+		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing",
+		control: p + "control", changes: p + "changes"}
 }
 
 // Join gives user a ticket in the room of the SKU with id sku (the one
@@ -193,7 +200,7 @@ func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, er
 		return Status{}, err
 	}
 	if !rep.shoppers[0].found {
-		return Status{}, ErrNoTicket
+		return noTicket(rep)
 	}
 	return r.answer(sku, user, rep, rep.shoppers[0], measure{}), nil
 }
@@ -249,9 +256,12 @@ type reply struct {
 	cursor                     int64
 	epoch                      string
 	final                      bool
-	// now is the time the script ran at; rate the admissions per second.
-	now  time.Time
-	rate float64
+	// now is the time the script ran at; rate the admissions per second
+	// in force; state the controls' state (Running, Paused, Open or
+	// Closed).
+	now   time.Time
+	rate  float64
+	state string
 	// shoppers are the answers for the users given, in their order.
 	shoppers []shopperReply
 }
@@ -281,7 +291,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 		args = append(args, u, ticket)
 	}
 	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid}, args...)
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
@@ -299,16 +309,22 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	if len(raw) != 8+7*len(users) {
+	const head = 10
+	if len(raw) != head+7*len(users) {
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
 	epoch, _ := raw[6].(string)
+	state, _ := raw[8].(string)
+	rateText, _ := raw[9].(string)
+	if v, err := strconv.ParseFloat(rateText, 64); err == nil && v > 0 {
+		rate = v
+	}
 	rep := &reply{left: toInt(raw[1]), admitted: toInt(raw[2]), expired: toInt(raw[3]), waiting: toInt(raw[4]),
-		cursor: toInt(raw[5]), epoch: epoch, final: toInt(raw[7]) == 1, now: now, rate: rate,
+		cursor: toInt(raw[5]), epoch: epoch, final: toInt(raw[7]) == 1, now: now, rate: rate, state: state,
 		shoppers: make([]shopperReply, len(users))}
 	issued := int64(0)
 	for i := range users {
-		v := raw[8+7*i : 8+7*i+7]
+		v := raw[head+7*i : head+7*i+7]
 		status, _ := v[1].(string)
 		ticket, _ := v[4].(string)
 		s := shopperReply{found: toInt(v[0]) == 1, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
@@ -333,15 +349,15 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply,
 		st.Pass = r.signer.Sign(sku.ID, st.Ticket, user, exp)
 		st.PassExpiresAt = &exp
 		st.RetryAfterMS = max(exp.Sub(now).Milliseconds(), 0)
-	case "spent", "expired":
+	case "spent", "expired", roomClosed:
 		st.Reason = closedReasons[closedBy(st.Status)]
 		st.Status = Closed
 		st.RetryAfterMS = max(sku.EndsAt.Sub(now).Milliseconds(), 0)
 	case SoldOut:
 		st.RetryAfterMS = soldOutRetry
 	default:
-		st.RetryAfterMS = r.retryAfter(sku, st, now, rep.rate)
-		st.ETAMS, st.ETABasis = estimate(sku, st, now, rep.rate, m)
+		st.RetryAfterMS = r.retryAfter(sku, st, now, rep.rate, rep.state)
+		st.ETAMS, st.ETABasis = estimate(sku, st, now, rep.rate, m, rep.state)
 	}
 	return st
 }
@@ -351,12 +367,16 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply,
 const soldOutRetry = 5000
 
 // retryAfter is how long a waiting ticket should wait before its next
-// look: until the pre-queue is drawn at the start; then about the time its
+// look: pausedRetry while admission is paused; until the pre-queue is
+// drawn at the start; then about the time its
 // turn takes at the admission rate, so that the whole line polls at a rate
 // near the admission rate whatever its length; at least a second, at most
 // 30 seconds.
-func (r *Room) retryAfter(sku *catalog.SKU, st Status, now time.Time, rate float64) int64 {
+func (r *Room) retryAfter(sku *catalog.SKU, st Status, now time.Time, rate float64, state string) int64 {
 	var d time.Duration
+	if state == Paused {
+		return pausedRetry
+	}
 	if st.Position == 0 || now.Before(sku.StartsAt) {
 		d = sku.StartsAt.Sub(now)
 	} else {
@@ -381,9 +401,15 @@ func (r *Room) rate(ctx context.Context, sku *catalog.SKU) float64 {
 
 // CheckPass returns the pass if it is a valid pass of user for sku now, in
 // process: ErrPassRequired without one, ErrPassInvalid for one that is
-// not. Whether it is spent is for the buy script to say.
-func (r *Room) CheckPass(sku *catalog.SKU, user, pass string) (stock.Pass, error) {
+// not. Whether it is spent is for the buy script to say. A buy without a
+// pass of an open room (Open) is let in with the zero Pass, as for a SKU
+// without a room; whether the room is open is read from Redis at most
+// every openFresh per SKU.
+func (r *Room) CheckPass(ctx context.Context, sku *catalog.SKU, user, pass string) (stock.Pass, error) {
 	if pass == "" {
+		if r.isOpen(ctx, sku.ID) {
+			return stock.Pass{}, nil
+		}
 		return stock.Pass{}, ErrPassRequired
 	}
 	ticket, exp, err := r.signer.Check(pass, sku.ID, user, r.o.Now())

@@ -92,7 +92,7 @@ func (f *fixture) peek(user string) Status {
 // buy buys one unit for user with their pass; the request id is rid.
 func (f *fixture) buy(user, pass, rid string) stock.Result {
 	f.t.Helper()
-	p, err := f.room.CheckPass(f.sku, user, pass)
+	p, err := f.room.CheckPass(f.t.Context(), f.sku, user, pass)
 	require.NoError(f.t, err)
 	_, res, err := f.stock.Buy(f.t.Context(), stock.Part{SKU: f.sku.ID},
 		[]stock.Request{{User: user, Qty: 1, RequestID: rid, Created: f.clock.Now(), Pass: p}}, stock.Guard{})
@@ -290,7 +290,7 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	f := newFixture(t, 10, 2, catalog.Room{Mode: catalog.RoomFIFO})
 	f.join("alice")
 	f.clock.Advance(time.Minute + time.Second)
-	p, err := f.room.CheckPass(f.sku, "alice", f.peek("alice").Pass)
+	p, err := f.room.CheckPass(f.t.Context(), f.sku, "alice", f.peek("alice").Pass)
 	require.NoError(t, err)
 	buy := func(reqs ...stock.Request) []stock.Result {
 		_, res, err := f.stock.Buy(t.Context(), stock.Part{SKU: f.sku.ID}, reqs, stock.Guard{})
@@ -316,7 +316,7 @@ func TestAPassIsSpentOnlyByAnAcceptedBuy(t *testing.T) {
 	// Expired as signed, though still among the valid passes.
 	f.join("bob")
 	f.clock.Advance(time.Second)
-	pb, err := f.room.CheckPass(f.sku, "bob", f.peek("bob").Pass)
+	pb, err := f.room.CheckPass(f.t.Context(), f.sku, "bob", f.peek("bob").Pass)
 	require.NoError(t, err)
 	pb.Expires = f.clock.Now()
 	res = buy(stock.Request{User: "bob", Qty: 1, Created: f.clock.Now(), Pass: pb})

@@ -26,11 +26,16 @@
 -- KEYS[8] valid HASH: ticket -> expiry (Unix ms), the valid unused passes;
 --         the buy script removes a pass it spends (one HDEL, cheaper than
 --         a ZREM in a large set, on the buy's path)
+-- KEYS[9] control HASH: the operator's controls (lua/control.lua): state
+--         'paused' (no admission), 'open' (buys need no pass; admission
+--         goes on) or 'closed' (no ticket issued, no admission; waiting
+--         tickets are closed), absent: running; rate, the admissions per
+--         second overriding ARGV[5]
 -- ARGV[1] 'join', 'peek' or 'tick'
 -- ARGV[2] now, Unix ms
 -- ARGV[3] starts_at, Unix ms
 -- ARGV[4] mode: 'random' or 'fifo'
--- ARGV[5] admissions per second
+-- ARGV[5] admissions per second (unless the controls override it)
 -- ARGV[6] pass lifetime, ms
 -- ARGV[7] overbook: valid unused passes stay at most left * overbook
 -- ARGV[8] Unix ms at which the room's keys expire
@@ -38,8 +43,8 @@
 --         (join; '' for a look). 'tick': none. Joins are issued in the
 --         order of the pairs.
 -- Returns {code, left, admitted now, expired now, tickets waiting in line,
---          cursor, epoch, final, then per shopper: found, status, place,
---          ahead, ticket, pass expiry, issued}
+--          cursor, epoch, final, state, rate, then per shopper: found,
+--          status, place, ahead, ticket, pass expiry, issued}
 --   code    1 done; -2 the draw is due (random mode, starts_at passed,
 --           pre-queue not drawn yet); -3 the SKU's stock hash is missing
 --           (its state is lost). Nothing is written with -2 or -3.
@@ -48,16 +53,25 @@
 --   epoch   the room's epoch ('' before its first ticket)
 --   final   1 when the places in the line are final (fifo, or the
 --           pre-queue drawn): a place read then never changes
+--   state   the controls' state: 'running', 'paused', 'open' or 'closed'
+--   rate    the admissions per second in force, a string
 --   found   1; 0 the shopper has no ticket (a look): the rest is empty
 --   status  'waiting' (place 0: not drawn yet), 'admitted', 'sold_out'
 --           (waiting, and no unit left), 'spent' (admitted, pass used),
---           'expired' (admitted, pass expired unused)
+--           'expired' (admitted, pass expired unused), 'room_closed'
+--           (waiting in a closed room)
 --   issued  1 when this call issued the shopper's ticket
 local meta, who, pre, line, passes, expired, stock, valid = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local op = ARGV[1]
 local now, starts = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, rate, ttl, overbook = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local keep = ARGV[8]
+local ctl = redis.call('HMGET', KEYS[9], 'state', 'rate')
+local state = ctl[1] or 'running'
+rate = tonumber(ctl[2]) or rate
+if state == 'closed' then
+  op = 'peek' -- no ticket issued
+end
 
 -- Checked before anything is written, so that a call answered -2 or -3
 -- issued no ticket: the caller draws (or restores) and calls again.
@@ -133,10 +147,14 @@ if now >= starts then
   local m = redis.call('HMGET', meta, 'cursor', 'credit', 'last')
   local cursor, credit, last = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or starts
   -- Earned since the last admission (never negative: instances' clocks
-  -- differ a little), at most one second's worth in hand.
+  -- differ a little), at most one second's worth in hand; nothing while
+  -- admission is stopped.
   credit = math.min(credit + math.max(now - math.max(last, starts), 0) * rate / 1000, math.max(rate, 1))
   local cap = math.floor(left * overbook) - redis.call('HLEN', valid)
   local k = math.min(math.floor(credit), cap, redis.call('ZCARD', line) - cursor)
+  if state == 'paused' or state == 'closed' then
+    credit, k = 0, 0
+  end
   if k > 0 then
     local turn = redis.call('ZRANGE', line, cursor, cursor + k - 1)
     for i = 1, #turn do
@@ -165,7 +183,7 @@ if mode ~= 'fifo' and m[3] ~= '1' then
   waiting = waiting + redis.call('ZCARD', pre)
 end
 
-local out = {1, left, admitted, gone, waiting, cursor, epoch, final}
+local out = {1, left, admitted, gone, waiting, cursor, epoch, final, state, string.format('%.17g', rate)}
 local o = #out
 for i = 9, #ARGV, 2 do
   local user = ARGV[i]
@@ -192,6 +210,9 @@ for i = 9, #ARGV, 2 do
           status = 'sold_out'
         end
       end
+    end
+    if state == 'closed' and (status == 'waiting' or status == 'sold_out') then
+      status = 'room_closed'
     end
     local new = issued[user] or 0
     issued[user] = nil -- a shopper named twice in a batch is issued once

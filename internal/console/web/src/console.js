@@ -417,6 +417,8 @@ function salePage() {
     problem: (p) => problem(p.detail),
   });
 
+  if ($("#room-state")) roomControls(id, name);
+
   $("#audit-now").addEventListener("click", async () => {
     const r = await call("GET", `/skus/${id}/audit`);
     if (r.ok) audit(r.data);
@@ -439,6 +441,56 @@ function salePage() {
     const r = await call("POST", `/skus/${id}/reconcile`);
     show($("#action-result"), r, r.ok && r.data.consistent ? "reconciled: consistent" : "reconciled");
     if (r.ok) audit(r.data);
+  });
+}
+
+// roomControls shows the controls of the sale's waiting room and wires
+// its buttons: each asks first, then sends the command.
+function roomControls(id, name) {
+  const render = (c) => {
+    const state = $("#room-state");
+    state.textContent = c.state;
+    state.dataset.state = c.state;
+    $("#room-rate").textContent = c.admit_per_second ? `${c.admit_per_second} per second` : "none (the sale's own)";
+    const body = $("#room-changes tbody");
+    if (c.changes.length === 0) {
+      body.replaceChildren(message("No change yet.", 3));
+      return;
+    }
+    body.replaceChildren(...c.changes.map((ch) => {
+      const tr = el("tr");
+      tr.append(el("td", when(ch.at)), el("td", ch.action), el("td", ch.admit_per_second ?? "", { class: "num" }));
+      return tr;
+    }));
+  };
+  const send = async (body, done) => {
+    const r = await call("POST", `/skus/${id}/room`, JSON.stringify(body));
+    show($("#action-result"), r, done(r.data));
+    if (r.ok) render(r.data);
+  };
+  const questions = {
+    pause: () => `Pause the waiting room of ${name()}? Nobody is admitted until it is resumed; passes given stay valid.`,
+    resume: () => `Resume the waiting room of ${name()}? It admits at its rate again, and buys need a pass.`,
+    open: () => `Open ${name()} to every buyer? Buys need no pass until the room is resumed or paused.`,
+    close: () => `Close the waiting room of ${name()} for good? Nobody waiting is admitted any more; passes given stay valid.`,
+  };
+  for (const b of document.querySelectorAll("[data-room-action]")) {
+    const action = b.dataset.roomAction;
+    b.addEventListener("click", async () => {
+      if (!(await confirmed(questions[action]()))) return;
+      await send({ action }, (c) => `room ${c?.state}`);
+    });
+  }
+  $("#room-rate-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const v = $("#room-new-rate").value.trim();
+    if (!(await confirmed(`Admit ${v || "?"} per second in the waiting room of ${name()}?`))) return;
+    const n = /^\d+$/.test(v) ? Number(v) : v;
+    await send({ action: "rate", admit_per_second: n }, (c) => `rate set to ${c?.admit_per_second}`);
+  });
+  call("GET", `/skus/${id}/room`).then((r) => {
+    if (r.ok) render(r.data);
+    else $("#room-changes tbody").replaceChildren(message(`${r.data?.error}: ${r.data?.detail}`, 3, "error"));
   });
 }
 
