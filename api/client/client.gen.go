@@ -1985,7 +1985,7 @@ type WaitingRoomSpec struct {
 	// leading zero bits, 0 to 32 (about 2^bits SHA-256 hashes on the
 	// shopper's device; docs/shop/waiting-room.md#proof-of-work says
 	// how long that takes). Absent or 0, none.
-	PowBits *int `json:"pow_bits,omitempty"`
+	PowBits int `json:"pow_bits,omitempty"`
 }
 
 // Cursor defines model for Cursor.
