@@ -31,6 +31,7 @@ targets=(
 	"./internal/config FuzzEventReceivers"
 	"./internal/config FuzzEventTransports"
 	"./internal/stock FuzzDecodeOrders"
+	"./internal/room FuzzCheckProof"
 	"./internal/orderid FuzzReference"
 	"./internal/stripepay FuzzStripeEvent"
 	"./internal/seedfile FuzzReadYAML"

@@ -99,6 +99,7 @@ const (
 	ErrorErrorInvalidSignature     ErrorError = "invalid_signature"
 	ErrorErrorLimitExceeded        ErrorError = "limit_exceeded"
 	ErrorErrorMethodNotAllowed     ErrorError = "method_not_allowed"
+	ErrorErrorNoPow                ErrorError = "no_pow"
 	ErrorErrorNoTicket             ErrorError = "no_ticket"
 	ErrorErrorNoWaitingRoom        ErrorError = "no_waiting_room"
 	ErrorErrorNotFound             ErrorError = "not_found"
@@ -108,6 +109,13 @@ const (
 	ErrorErrorPassInvalid          ErrorError = "pass_invalid"
 	ErrorErrorPassRequired         ErrorError = "pass_required"
 	ErrorErrorPaymentMismatch      ErrorError = "payment_mismatch"
+	ErrorErrorPowExpired           ErrorError = "pow_expired"
+	ErrorErrorPowInvalid           ErrorError = "pow_invalid"
+	ErrorErrorPowMalformed         ErrorError = "pow_malformed"
+	ErrorErrorPowRequired          ErrorError = "pow_required"
+	ErrorErrorPowUnsolved          ErrorError = "pow_unsolved"
+	ErrorErrorPowUsed              ErrorError = "pow_used"
+	ErrorErrorPowWrongSku          ErrorError = "pow_wrong_sku"
 	ErrorErrorRateLimited          ErrorError = "rate_limited"
 	ErrorErrorRoomClosed           ErrorError = "room_closed"
 	ErrorErrorRoomNotOpen          ErrorError = "room_not_open"
@@ -148,6 +156,8 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorMethodNotAllowed:
 		return true
+	case ErrorErrorNoPow:
+		return true
 	case ErrorErrorNoTicket:
 		return true
 	case ErrorErrorNoWaitingRoom:
@@ -165,6 +175,20 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorPassRequired:
 		return true
 	case ErrorErrorPaymentMismatch:
+		return true
+	case ErrorErrorPowExpired:
+		return true
+	case ErrorErrorPowInvalid:
+		return true
+	case ErrorErrorPowMalformed:
+		return true
+	case ErrorErrorPowRequired:
+		return true
+	case ErrorErrorPowUnsolved:
+		return true
+	case ErrorErrorPowUsed:
+		return true
+	case ErrorErrorPowWrongSku:
 		return true
 	case ErrorErrorRateLimited:
 		return true
@@ -1481,6 +1505,18 @@ type Placed struct {
 // PlacedStatus defines model for Placed.Status.
 type PlacedStatus string
 
+// PowChallenge A proof of work to solve before a first join of a waiting room.
+type PowChallenge struct {
+	// Bits The leading zero bits the SHA-256 must start with.
+	Bits int `json:"bits"`
+
+	// Challenge Opaque; hashed as its bytes, `<challenge>:<nonce>`.
+	Challenge string `json:"challenge"`
+
+	// ExpiresAt The challenge is refused from then on (`pow_expired`).
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // QueueReport The state of one SKU's queue.
 type QueueReport struct {
 	// Buckets For a SKU whose stock is split over buckets, the depths of each
@@ -2020,6 +2056,10 @@ type WaitingRoom struct {
 	// for the default 60 seconds, `5s`, `1h0m0s`.
 	PassTtl string `json:"pass_ttl"`
 
+	// PowBits The leading zero bits of the proof of work a shopper's first
+	// join needs (`GET /api/v1/skus/{id}/queue/challenge`); 0: none.
+	PowBits int `json:"pow_bits"`
+
 	// Seed `random` mode, from `starts_at` on: the seed of the draw, 64 hex characters.
 	Seed *string `json:"seed,omitempty"`
 
@@ -2136,6 +2176,12 @@ type WaitingRoomSpec struct {
 
 	// PassTtl How long a pass is valid, a Go duration from `5s` to `1h`. Absent, `60s`.
 	PassTtl string `json:"pass_ttl,omitempty"`
+
+	// PowBits Asks a shopper's first join for a proof of work of this many
+	// leading zero bits, 0 to 32 (about 2^bits SHA-256 hashes on the
+	// shopper's device; docs/shop/waiting-room.md#proof-of-work says
+	// how long that takes). Absent or 0, none.
+	PowBits int `json:"pow_bits,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -2373,6 +2419,15 @@ type ListSKUsParams struct {
 	// page. A value the API did not give (an empty one included) is 400
 	// `invalid_request`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// JoinWaitingRoomParams defines parameters for JoinWaitingRoom.
+type JoinWaitingRoomParams struct {
+	// SeckillPoW A solved proof of work, `<challenge>:<nonce>`: the challenge as
+	// `GET /api/v1/skus/{id}/queue/challenge` answered it, a colon,
+	// and 1 to 64 of `A-Z a-z 0-9 - _`; at most 225 bytes. Ignored by
+	// a room without `pow_bits`.
+	SeckillPoW *string `json:"Seckill-PoW,omitempty"`
 }
 
 // ReceiveAlipayNotificationFormdataBody defines parameters for ReceiveAlipayNotification.
@@ -3961,13 +4016,49 @@ type ClientInterface interface {
 	// take at the admission rate (1 to 30 s); until the pass expires once
 	// admitted; 5 s when sold out; until the sale ends once closed.
 	//
-	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
-	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
-	// (another instance is drawing the pre-queue, or the SKU's Redis
-	// state is being restored; `Retry-After: 1`) or `unavailable`.
+	// A room with `pow_bits` over 0 asks a shopper's first join for a
+	// proof of work: a challenge from `GET
+	// /api/v1/skus/{id}/queue/challenge` and a nonce such that the
+	// SHA-256 of `<challenge>:<nonce>` starts with at least `pow_bits`
+	// zero bits, sent as the `Seckill-PoW` header. It is checked by the
+	// instance, with no store round trip, and gets at most one ticket. A
+	// shopper who holds a ticket joins and looks without one.
+	//
+	// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
+	// that is not `<challenge>:<nonce>` within its bounds); 401 no
+	// shopper identity; 403 `room_not_open` before `opens_at`,
+	// `pow_required` (a first join without a proof), `pow_invalid` (a
+	// challenge not signed by this sale for this shopper: forged,
+	// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
+	// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+	// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
+	// already); 503 `busy` (another instance is drawing the pre-queue,
+	// or the SKU's Redis state is being restored; `Retry-After: 1`) or
+	// `unavailable`. A refused join writes nothing.
 	//
 	// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
-	JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+	JoinWaitingRoom(ctx context.Context, id SKUIdParam, params *JoinWaitingRoomParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWaitingRoomChallenge Get a proof of work to join a SKU's waiting room
+	//
+	// A new challenge for the shopper's first join of a room with
+	// `pow_bits` over 0: find a nonce (1 to 64 of `A-Z a-z 0-9 - _`) such
+	// that the SHA-256 of the bytes `<challenge>:<nonce>` starts with at
+	// least `bits` zero bits, and join with the `Seckill-PoW:
+	// <challenge>:<nonce>` header before `expires_at`. The challenge is
+	// signed by the server (HMAC-SHA256 with the pass keys) for this
+	// shopper and SKU, and each one gets at most one ticket; it is opaque
+	// to the client. It is valid 2 minutes up to 20 bits, twice as long
+	// for each bit more. Each call answers a new one (`Cache-Control:
+	// no-store`). A solver in JavaScript is `web/pow/solve.js`
+	// (docs/shop/waiting-room.md#proof-of-work).
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+	// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
+	// 503 `unavailable`.
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
+	GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness probe
 	//
@@ -5521,14 +5612,60 @@ func (c *RawClient) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, req
 // take at the admission rate (1 to 30 s); until the pass expires once
 // admitted; 5 s when sold out; until the sale ends once closed.
 //
-// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
-// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
-// (another instance is drawing the pre-queue, or the SKU's Redis
-// state is being restored; `Retry-After: 1`) or `unavailable`.
+// A room with `pow_bits` over 0 asks a shopper's first join for a
+// proof of work: a challenge from `GET
+// /api/v1/skus/{id}/queue/challenge` and a nonce such that the
+// SHA-256 of `<challenge>:<nonce>` starts with at least `pow_bits`
+// zero bits, sent as the `Seckill-PoW` header. It is checked by the
+// instance, with no store round trip, and gets at most one ticket. A
+// shopper who holds a ticket joins and looks without one.
+//
+// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
+// that is not `<challenge>:<nonce>` within its bounds); 401 no
+// shopper identity; 403 `room_not_open` before `opens_at`,
+// `pow_required` (a first join without a proof), `pow_invalid` (a
+// challenge not signed by this sale for this shopper: forged,
+// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
+// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
+// already); 503 `busy` (another instance is drawing the pre-queue,
+// or the SKU's Redis state is being restored; `Retry-After: 1`) or
+// `unavailable`. A refused join writes nothing.
 //
 // Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
-func (c *RawClient) JoinWaitingRoom(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewJoinWaitingRoomRequest(c.Server, id)
+func (c *RawClient) JoinWaitingRoom(ctx context.Context, id SKUIdParam, params *JoinWaitingRoomParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinWaitingRoomRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWaitingRoomChallenge Get a proof of work to join a SKU's waiting room
+//
+// A new challenge for the shopper's first join of a room with
+// `pow_bits` over 0: find a nonce (1 to 64 of `A-Z a-z 0-9 - _`) such
+// that the SHA-256 of the bytes `<challenge>:<nonce>` starts with at
+// least `bits` zero bits, and join with the `Seckill-PoW:
+// <challenge>:<nonce>` header before `expires_at`. The challenge is
+// signed by the server (HMAC-SHA256 with the pass keys) for this
+// shopper and SKU, and each one gets at most one ticket; it is opaque
+// to the client. It is valid 2 minutes up to 20 bits, twice as long
+// for each bit more. Each call answers a new one (`Cache-Control:
+// no-store`). A solver in JavaScript is `web/pow/solve.js`
+// (docs/shop/waiting-room.md#proof-of-work).
+//
+// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
+// 503 `unavailable`.
+//
+// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
+func (c *RawClient) GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWaitingRoomChallengeRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7529,7 +7666,7 @@ func NewGetWaitingRoomStatusRequest(server string, id SKUIdParam) (*http.Request
 }
 
 // NewJoinWaitingRoomRequest constructs an http.Request for the JoinWaitingRoom method
-func NewJoinWaitingRoomRequest(server string, id SKUIdParam) (*http.Request, error) {
+func NewJoinWaitingRoomRequest(server string, id SKUIdParam, params *JoinWaitingRoomParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7555,6 +7692,55 @@ func NewJoinWaitingRoomRequest(server string, id SKUIdParam) (*http.Request, err
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.SeckillPoW != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Seckill-PoW", *params.SeckillPoW, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Seckill-PoW", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetWaitingRoomChallengeRequest constructs an http.Request for the GetWaitingRoomChallenge method
+func NewGetWaitingRoomChallengeRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skus/%s/queue/challenge", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -8806,15 +8992,53 @@ type ClientWithResponsesInterface interface {
 	// take at the admission rate (1 to 30 s); until the pass expires once
 	// admitted; 5 s when sold out; until the sale ends once closed.
 	//
-	// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
-	// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
-	// (another instance is drawing the pre-queue, or the SKU's Redis
-	// state is being restored; `Retry-After: 1`) or `unavailable`.
+	// A room with `pow_bits` over 0 asks a shopper's first join for a
+	// proof of work: a challenge from `GET
+	// /api/v1/skus/{id}/queue/challenge` and a nonce such that the
+	// SHA-256 of `<challenge>:<nonce>` starts with at least `pow_bits`
+	// zero bits, sent as the `Seckill-PoW` header. It is checked by the
+	// instance, with no store round trip, and gets at most one ticket. A
+	// shopper who holds a ticket joins and looks without one.
+	//
+	// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
+	// that is not `<challenge>:<nonce>` within its bounds); 401 no
+	// shopper identity; 403 `room_not_open` before `opens_at`,
+	// `pow_required` (a first join without a proof), `pow_invalid` (a
+	// challenge not signed by this sale for this shopper: forged,
+	// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
+	// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+	// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
+	// already); 503 `busy` (another instance is drawing the pre-queue,
+	// or the SKU's Redis state is being restored; `Retry-After: 1`) or
+	// `unavailable`. A refused join writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
-	JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error)
+	JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, params *JoinWaitingRoomParams, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error)
+
+	// GetWaitingRoomChallengeWithResponse Get a proof of work to join a SKU's waiting room
+	//
+	// A new challenge for the shopper's first join of a room with
+	// `pow_bits` over 0: find a nonce (1 to 64 of `A-Z a-z 0-9 - _`) such
+	// that the SHA-256 of the bytes `<challenge>:<nonce>` starts with at
+	// least `bits` zero bits, and join with the `Seckill-PoW:
+	// <challenge>:<nonce>` header before `expires_at`. The challenge is
+	// signed by the server (HMAC-SHA256 with the pass keys) for this
+	// shopper and SKU, and each one gets at most one ticket; it is opaque
+	// to the client. It is valid 2 minutes up to 20 bits, twice as long
+	// for each bit more. Each call answers a new one (`Cache-Control:
+	// no-store`). A solver in JavaScript is `web/pow/solve.js`
+	// (docs/shop/waiting-room.md#proof-of-work).
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+	// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
+	// 503 `unavailable`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
+	GetWaitingRoomChallengeWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomChallengeResponse, error)
 
 	// HealthzWithResponse Liveness probe
 	//
@@ -11779,6 +12003,8 @@ type JoinWaitingRoomResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -11812,6 +12038,11 @@ func (r JoinWaitingRoomResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r JoinWaitingRoomResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r JoinWaitingRoomResponse) GetJSON503() *ServiceUnavailable {
 	return r.JSON503
@@ -11840,6 +12071,82 @@ func (r JoinWaitingRoomResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r JoinWaitingRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWaitingRoomChallengeResponse503Headers the declared response headers of an HTTP 503 response for GetWaitingRoomChallenge
+type GetWaitingRoomChallengeResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetWaitingRoomChallengeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PowChallenge
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWaitingRoomChallengeResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON200() *PowChallenge {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWaitingRoomChallengeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWaitingRoomChallengeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWaitingRoomChallengeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWaitingRoomChallengeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13475,20 +13782,64 @@ func (c *ClientWithResponses) GetWaitingRoomStatusWithResponse(ctx context.Conte
 // take at the admission rate (1 to 30 s); until the pass expires once
 // admitted; 5 s when sold out; until the sale ends once closed.
 //
-// Refusals: 400 bad id; 401 no shopper identity; 403 `room_not_open`
-// before `opens_at`; 404 `unknown_sku` / `no_waiting_room`; 503 `busy`
-// (another instance is drawing the pre-queue, or the SKU's Redis
-// state is being restored; `Retry-After: 1`) or `unavailable`.
+// A room with `pow_bits` over 0 asks a shopper's first join for a
+// proof of work: a challenge from `GET
+// /api/v1/skus/{id}/queue/challenge` and a nonce such that the
+// SHA-256 of `<challenge>:<nonce>` starts with at least `pow_bits`
+// zero bits, sent as the `Seckill-PoW` header. It is checked by the
+// instance, with no store round trip, and gets at most one ticket. A
+// shopper who holds a ticket joins and looks without one.
+//
+// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
+// that is not `<challenge>:<nonce>` within its bounds); 401 no
+// shopper identity; 403 `room_not_open` before `opens_at`,
+// `pow_required` (a first join without a proof), `pow_invalid` (a
+// challenge not signed by this sale for this shopper: forged,
+// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
+// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
+// already); 503 `busy` (another instance is drawing the pre-queue,
+// or the SKU's Redis state is being restored; `Retry-After: 1`) or
+// `unavailable`. A refused join writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/skus/{id}/queue (the `JoinWaitingRoom` operationId).
-func (c *ClientWithResponses) JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error) {
-	rsp, err := c.JoinWaitingRoom(ctx, id, reqEditors...)
+func (c *ClientWithResponses) JoinWaitingRoomWithResponse(ctx context.Context, id SKUIdParam, params *JoinWaitingRoomParams, reqEditors ...RequestEditorFn) (*JoinWaitingRoomResponse, error) {
+	rsp, err := c.JoinWaitingRoom(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseJoinWaitingRoomResponse(rsp)
+}
+
+// GetWaitingRoomChallengeWithResponse Get a proof of work to join a SKU's waiting room
+//
+// A new challenge for the shopper's first join of a room with
+// `pow_bits` over 0: find a nonce (1 to 64 of `A-Z a-z 0-9 - _`) such
+// that the SHA-256 of the bytes `<challenge>:<nonce>` starts with at
+// least `bits` zero bits, and join with the `Seckill-PoW:
+// <challenge>:<nonce>` header before `expires_at`. The challenge is
+// signed by the server (HMAC-SHA256 with the pass keys) for this
+// shopper and SKU, and each one gets at most one ticket; it is opaque
+// to the client. It is valid 2 minutes up to 20 bits, twice as long
+// for each bit more. Each call answers a new one (`Cache-Control:
+// no-store`). A solver in JavaScript is `web/pow/solve.js`
+// (docs/shop/waiting-room.md#proof-of-work).
+//
+// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
+// 503 `unavailable`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
+func (c *ClientWithResponses) GetWaitingRoomChallengeWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomChallengeResponse, error) {
+	rsp, err := c.GetWaitingRoomChallenge(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWaitingRoomChallengeResponse(rsp)
 }
 
 // HealthzWithResponse Liveness probe
@@ -16292,6 +16643,13 @@ func ParseJoinWaitingRoomResponse(rsp *http.Response) (*JoinWaitingRoomResponse,
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16314,6 +16672,73 @@ func ParseJoinWaitingRoomResponse(rsp *http.Response) (*JoinWaitingRoomResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 503:
 		var headers JoinWaitingRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWaitingRoomChallengeResponse parses an HTTP response from a GetWaitingRoomChallengeWithResponse call
+func ParseGetWaitingRoomChallengeResponse(rsp *http.Response) (*GetWaitingRoomChallengeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWaitingRoomChallengeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PowChallenge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetWaitingRoomChallengeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -23,18 +23,22 @@ const (
 	DefaultPassTTL    = 60 * time.Second
 	DefaultOverbook   = 1.2
 	MaxOverbook       = 10
+	// MaxPowBits is the most leading zero bits a room's proof of work may
+	// ask for: 2^32 hashes, hours on a phone, is past any sensible cost.
+	MaxPowBits = 32
 )
 
 // RoomSpec is a SKU's waiting room as an admin gives it ("waiting_room"),
 // at the SKU's creation only. OpensAt is required; the others have
 // defaults: mode random, admit_per_second 0 (the configured default rate),
-// pass_ttl 60s, overbook 1.2.
+// pass_ttl 60s, overbook 1.2, pow_bits 0 (no proof of work to join).
 type RoomSpec struct {
 	OpensAt        *time.Time `json:"opens_at" yaml:"opens_at"`
 	Mode           string     `json:"mode,omitempty" yaml:"mode"`
 	AdmitPerSecond int        `json:"admit_per_second,omitempty" yaml:"admit_per_second"`
 	PassTTL        TTL        `json:"pass_ttl,omitzero" yaml:"pass_ttl"`
 	Overbook       float64    `json:"overbook,omitempty" yaml:"overbook"`
+	PowBits        int        `json:"pow_bits,omitempty" yaml:"pow_bits"`
 }
 
 // TTL is a duration written as Go writes one ("60s", "1m30s").
@@ -82,6 +86,8 @@ func (r *RoomSpec) validate() error {
 		return invalidf("waiting_room.pass_ttl must be from %s to %s", MinPassTTL, MaxPassTTL)
 	case r.Overbook != 0 && !(r.Overbook >= 1 && r.Overbook <= MaxOverbook): // NaN too
 		return invalidf("waiting_room.overbook must be from 1 to %d (or 0, left out, for %g)", MaxOverbook, DefaultOverbook)
+	case r.PowBits < 0 || r.PowBits > MaxPowBits:
+		return invalidf("waiting_room.pow_bits must be from 0 (no proof of work) to %d", MaxPowBits)
 	}
 	return nil
 }
@@ -90,7 +96,7 @@ func (r *RoomSpec) validate() error {
 // opens_at to the millisecond, as MySQL keeps it.
 func (r *RoomSpec) settings() Room {
 	out := Room{OpensAt: new(r.OpensAt.UTC().Truncate(time.Millisecond)), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
-		PassTTLMS: time.Duration(r.PassTTL).Milliseconds(), Overbook: r.Overbook}
+		PassTTLMS: time.Duration(r.PassTTL).Milliseconds(), Overbook: r.Overbook, PowBits: r.PowBits}
 	if out.Mode == "" {
 		out.Mode = RoomRandom
 	}
@@ -120,7 +126,8 @@ func (r *RoomSpec) room() (Room, error) {
 func (r *RoomSpec) same(cur Room) bool {
 	want := r.settings()
 	return cur.On() && want.OpensAt.Sub(*cur.OpensAt).Abs() < time.Millisecond && want.Mode == cur.Mode &&
-		want.AdmitPerSecond == cur.AdmitPerSecond && want.PassTTLMS == cur.PassTTLMS && want.Overbook == cur.Overbook
+		want.AdmitPerSecond == cur.AdmitPerSecond && want.PassTTLMS == cur.PassTTLMS && want.Overbook == cur.Overbook &&
+		want.PowBits == cur.PowBits
 }
 
 // Room is a SKU's waiting room, as columns of table skus; OpensAt nil: the
@@ -131,6 +138,9 @@ type Room struct {
 	AdmitPerSecond int        `gorm:"column:room_admit_per_second"`
 	PassTTLMS      int64      `gorm:"column:room_pass_ttl_ms"`
 	Overbook       float64    `gorm:"column:room_overbook"`
+	// PowBits is the leading zero bits of the proof of work a shopper's
+	// first join needs; 0: none.
+	PowBits int `gorm:"column:room_pow_bits"`
 	// Seed is the draw's secret until the sale starts: 64 hex characters.
 	Seed string `gorm:"column:room_seed"`
 }

@@ -94,3 +94,29 @@ func TestApplyDoesNotReopenADrawnRoom(t *testing.T) {
 		assert.ErrorContains(t, err, "create a new sku", name)
 	}
 }
+
+// A waiting room's pow_bits is 0 (none) to MaxPowBits; given again in an
+// update it must be the room's own, as the other settings.
+func TestRoomPowBitsInRangeAndFixed(t *testing.T) {
+	opens := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	for _, v := range []int{-1, MaxPowBits + 1, math.MaxInt32} {
+		r := RoomSpec{OpensAt: &opens, PowBits: v}
+		err := r.validate()
+		assert.ErrorIs(t, err, ErrInvalid, "%v", v)
+		assert.ErrorContains(t, err, "waiting_room.pow_bits")
+	}
+	for _, v := range []int{0, 1, 20, MaxPowBits} {
+		r := RoomSpec{OpensAt: &opens, PowBits: v}
+		require.NoError(t, r.validate(), "%v", v)
+		assert.Equal(t, v, r.settings().PowBits)
+	}
+	s := fullSpec()
+	s.WaitingRoom = &RoomSpec{OpensAt: &opens, PowBits: 16}
+	sku, err := s.New(opens)
+	require.NoError(t, err)
+	assert.Equal(t, 16, sku.Room.PowBits)
+	_, err = (&Spec{WaitingRoom: &RoomSpec{OpensAt: &opens, PowBits: 16}}).Apply(sku, opens)
+	assert.NoError(t, err, "its own room again")
+	_, err = (&Spec{WaitingRoom: &RoomSpec{OpensAt: &opens}}).Apply(sku, opens)
+	assert.ErrorIs(t, err, ErrInvalid, "another pow_bits")
+}

@@ -30,11 +30,12 @@ names its columns. Times are RFC 3339, kept to the millisecond.
 
 A YAML SKU's keys are id, name, price_cents, stock, per_user_limit, starts_at,
 ends_at, buckets, hidden, limit_counts_cancelled and waiting_room, an object
-with the keys opens_at, mode, admit_per_second, pass_ttl and overbook. A CSV
+with the keys opens_at, mode, admit_per_second, pass_ttl, overbook and
+pow_bits. A CSV
 file's columns are any of id, name, price_cents, stock, per_user_limit,
 starts_at, ends_at, buckets, limit_counts_cancelled, and the waiting room's
-room_opens_at, room_mode, room_admit_per_second, room_pass_ttl and
-room_overbook, in any order. A whole number is one (0.99 is refused, not cut
+room_opens_at, room_mode, room_admit_per_second, room_pass_ttl,
+room_overbook and room_pow_bits, in any order. A whole number is one (0.99 is refused, not cut
 to 0), a number is finite, and a YAML file is one document.
 
 A new SKU needs every field but id and buckets: name, price_cents, stock,

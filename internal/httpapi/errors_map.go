@@ -64,6 +64,16 @@ var rules = []rule{
 	{is(room.ErrPassRequired), Error{Status: http.StatusForbidden, Code: "pass_required"}},
 	{is(room.ErrPassInvalid, stock.ErrPassSpent), Error{Status: http.StatusForbidden, Code: "pass_invalid"}},
 	{is(room.ErrNoRoom), Error{Status: http.StatusNotFound, Code: "no_waiting_room"}},
+	// A waiting room's proof of work (docs/shop/waiting-room.md): none
+	// given to a first join that needs one, or one that fails a check.
+	{is(room.ErrPowRequired), Error{Status: http.StatusForbidden, Code: "pow_required"}},
+	{is(room.ErrPowMalformed), Error{Status: http.StatusBadRequest, Code: "pow_malformed"}},
+	{is(room.ErrPowForged), Error{Status: http.StatusForbidden, Code: "pow_invalid"}},
+	{is(room.ErrPowWrongSKU), Error{Status: http.StatusForbidden, Code: "pow_wrong_sku"}},
+	{is(room.ErrPowExpired), Error{Status: http.StatusForbidden, Code: "pow_expired"}},
+	{is(room.ErrPowUnsolved), Error{Status: http.StatusForbidden, Code: "pow_unsolved"}},
+	{is(room.ErrPowUsed), Error{Status: http.StatusConflict, Code: "pow_used"}},
+	{is(room.ErrPowOff), Error{Status: http.StatusNotFound, Code: "no_pow"}},
 	{is(room.ErrNoTicket), Error{Status: http.StatusNotFound, Code: "no_ticket"}},
 	{is(room.ErrNotOpen), Error{Status: http.StatusForbidden, Code: "room_not_open"}},
 	{is(room.ErrNotPublished), Error{Status: http.StatusConflict, Code: "draw_not_published"}},

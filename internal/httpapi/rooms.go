@@ -13,8 +13,12 @@ import (
 
 // Rooms is what the waiting room endpoints need (internal/room).
 type Rooms interface {
-	Join(ctx context.Context, sku uint64, user string) (room.Status, error)
+	// JoinWithProof joins with a proof of work, "<challenge>:<nonce>"
+	// ("" none), which a room with pow_bits asks of a first join.
+	JoinWithProof(ctx context.Context, sku uint64, user, proof string) (room.Status, error)
 	Peek(ctx context.Context, sku uint64, user string) (room.Status, error)
+	// Challenge is a proof of work for user's first join.
+	Challenge(ctx context.Context, sku uint64, user string) (room.Challenge, error)
 	// Published is the JSON document of a SKU's published draw, shared:
 	// not to be modified.
 	Published(ctx context.Context, sku uint64) ([]byte, error)
@@ -64,16 +68,57 @@ func handleRoomControls(rooms Rooms, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// handleRoom answers a shopper's place in a SKU's waiting room, joining it
-// first (POST) or not (GET), with Retry-After: when to look again.
-func handleRoom(visit func(ctx context.Context, sku uint64, user string) (room.Status, error), log *slog.Logger) shopperHandler {
+// powHeader carries a join's proof of work: "<challenge>:<nonce>".
+const powHeader = "Seckill-Pow" // Seckill-PoW in its canonical form
+
+// join is a join with the proof of work of the request's Seckill-PoW
+// header, if any.
+func join(rooms Rooms) func(c *gin.Context, sku uint64, user string) (room.Status, error) {
+	return func(c *gin.Context, sku uint64, user string) (room.Status, error) {
+		var proof string
+		if v := c.Request.Header[powHeader]; len(v) > 0 {
+			proof = v[0]
+		}
+		return rooms.JoinWithProof(c.Request.Context(), sku, user, proof)
+	}
+}
+
+// peek is a look at a shopper's place.
+func peek(rooms Rooms) func(c *gin.Context, sku uint64, user string) (room.Status, error) {
+	return func(c *gin.Context, sku uint64, user string) (room.Status, error) {
+		return rooms.Peek(c.Request.Context(), sku, user)
+	}
+}
+
+// handleChallenge answers a proof of work for the shopper's first join of
+// a SKU's waiting room; never cached, as each is new.
+func handleChallenge(rooms Rooms, log *slog.Logger) shopperHandler {
 	return func(c *gin.Context, user string) {
 		id, err := pathID(c, "id")
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		st, err := visit(c.Request.Context(), id, user)
+		ch, err := rooms.Challenge(c.Request.Context(), id, user)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.Header("Cache-Control", "no-store")
+		writeJSON(c, http.StatusOK, ch)
+	}
+}
+
+// handleRoom answers a shopper's place in a SKU's waiting room, joining it
+// first (POST) or not (GET), with Retry-After: when to look again.
+func handleRoom(visit func(c *gin.Context, sku uint64, user string) (room.Status, error), log *slog.Logger) shopperHandler {
+	return func(c *gin.Context, user string) {
+		id, err := pathID(c, "id")
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		st, err := visit(c, id, user)
 		if err != nil {
 			writeError(c, log, err)
 			return

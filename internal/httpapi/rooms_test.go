@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,8 +21,12 @@ type stubDraw struct {
 	release chan struct{}
 }
 
-func (s *stubDraw) Join(context.Context, uint64, string) (room.Status, error) {
+func (s *stubDraw) JoinWithProof(context.Context, uint64, string, string) (room.Status, error) {
 	return room.Status{}, room.ErrNoRoom
+}
+
+func (s *stubDraw) Challenge(context.Context, uint64, string) (room.Challenge, error) {
+	return room.Challenge{}, room.ErrNoRoom
 }
 
 func (s *stubDraw) Peek(context.Context, uint64, string) (room.Status, error) {
@@ -79,4 +84,76 @@ func (s *stubDraw) Control(context.Context, uint64, room.Command) (room.Controls
 
 func (s *stubDraw) Controls(context.Context, uint64) (room.Controls, error) {
 	return room.Controls{}, room.ErrNoRoom
+}
+
+// powRoom is a room of SKU 1 that answers a join by the proof it was
+// given: the error named, or a ticket.
+type powRoom struct {
+	stubDraw
+	mu     sync.Mutex
+	proofs []string
+}
+
+var powErrors = map[string]error{"": room.ErrPowRequired, "malformed": room.ErrPowMalformed, "forged": room.ErrPowForged,
+	"sku": room.ErrPowWrongSKU, "expired": room.ErrPowExpired, "unsolved": room.ErrPowUnsolved, "used": room.ErrPowUsed}
+
+func (p *powRoom) JoinWithProof(_ context.Context, _ uint64, _, proof string) (room.Status, error) {
+	p.mu.Lock()
+	p.proofs = append(p.proofs, proof)
+	p.mu.Unlock()
+	if err, ok := powErrors[proof]; ok {
+		return room.Status{}, err
+	}
+	return room.Status{Status: room.Waiting, RetryAfterMS: 1000, Ticket: "toxl6hxode7whuaucrck42c6fvu"}, nil
+}
+
+func (p *powRoom) Challenge(_ context.Context, sku uint64, _ string) (room.Challenge, error) {
+	if sku != 1 {
+		return room.Challenge{}, room.ErrPowOff
+	}
+	return room.Challenge{Challenge: "c1.1.1794355272000.AAAAAAAAAAAAAAAAAAAAAA.f0fd11b5.GQ3AmAmLWLKVZvpj-Hm4PLxxbxHrCPkQ5pY7V70NmMo",
+		Bits: 16, ExpiresAt: time.UnixMilli(1794355272000).UTC()}, nil
+}
+
+// A join's proof of work is read from the Seckill-PoW header, and each way
+// it fails has its status and code; the challenge is answered uncached.
+func TestJoinProofOfWorkHeaderAndErrors(t *testing.T) {
+	p := &powRoom{}
+	h := testAPI(t, func(d *Deps) { d.Rooms = p })
+	user := map[string]string{"X-User-ID": "alice"}
+	for proof, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"":          {http.StatusForbidden, "pow_required"},
+		"malformed": {http.StatusBadRequest, "pow_malformed"},
+		"forged":    {http.StatusForbidden, "pow_invalid"},
+		"sku":       {http.StatusForbidden, "pow_wrong_sku"},
+		"expired":   {http.StatusForbidden, "pow_expired"},
+		"unsolved":  {http.StatusForbidden, "pow_unsolved"},
+		"used":      {http.StatusConflict, "pow_used"},
+	} {
+		headers := map[string]string{"X-User-ID": "alice"}
+		if proof != "" {
+			headers["Seckill-PoW"] = proof
+		}
+		w := send(h, "POST", "/api/v1/skus/1/queue", nil, headers)
+		assert.Equal(t, want.status, w.Code, "%q: %s", proof, w.Body.String())
+		assert.Equal(t, want.code, errorCode(t, w), proof)
+	}
+	w := send(h, "POST", "/api/v1/skus/1/queue", nil, map[string]string{"X-User-ID": "alice", "Seckill-PoW": "c1.x:42"})
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	p.mu.Lock()
+	assert.Equal(t, "c1.x:42", p.proofs[len(p.proofs)-1], "the header, as sent")
+	p.mu.Unlock()
+
+	w = send(h, "GET", "/api/v1/skus/1/queue/challenge", nil, user)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+	assert.JSONEq(t, `{"challenge":"c1.1.1794355272000.AAAAAAAAAAAAAAAAAAAAAA.f0fd11b5.GQ3AmAmLWLKVZvpj-Hm4PLxxbxHrCPkQ5pY7V70NmMo","bits":16,"expires_at":"2026-11-11T00:01:12Z"}`, w.Body.String())
+	w = send(h, "GET", "/api/v1/skus/2/queue/challenge", nil, user)
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	assert.Equal(t, "no_pow", errorCode(t, w))
+	w = send(h, "GET", "/api/v1/skus/1/queue/challenge", nil, nil)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
 }

@@ -39,8 +39,9 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	}
 	if d.Rooms != nil {
 		as := shopper(d.Tokens, d.Log)
-		api.POST("/skus/:id/queue", as(handleRoom(d.Rooms.Join, d.Log)))
-		api.GET("/skus/:id/queue", as(handleRoom(d.Rooms.Peek, d.Log)))
+		api.POST("/skus/:id/queue", as(handleRoom(join(d.Rooms), d.Log)))
+		api.GET("/skus/:id/queue", as(handleRoom(peek(d.Rooms), d.Log)))
+		api.GET("/skus/:id/queue/challenge", as(handleChallenge(d.Rooms, d.Log)))
 		api.GET("/skus/:id/draw", handleDraw(d.Rooms, d.Log))
 	}
 	if d.Payments != nil && d.Webhooks != nil {

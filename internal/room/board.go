@@ -109,12 +109,24 @@ func (b *Board) Close() {
 // Join gives user a ticket in the room of the SKU with id sku (the one
 // they have, if any) and answers their place, as Room.Join does.
 func (b *Board) Join(ctx context.Context, sku uint64, user string) (Status, error) {
-	return b.visit(ctx, sku, user, "join")
+	return b.visit(ctx, sku, user, "join", "")
+}
+
+// JoinWithProof is Room.JoinWithProof: the proof is checked before the
+// join is answered from memory or combined with others, so that a join
+// without a valid one is answered only a ticket the shopper holds.
+func (b *Board) JoinWithProof(ctx context.Context, sku uint64, user, proof string) (Status, error) {
+	return b.visit(ctx, sku, user, "join", proof)
+}
+
+// Challenge is Room.Challenge.
+func (b *Board) Challenge(ctx context.Context, sku uint64, user string) (Challenge, error) {
+	return b.room.Challenge(ctx, sku, user)
 }
 
 // Peek answers user's place without joining, as Room.Peek does.
 func (b *Board) Peek(ctx context.Context, sku uint64, user string) (Status, error) {
-	return b.visit(ctx, sku, user, "peek")
+	return b.visit(ctx, sku, user, "peek", "")
 }
 
 // Control is Room.Control.
@@ -132,13 +144,17 @@ func (b *Board) Published(ctx context.Context, sku uint64) ([]byte, error) {
 	return b.room.Published(ctx, sku)
 }
 
-func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, error) {
+func (b *Board) visit(ctx context.Context, id uint64, user, op, proof string) (Status, error) {
 	sku, now, closed, err := b.room.open(ctx, id)
 	if err != nil {
 		return Status{}, err
 	}
 	if closed != nil {
 		return *closed, nil
+	}
+	v, err := b.room.visitor(sku, user, op, proof)
+	if err != nil {
+		return Status{}, err
 	}
 	s := b.standing(sku.ID, now)
 	key := b.places.key(sku.ID, user)
@@ -150,11 +166,11 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 	var rep *reply
 	var one shopperReply
 	if op == "join" {
-		rep, one, err = s.joins.join(ctx, user, func(ctx context.Context, users []string) (*reply, error) {
+		rep, one, err = s.joins.join(ctx, v, func(ctx context.Context, users []visitor) (*reply, error) {
 			return b.room.script(ctx, sku, users, "join", b.room.o.Now())
 		})
 	} else {
-		rep, err = b.room.script(ctx, sku, []string{user}, op, now)
+		rep, err = b.room.script(ctx, sku, []visitor{v}, op, now)
 		if err == nil {
 			one = rep.shoppers[0]
 		}
@@ -162,8 +178,11 @@ func (b *Board) visit(ctx context.Context, id uint64, user, op string) (Status, 
 	if err != nil {
 		return Status{}, err
 	}
-	if !one.found {
-		return noTicket(rep)
+	if err := v.refused(one); err != nil {
+		if rep.state == Closed {
+			return noTicket(rep)
+		}
+		return Status{}, err
 	}
 	b.remember(key, sku, rep, one)
 	var m measure // the copy's, if it is of this room state and fresh
@@ -334,7 +353,9 @@ type joinLine struct {
 }
 
 type joinReq struct {
-	user string
+	// v is the shopper, with the proof of work checked for them: each
+	// join's own goes with it to the script.
+	v visitor
 	// turned: the join was given a turn (under joinLine.mu). A join gets
 	// at most one, always before its answer.
 	turned bool
@@ -352,8 +373,8 @@ type joinDone struct {
 // join joins user through run, with the joins that arrive meanwhile. It
 // waits for its answer even if ctx ends first: it may be the one to run a
 // call that others wait for, and each call is bounded by Redis's time-outs.
-func (l *joinLine) join(ctx context.Context, user string, run func(context.Context, []string) (*reply, error)) (*reply, shopperReply, error) {
-	req := &joinReq{user: user, done: make(chan joinDone, 2)}
+func (l *joinLine) join(ctx context.Context, v visitor, run func(context.Context, []visitor) (*reply, error)) (*reply, shopperReply, error) {
+	req := &joinReq{v: v, done: make(chan joinDone, 2)}
 	l.mu.Lock()
 	l.waiting = append(l.waiting, req)
 	turn := l.running < maxJoinCalls
@@ -376,16 +397,16 @@ func (l *joinLine) join(ctx context.Context, user string, run func(context.Conte
 
 // runOnce runs one call for the first joins waiting (the caller's among
 // them, unless another call took it), answers them, and hands the turn on.
-func (l *joinLine) runOnce(ctx context.Context, run func(context.Context, []string) (*reply, error)) {
+func (l *joinLine) runOnce(ctx context.Context, run func(context.Context, []visitor) (*reply, error)) {
 	l.mu.Lock()
 	n := min(len(l.waiting), maxJoins)
 	batch := l.waiting[:n:n]
 	l.waiting = l.waiting[n:]
 	l.mu.Unlock()
 	if n > 0 {
-		users := make([]string, n)
+		users := make([]visitor, n)
 		for i, r := range batch {
-			users[i] = r.user
+			users[i] = r.v
 		}
 		rep, err := run(ctx, users)
 		for i, r := range batch {

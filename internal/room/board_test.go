@@ -276,7 +276,7 @@ func TestJoinLineBoundsItsCallsAndAnswersEveryJoin(t *testing.T) {
 	var mu sync.Mutex
 	most := int64(0)
 	carried := map[string]int{}
-	run := func(_ context.Context, users []string) (*reply, error) {
+	run := func(_ context.Context, users []visitor) (*reply, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		mu.Lock()
@@ -287,8 +287,10 @@ func TestJoinLineBoundsItsCallsAndAnswersEveryJoin(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for i, u := range users {
-			carried[u]++
-			rep.shoppers[i] = shopperReply{found: true, ticket: "t-" + u}
+			carried[u.user]++
+			// Each join's proof of work goes with its own shopper.
+			assert.Equal(t, "p-"+u.user, u.proof)
+			rep.shoppers[i] = shopperReply{found: true, ticket: "t-" + u.user}
 		}
 		return rep, nil
 	}
@@ -300,7 +302,7 @@ func TestJoinLineBoundsItsCallsAndAnswersEveryJoin(t *testing.T) {
 				time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
 			}
 			u := fmt.Sprintf("u%04d", i)
-			_, one, err := l.join(t.Context(), u, run)
+			_, one, err := l.join(t.Context(), visitor{user: u, proof: "p-" + u}, run)
 			assert.NoError(t, err)
 			assert.Equal(t, "t-"+u, one.ticket)
 		})

@@ -161,7 +161,7 @@ func New(skus SKUs, rdb redis.UniversalClient, scripts Scripts, signer *Signer, 
 
 // keys are the names of a SKU's room state.
 type keys struct {
-	meta, who, pre, line, passes, expired, valid, drawLock string
+	meta, who, pre, line, passes, expired, valid, drawLock, pow string
 	// control and changes are the operator's controls (control.go).
 	control, changes string
 }
@@ -169,25 +169,35 @@ type keys struct {
 func (r *Room) keys(sku uint64) keys {
 	p := stock.RoomPrefix(r.o.Prefix, sku)
 	return keys{meta: p + "meta", who: p + "who", pre: p + "pre", line: p + "line", passes: p + "passes",
-		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing",
+		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing", pow: p + "pow",
 		control: p + "control", changes: p + "changes"}
 }
 
 // Join gives user a ticket in the room of the SKU with id sku (the one
-// they have, if any) and answers their place.
+// they have, if any) and answers their place. In a room with pow_bits only
+// a shopper who holds a ticket is answered (ErrPowRequired otherwise):
+// JoinWithProof joins with a proof of work.
 func (r *Room) Join(ctx context.Context, sku uint64, user string) (Status, error) {
-	return r.look(ctx, sku, user, "join")
+	return r.look(ctx, sku, user, "join", "")
+}
+
+// JoinWithProof is Join with proof, "<challenge>:<nonce>" (pow.go), for a
+// room with pow_bits: a shopper without a ticket needs one, checked before
+// anything is written, and used once. "" is no proof; a room without
+// pow_bits ignores it.
+func (r *Room) JoinWithProof(ctx context.Context, sku uint64, user, proof string) (Status, error) {
+	return r.look(ctx, sku, user, "join", proof)
 }
 
 // Peek answers user's place in the room of the SKU with id sku without
 // joining: ErrNoTicket if they have not joined.
 func (r *Room) Peek(ctx context.Context, sku uint64, user string) (Status, error) {
-	return r.look(ctx, sku, user, "peek")
+	return r.look(ctx, sku, user, "peek", "")
 }
 
 // look is a join or a look at the room of the SKU with id sku, answered
 // from Redis.
-func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, error) {
+func (r *Room) look(ctx context.Context, id uint64, user, op, proof string) (Status, error) {
 	sku, now, closed, err := r.open(ctx, id)
 	if err != nil {
 		return Status{}, err
@@ -195,12 +205,19 @@ func (r *Room) look(ctx context.Context, id uint64, user, op string) (Status, er
 	if closed != nil {
 		return *closed, nil
 	}
-	rep, err := r.script(ctx, sku, []string{user}, op, now)
+	v, err := r.visitor(sku, user, op, proof)
 	if err != nil {
 		return Status{}, err
 	}
-	if !rep.shoppers[0].found {
-		return noTicket(rep)
+	rep, err := r.script(ctx, sku, []visitor{v}, op, now)
+	if err != nil {
+		return Status{}, err
+	}
+	if err := v.refused(rep.shoppers[0]); err != nil {
+		if rep.state == Closed {
+			return noTicket(rep)
+		}
+		return Status{}, err
 	}
 	return r.answer(sku, user, rep, rep.shoppers[0], measure{}), nil
 }
@@ -230,7 +247,7 @@ func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *S
 
 // script runs the room script for users (op join or peek) or for the room
 // alone (tick, no users), drawing the pre-queue first when it is due.
-func (r *Room) script(ctx context.Context, sku *catalog.SKU, users []string, op string, now time.Time) (*reply, error) {
+func (r *Room) script(ctx context.Context, sku *catalog.SKU, users []visitor, op string, now time.Time) (*reply, error) {
 	for attempt := 0; ; attempt++ {
 		rep, err := r.run(ctx, sku, users, op, now)
 		if !errors.Is(err, errDrawDue) {
@@ -268,7 +285,8 @@ type reply struct {
 
 // shopperReply is the room script's answer for one shopper.
 type shopperReply struct {
-	found        bool // false: no ticket (a look)
+	found        bool // false: no ticket (a look, a join refused)
+	reused       bool // a join refused: its proof of work was used
 	status       string
 	place, ahead int64
 	ticket       string
@@ -276,11 +294,11 @@ type shopperReply struct {
 	issued       bool
 }
 
-func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op string, now time.Time) (*reply, error) {
+func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op string, now time.Time) (*reply, error) {
 	k := r.keys(sku.ID)
 	rate := r.rate(ctx, sku)
 	expire := sku.EndsAt.Add(r.o.Keep)
-	args := make([]any, 0, 8+2*len(users))
+	args := make([]any, 0, 8+4*len(users))
 	args = append(args, op, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
 		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
 	for _, u := range users {
@@ -288,10 +306,10 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 		if op == "join" {
 			ticket = newTicket()
 		}
-		args = append(args, u, ticket)
+		args = append(args, u.user, ticket, u.proof, u.expires)
 	}
 	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control}, args...)
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control, k.pow}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
@@ -327,7 +345,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []string, op str
 		v := raw[head+7*i : head+7*i+7]
 		status, _ := v[1].(string)
 		ticket, _ := v[4].(string)
-		s := shopperReply{found: toInt(v[0]) == 1, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
+		s := shopperReply{found: toInt(v[0]) == 1, reused: toInt(v[0]) == 2, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
 			ticket: ticket, expiry: toInt(v[5]), issued: toInt(v[6]) == 1}
 		if s.issued {
 			issued++

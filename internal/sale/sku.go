@@ -104,6 +104,7 @@ type RoomView struct {
 	AdmitPerSecond int         `json:"admit_per_second"`
 	PassTTL        catalog.TTL `json:"pass_ttl"`
 	Overbook       float64     `json:"overbook"`
+	PowBits        int         `json:"pow_bits"`
 	SeedSHA256     string      `json:"seed_sha256,omitempty"`
 	Seed           string      `json:"seed,omitempty"`
 }
@@ -115,7 +116,7 @@ func roomView(sku *catalog.SKU, now time.Time) *RoomView {
 		return nil
 	}
 	v := &RoomView{OpensAt: r.OpensAt.UTC(), Mode: r.Mode, AdmitPerSecond: r.AdmitPerSecond,
-		PassTTL: catalog.TTL(r.PassTTL()), Overbook: r.Overbook}
+		PassTTL: catalog.TTL(r.PassTTL()), Overbook: r.Overbook, PowBits: r.PowBits}
 	if r.Mode == catalog.RoomRandom && !now.Before(*r.OpensAt) {
 		v.SeedSHA256 = r.SeedSHA256()
 		if !now.Before(sku.StartsAt) {

@@ -179,9 +179,12 @@ func csvSpec(col map[string]int, row []string) (catalog.Spec, error) {
 			}
 			r.Overbook = f
 		}
+		if v := c.small("room_pow_bits"); v != nil {
+			r.PowBits = *v
+		}
 		s.WaitingRoom = r
 	} else {
-		for _, name := range []string{"room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook"} {
+		for _, name := range []string{"room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook", "room_pow_bits"} {
 			if _, ok := c.get(name); ok {
 				c.fail(name, "a waiting room needs room_opens_at")
 			}

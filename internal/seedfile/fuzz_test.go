@@ -28,7 +28,7 @@ var seedYAML = []string{
 }
 
 var seedCSV = []string{
-	strings.Join(Columns, ",") + "\n1,Phone,99900,10,1,2026-11-11T00:00:00Z,2026-11-11T01:00:00Z,1,true,2026-11-10T23:30:00Z,fifo,50,90s,1.5\n",
+	strings.Join(Columns, ",") + "\n1,Phone,99900,10,1,2026-11-11T00:00:00Z,2026-11-11T01:00:00Z,1,true,2026-11-10T23:30:00Z,fifo,50,90s,1.5,12\n",
 	"id,stock,price_cents\n1,10.9,0.99\n", "id,stock\n1,9223372036854775808\n", "id\n-1\n",
 	"room_opens_at,room_overbook\n2026-11-11T00:00:00Z,NaN\n", "room_opens_at,room_overbook\n2026-11-11T00:00:00Z,-0\n",
 	"room_opens_at,room_overbook,room_pass_ttl\n2026-11-11T00:00:00Z,1e400,-1h\n",

@@ -79,9 +79,9 @@ func (r Row) Name() string {
 // order: the SKU's fields (but hidden) and the room's, prefixed room_.
 var (
 	Fields     = []string{"id", "name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at", "buckets", "hidden", "limit_counts_cancelled", "waiting_room"}
-	RoomFields = []string{"opens_at", "mode", "admit_per_second", "pass_ttl", "overbook"}
+	RoomFields = []string{"opens_at", "mode", "admit_per_second", "pass_ttl", "overbook", "pow_bits"}
 	Columns    = []string{"id", "name", "price_cents", "stock", "per_user_limit", "starts_at", "ends_at", "buckets", "limit_counts_cancelled",
-		"room_opens_at", "room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook"}
+		"room_opens_at", "room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook", "room_pow_bits"}
 )
 
 // Read reads the SKUs of a seed file in form f, each with the line it

@@ -47,14 +47,14 @@ func TestReadEveryField(t *testing.T) {
   buckets: 1
   hidden: true
   limit_counts_cancelled: false
-  waiting_room: {opens_at: 2026-11-10T23:30:00Z, mode: fifo, admit_per_second: 50, pass_ttl: 90s, overbook: 1.5}
+  waiting_room: {opens_at: 2026-11-10T23:30:00Z, mode: fifo, admit_per_second: 50, pass_ttl: 90s, overbook: 1.5, pow_bits: 12}
 - {id: 8, name: ~, stock: null, waiting_room: null}
 `), YAML)
 	require.NoError(t, err)
 	require.Len(t, fromYAML, 2)
 	fromCSV, err := Read(strings.NewReader(strings.Join(Columns, ",")+"\n"+
-		"7,Phone X,99900,10,2,2026-11-11T00:00:00.5Z,2026-11-11T01:00:00+08:00,1,false,2026-11-10T23:30:00Z,fifo,50,90s,1.5\n"+
-		"8,,,,,,,,,,,,,\n"), CSV)
+		"7,Phone X,99900,10,2,2026-11-11T00:00:00.5Z,2026-11-11T01:00:00+08:00,1,false,2026-11-10T23:30:00Z,fifo,50,90s,1.5,12\n"+
+		"8,,,,,,,,,,,,,,\n"), CSV)
 	require.NoError(t, err)
 	want := fromCSV[0].Spec
 	want.Hidden = new(true) // YAML only
@@ -93,7 +93,7 @@ func TestReadRefusals(t *testing.T) {
 	}{
 		"unknown column": {"id,colour\n1,red\n", CSV,
 			`line 1: unknown column "colour": the columns are id, name, price_cents, stock, per_user_limit, starts_at, ends_at, buckets, ` +
-				`limit_counts_cancelled, room_opens_at, room_mode, room_admit_per_second, room_pass_ttl, room_overbook`},
+				`limit_counts_cancelled, room_opens_at, room_mode, room_admit_per_second, room_pass_ttl, room_overbook, room_pow_bits`},
 		"column twice":   {"id,id\n1,1\n", CSV, `line 1: column "id" twice`},
 		"bad number":     {"id,stock\n1,many\n", CSV, `line 2: stock: want a whole number, not "many"`},
 		"csv fraction":   {"id,stock\n1,10.9\n", CSV, `line 2: stock: want a whole number, not "10.9"`},
@@ -121,7 +121,7 @@ func TestReadRefusals(t *testing.T) {
 		"empty second":   {"- {id: 1}\n---\n", YAML, "line 2: a second YAML document"},
 		"garbage after":  {"- {id: 1}\n---\n{{{\n", YAML, "line 3: did not find expected node content"},
 		"unknown key":    {"- {id: 1,\n   price: 5}\n", YAML, `line 2: unknown field "price": a sku's fields are id, name, price_cents, stock, per_user_limit, starts_at, ends_at, buckets, hidden, limit_counts_cancelled, waiting_room`},
-		"unknown room":   {"- {id: 1, waiting_room: {size: 5}}\n", YAML, `line 1: unknown field "waiting_room.size": a waiting_room's fields are opens_at, mode, admit_per_second, pass_ttl, overbook`},
+		"unknown room":   {"- {id: 1, waiting_room: {size: 5}}\n", YAML, `line 1: unknown field "waiting_room.size": a waiting_room's fields are opens_at, mode, admit_per_second, pass_ttl, overbook, pow_bits`},
 		"key twice":      {"- {id: 1, stock: 2, stock: 3}\n", YAML, "line 1: stock is given twice"},
 		"price fraction": {"- {price_cents: 0.99}\n", YAML, "line 1: price_cents: want a whole number, not 0.99"},
 		"stock fraction": {"- {stock: 10.9}\n", YAML, "line 1: stock: want a whole number, not 10.9"},

@@ -197,6 +197,8 @@ func (d *decoder) room(m *yaml.Node) (*catalog.RoomSpec, error) {
 			r.PassTTL = catalog.TTL(ttl)
 		case "overbook":
 			r.Overbook, err = number(v)
+		case "pow_bits":
+			r.PowBits, err = small(v)
 		default:
 			return nil, fmt.Errorf("line %d: unknown field \"waiting_room.%s\": a waiting_room's fields are %s", p.key.Line, p.key.Value, strings.Join(RoomFields, ", "))
 		}

@@ -31,6 +31,8 @@
 --         goes on) or 'closed' (no ticket issued, no admission; waiting
 --         tickets are closed), absent: running; rate, the admissions per
 --         second overriding ARGV[5]
+-- KEYS[10] pow ZSET: challenge id -> its expiry (Unix ms), the proofs of
+--         work that issued a ticket, each kept until its challenge expires
 -- ARGV[1] 'join', 'peek' or 'tick'
 -- ARGV[2] now, Unix ms
 -- ARGV[3] starts_at, Unix ms
@@ -39,9 +41,12 @@
 -- ARGV[6] pass lifetime, ms
 -- ARGV[7] overbook: valid unused passes stay at most left * overbook
 -- ARGV[8] Unix ms at which the room's keys expire
--- ARGV[9..] pairs: a shopper id, and the ticket to issue if they have none
---         (join; '' for a look). 'tick': none. Joins are issued in the
---         order of the pairs.
+-- ARGV[9..] fours: a shopper id; the ticket to issue if they have none
+--         (join; '' for a look); the proof of work: '' none needed, '-'
+--         needed and none given (the shopper is answered only if they
+--         hold a ticket), or the id of the challenge the shopper solved
+--         (checked by the caller: used once); and that challenge's expiry
+--         (Unix ms). 'tick': none. Joins are issued in the order given.
 -- Returns {code, left, admitted now, expired now, tickets waiting in line,
 --          cursor, epoch, final, state, rate, then per shopper: found,
 --          status, place, ahead, ticket, pass expiry, issued}
@@ -55,13 +60,15 @@
 --           pre-queue drawn): a place read then never changes
 --   state   the controls' state: 'running', 'paused', 'open' or 'closed'
 --   rate    the admissions per second in force, a string
---   found   1; 0 the shopper has no ticket (a look): the rest is empty
+--   found   1; 0 the shopper has no ticket (a look, or a join without
+--           the proof of work it needs); 2 the proof of work of a
+--           shopper with no ticket issued one already: the rest is empty
 --   status  'waiting' (place 0: not drawn yet), 'admitted', 'sold_out'
 --           (waiting, and no unit left), 'spent' (admitted, pass used),
 --           'expired' (admitted, pass expired unused), 'room_closed'
 --           (waiting in a closed room)
 --   issued  1 when this call issued the shopper's ticket
-local meta, who, pre, line, passes, expired, stock, valid = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local meta, who, pre, line, passes, expired, stock, valid, pow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[10]
 local op = ARGV[1]
 local now, starts = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, rate, ttl, overbook = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -86,14 +93,36 @@ if now >= starts then
   end
 end
 
-local tickets, issued = {}, {}
+local tickets, issued, reused = {}, {}, {}
 local joined = 0
 local seq = nil -- read at the first ticket issued, written once at the end
 local pre_open = nil
-for i = 9, #ARGV, 2 do
+local pruned = false
+for i = 9, #ARGV, 4 do
   local user = ARGV[i]
   local ticket = nil
-  if op == 'join' and redis.call('HSETNX', who, user, ARGV[i + 1]) == 1 then
+  -- A join issues a ticket to a shopper who has none if it needs no proof
+  -- of work, or with one not used before, which it records.
+  local proof, may = ARGV[i + 2], op == 'join'
+  if may and proof ~= '' and redis.call('HEXISTS', who, user) == 0 then
+    if proof == '-' then
+      may = false
+    else
+      if not pruned then
+        -- A minute past their expiry, so that an instance whose clock is
+        -- behind still finds them.
+        redis.call('ZREMRANGEBYSCORE', pow, '-inf', now - 60000)
+        pruned = true
+      end
+      if redis.call('ZADD', pow, 'NX', ARGV[i + 3], proof) == 0 then
+        may = false
+        reused[user] = 2
+      else
+        redis.call('PEXPIREAT', pow, keep)
+      end
+    end
+  end
+  if may and redis.call('HSETNX', who, user, ARGV[i + 1]) == 1 then
     ticket = ARGV[i + 1]
     issued[user] = 1
     if not seq then
@@ -185,11 +214,11 @@ end
 
 local out = {1, left, admitted, gone, waiting, cursor, epoch, final, state, string.format('%.17g', rate)}
 local o = #out
-for i = 9, #ARGV, 2 do
+for i = 9, #ARGV, 4 do
   local user = ARGV[i]
   local ticket = tickets[user]
   if not ticket then
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = 0, '', 0, 0, '', 0, 0
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = reused[user] or 0, '', 0, 0, '', 0, 0
   else
     local status, place, ahead, expiry = 'waiting', 0, 0, 0
     local rank = redis.call('ZRANK', line, ticket)

@@ -224,6 +224,7 @@ function skuBody(form) {
     if (value("room_pass_ttl") !== "") put("pass_ttl", JSON.stringify(value("room_pass_ttl")));
     const ob = value("room_overbook");
     if (ob !== "") put("overbook", /^\d+(\.\d+)?$/.test(ob) ? ob : JSON.stringify(ob));
+    integer("pow_bits", "room_pow_bits");
     const room = parts.splice(0);
     parts.push(...sku, `"waiting_room":{${room.join(",")}}`);
   }
