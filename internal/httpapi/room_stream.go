@@ -171,10 +171,6 @@ func stream(c *gin.Context, ctx context.Context, fol Follower, writeTimeout time
 	}
 }
 
-// errStreamsFull refuses a stream when the instance has its most open.
-var errStreamsFull = &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
-	Detail: "this instance has its most room streams open: poll GET /api/v1/skus/{id}/queue instead", RetryAfter: "10"}
-
 // writeDeadline is the write deadline of one stream's connection: timeout
 // from the start of each event, and now once the stream ends, so that a
 // write stuck on a client that stopped reading ends with it.
