@@ -108,7 +108,7 @@ func handleRoomStream(f RoomStreams, open *streams, closing context.Context, wri
 			writeError(c, log, err)
 			return
 		}
-		stream(c, ctx, fol, writeTimeout, log)
+		stream(ctx, c, fol, writeTimeout, log)
 	}
 }
 
@@ -117,7 +117,7 @@ func handleRoomStream(f RoomStreams, open *streams, closing context.Context, wri
 // timeouts, which are for requests and answers: each event has a write
 // deadline of its own instead, so that a client that does not read in
 // time is dropped, and the end of ctx ends a write in progress.
-func stream(c *gin.Context, ctx context.Context, fol Follower, writeTimeout time.Duration, log *slog.Logger) {
+func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time.Duration, log *slog.Logger) {
 	dl := &writeDeadline{rc: http.NewResponseController(c.Writer), timeout: writeTimeout}
 	_ = dl.rc.SetReadDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, dl.expire)
