@@ -123,6 +123,7 @@ const (
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
 	ErrorErrorSoldOut              ErrorError = "sold_out"
 	ErrorErrorTooManyChanges       ErrorError = "too_many_changes"
+	ErrorErrorTooManyStreams       ErrorError = "too_many_streams"
 	ErrorErrorUnauthorized         ErrorError = "unauthorized"
 	ErrorErrorUnavailable          ErrorError = "unavailable"
 	ErrorErrorUndecryptable        ErrorError = "undecryptable"
@@ -203,6 +204,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorSoldOut:
 		return true
 	case ErrorErrorTooManyChanges:
+		return true
+	case ErrorErrorTooManyStreams:
 		return true
 	case ErrorErrorUnauthorized:
 		return true
@@ -4060,6 +4063,35 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
 	GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamWaitingRoomStatus Follow the shopper's place in a SKU's waiting room as a stream
+	//
+	// Instead of polling `GET /api/v1/skus/{id}/queue`, a shopper who has
+	// joined may hold a stream of their status as Server-Sent Events
+	// (`Accept: text/event-stream`; a browser's `EventSource`). The
+	// stream starts with `retry: 3000`; each event is named `status` and
+	// its data is a `QueueStatus`, the object a look answers: the status
+	// at once, then each change of it: a move in the line (`position`,
+	// `ahead`) at most once a second; `admitted` with `pass` and
+	// `pass_expires_at`; `sold_out` (and `waiting` again when units come
+	// back); `closed`, after which the server ends the stream (close the
+	// `EventSource` then). When the room sells out or the sale ends,
+	// every connected shopper is told within about a second. A comment
+	// line (`: ping`) is sent every 15 s when there is nothing to tell.
+	//
+	// One stream per shopper and SKU on an instance: a new one ends the
+	// one before. The stream also ends when the client does not take an
+	// event within the server's write timeout, when Redis cannot be read,
+	// and when the instance shuts down: look or poll, and connect again.
+	//
+	// Refusals, before the stream starts, as a look's: 400 bad id; 401
+	// no shopper identity; 403 `room_not_open`; 404 `unknown_sku` /
+	// `no_waiting_room` / `no_ticket`; 429 `too_many_streams` (the
+	// instance holds `room.streams` streams; `Retry-After`: poll
+	// meanwhile); 503 `busy` (`Retry-After: 1`) or `unavailable`.
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue/events (the `StreamWaitingRoomStatus` operationId).
+	StreamWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Healthz Liveness probe
 	//
 	// 200 while the process serves requests.
@@ -5666,6 +5698,45 @@ func (c *RawClient) JoinWaitingRoom(ctx context.Context, id SKUIdParam, params *
 // Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
 func (c *RawClient) GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWaitingRoomChallengeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamWaitingRoomStatus Follow the shopper's place in a SKU's waiting room as a stream
+//
+// Instead of polling `GET /api/v1/skus/{id}/queue`, a shopper who has
+// joined may hold a stream of their status as Server-Sent Events
+// (`Accept: text/event-stream`; a browser's `EventSource`). The
+// stream starts with `retry: 3000`; each event is named `status` and
+// its data is a `QueueStatus`, the object a look answers: the status
+// at once, then each change of it: a move in the line (`position`,
+// `ahead`) at most once a second; `admitted` with `pass` and
+// `pass_expires_at`; `sold_out` (and `waiting` again when units come
+// back); `closed`, after which the server ends the stream (close the
+// `EventSource` then). When the room sells out or the sale ends,
+// every connected shopper is told within about a second. A comment
+// line (`: ping`) is sent every 15 s when there is nothing to tell.
+//
+// One stream per shopper and SKU on an instance: a new one ends the
+// one before. The stream also ends when the client does not take an
+// event within the server's write timeout, when Redis cannot be read,
+// and when the instance shuts down: look or poll, and connect again.
+//
+// Refusals, before the stream starts, as a look's: 400 bad id; 401
+// no shopper identity; 403 `room_not_open`; 404 `unknown_sku` /
+// `no_waiting_room` / `no_ticket`; 429 `too_many_streams` (the
+// instance holds `room.streams` streams; `Retry-After`: poll
+// meanwhile); 503 `busy` (`Retry-After: 1`) or `unavailable`.
+//
+// Corresponds with GET /api/v1/skus/{id}/queue/events (the `StreamWaitingRoomStatus` operationId).
+func (c *RawClient) StreamWaitingRoomStatus(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamWaitingRoomStatusRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7748,6 +7819,40 @@ func NewGetWaitingRoomChallengeRequest(server string, id SKUIdParam) (*http.Requ
 	return req, nil
 }
 
+// NewStreamWaitingRoomStatusRequest constructs an http.Request for the StreamWaitingRoomStatus method
+func NewStreamWaitingRoomStatusRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/skus/%s/queue/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthzRequest constructs an http.Request for the Healthz method
 func NewHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -9039,6 +9144,37 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
 	GetWaitingRoomChallengeWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetWaitingRoomChallengeResponse, error)
+
+	// StreamWaitingRoomStatusWithResponse Follow the shopper's place in a SKU's waiting room as a stream
+	//
+	// Instead of polling `GET /api/v1/skus/{id}/queue`, a shopper who has
+	// joined may hold a stream of their status as Server-Sent Events
+	// (`Accept: text/event-stream`; a browser's `EventSource`). The
+	// stream starts with `retry: 3000`; each event is named `status` and
+	// its data is a `QueueStatus`, the object a look answers: the status
+	// at once, then each change of it: a move in the line (`position`,
+	// `ahead`) at most once a second; `admitted` with `pass` and
+	// `pass_expires_at`; `sold_out` (and `waiting` again when units come
+	// back); `closed`, after which the server ends the stream (close the
+	// `EventSource` then). When the room sells out or the sale ends,
+	// every connected shopper is told within about a second. A comment
+	// line (`: ping`) is sent every 15 s when there is nothing to tell.
+	//
+	// One stream per shopper and SKU on an instance: a new one ends the
+	// one before. The stream also ends when the client does not take an
+	// event within the server's write timeout, when Redis cannot be read,
+	// and when the instance shuts down: look or poll, and connect again.
+	//
+	// Refusals, before the stream starts, as a look's: 400 bad id; 401
+	// no shopper identity; 403 `room_not_open`; 404 `unknown_sku` /
+	// `no_waiting_room` / `no_ticket`; 429 `too_many_streams` (the
+	// instance holds `room.streams` streams; `Retry-After`: poll
+	// meanwhile); 503 `busy` (`Retry-After: 1`) or `unavailable`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/skus/{id}/queue/events (the `StreamWaitingRoomStatus` operationId).
+	StreamWaitingRoomStatusWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*StreamWaitingRoomStatusResponse, error)
 
 	// HealthzWithResponse Liveness probe
 	//
@@ -12153,6 +12289,96 @@ func (r GetWaitingRoomChallengeResponse) ContentType() string {
 	return ""
 }
 
+// StreamWaitingRoomStatusResponse429Headers the declared response headers of an HTTP 429 response for StreamWaitingRoomStatus
+type StreamWaitingRoomStatusResponse429Headers struct {
+	RetryAfter int
+}
+
+// StreamWaitingRoomStatusResponse503Headers the declared response headers of an HTTP 503 response for StreamWaitingRoomStatus
+type StreamWaitingRoomStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamWaitingRoomStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamWaitingRoomStatusResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamWaitingRoomStatusResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON429() *Error {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamWaitingRoomStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamWaitingRoomStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamWaitingRoomStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamWaitingRoomStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamWaitingRoomStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13840,6 +14066,43 @@ func (c *ClientWithResponses) GetWaitingRoomChallengeWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParseGetWaitingRoomChallengeResponse(rsp)
+}
+
+// StreamWaitingRoomStatusWithResponse Follow the shopper's place in a SKU's waiting room as a stream
+//
+// Instead of polling `GET /api/v1/skus/{id}/queue`, a shopper who has
+// joined may hold a stream of their status as Server-Sent Events
+// (`Accept: text/event-stream`; a browser's `EventSource`). The
+// stream starts with `retry: 3000`; each event is named `status` and
+// its data is a `QueueStatus`, the object a look answers: the status
+// at once, then each change of it: a move in the line (`position`,
+// `ahead`) at most once a second; `admitted` with `pass` and
+// `pass_expires_at`; `sold_out` (and `waiting` again when units come
+// back); `closed`, after which the server ends the stream (close the
+// `EventSource` then). When the room sells out or the sale ends,
+// every connected shopper is told within about a second. A comment
+// line (`: ping`) is sent every 15 s when there is nothing to tell.
+//
+// One stream per shopper and SKU on an instance: a new one ends the
+// one before. The stream also ends when the client does not take an
+// event within the server's write timeout, when Redis cannot be read,
+// and when the instance shuts down: look or poll, and connect again.
+//
+// Refusals, before the stream starts, as a look's: 400 bad id; 401
+// no shopper identity; 403 `room_not_open`; 404 `unknown_sku` /
+// `no_waiting_room` / `no_ticket`; 429 `too_many_streams` (the
+// instance holds `room.streams` streams; `Retry-After`: poll
+// meanwhile); 503 `busy` (`Retry-After: 1`) or `unavailable`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/skus/{id}/queue/events (the `StreamWaitingRoomStatus` operationId).
+func (c *ClientWithResponses) StreamWaitingRoomStatusWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*StreamWaitingRoomStatusResponse, error) {
+	rsp, err := c.StreamWaitingRoomStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamWaitingRoomStatusResponse(rsp)
 }
 
 // HealthzWithResponse Liveness probe
@@ -16739,6 +17002,90 @@ func ParseGetWaitingRoomChallengeResponse(rsp *http.Response) (*GetWaitingRoomCh
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetWaitingRoomChallengeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamWaitingRoomStatusResponse parses an HTTP response from a StreamWaitingRoomStatusWithResponse call
+func ParseStreamWaitingRoomStatusResponse(rsp *http.Response) (*StreamWaitingRoomStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamWaitingRoomStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers StreamWaitingRoomStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamWaitingRoomStatusResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

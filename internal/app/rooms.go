@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 
+	"github.com/seckill/seckill/internal/httpapi"
 	"github.com/seckill/seckill/internal/replica"
 	"github.com/seckill/seckill/internal/room"
 )
@@ -33,4 +35,16 @@ func (a *App) buildRooms(replicas *replica.Waiter) error {
 		OnStateLost: func(sku uint64) { a.Sales.OnStateLost(sku) },
 	})
 	return nil
+}
+
+// roomStreams serves the shoppers' room streams from the board's copies
+// of the rooms.
+type roomStreams struct{ b *room.Board }
+
+func (r roomStreams) Follow(ctx context.Context, sku uint64, user string) (httpapi.Follower, error) {
+	f, err := r.b.Follow(ctx, sku, user)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -124,6 +124,9 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 	// Shoppers waiting in a room are answered from this process's copy of
 	// it, which a tick per visited room keeps fresh.
 	board := room.NewBoard(a.Rooms, room.BoardOptions{Log: a.Log})
+	// The room streams end when the shutdown starts, so that they do not
+	// hold it up.
+	closing, endStreams := context.WithCancel(context.Background())
 	deps := httpapi.Deps{
 		Log:            a.Log,
 		HTTP:           cfg.HTTP,
@@ -135,6 +138,9 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		Shop:           orders,
 		Sales:          a.Sales,
 		Rooms:          board,
+		RoomStreams:    roomStreams{board},
+		MaxRoomStreams: cfg.Room.Streams,
+		Closing:        closing,
 		Admin:          a.Sales,
 		Support:        orders,
 		Payments:       orders,
@@ -156,6 +162,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		deps.Console = con
 	}
 	closeAll := func() {
+		endStreams()
 		board.Close()
 		seller.Close()
 		if tokens != nil {
@@ -171,6 +178,7 @@ func (a *App) startAPI(ctx context.Context, serveErr chan<- error) (stop func(),
 		return nil, fmt.Errorf("http: listen on %s: %w", cfg.HTTP.Addr, err)
 	}
 	srv := httpapi.NewServer(cfg.HTTP, httpapi.New(deps), a.Log)
+	srv.RegisterOnShutdown(endStreams)
 	a.Log.Info("http listening", "addr", ln.Addr().String(), "mode", a.mode(), "strategy", cfg.Stock.Strategy)
 	a.warnListen(ln.Addr(), payMode)
 	if con != nil {

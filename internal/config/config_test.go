@@ -101,6 +101,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "0"}, "worker.batch_size"},
 		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "many"}, "worker.batch_size"},
 		{map[string]string{"SECKILL_WORKER_BATCH_SIZE": "99999999999999999999"}, "worker.batch_size"},
+		{map[string]string{"SECKILL_ROOM_STREAMS": "0"}, "room.streams"},
+		{map[string]string{"SECKILL_ROOM_STREAMS": "2000000"}, "room.streams"},
 		{map[string]string{"SECKILL_HTTP_MAX_BODY_BYTES": "1e3"}, "http.max_body_bytes"},
 		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "9999999999h"}, "http.read_timeout"},
 		{map[string]string{"SECKILL_HTTP_READ_TIMEOUT": "5"}, "http.read_timeout"},

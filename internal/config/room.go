@@ -14,6 +14,10 @@ type Room struct {
 	// admit_per_second 0, which admits at twice the backend's measured
 	// pace (internal/pace).
 	AdmitPerSecond int `mapstructure:"admit_per_second"`
+	// Streams bounds the shoppers' streams of their room statuses
+	// (GET /api/v1/skus/{id}/queue/events) open on one instance; a stream
+	// past it is refused (429 too_many_streams) and its shopper polls.
+	Streams int `mapstructure:"streams"`
 }
 
 // Keys returns the pass keys, the signing one first.
@@ -25,5 +29,8 @@ func (r Room) validate() error {
 			return &Error{Key: "room.pass_keys", Allowed: "keys of at least 32 characters, comma-separated"}
 		}
 	}
-	return between("room.admit_per_second", int64(r.AdmitPerSecond), 1, 100_000)
+	if err := between("room.admit_per_second", int64(r.AdmitPerSecond), 1, 100_000); err != nil {
+		return err
+	}
+	return between("room.streams", int64(r.Streams), 1, 1_000_000)
 }

@@ -44,6 +44,10 @@ var (
 	errAdminToken       = &Error{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "send Authorization: Bearer <admin token>"}
 	errAdminDisabled    = &Error{Status: http.StatusForbidden, Code: "admin_disabled", Detail: "the admin API is off: configure admin.token (SECKILL_ADMIN_TOKEN)"}
 	errDrawReaders      = &Error{Status: http.StatusServiceUnavailable, Code: "busy", Detail: "too many readers of the draw right now, retry shortly", RetryAfter: retrySoon, expected: true}
+	// errStreamsFull refuses a room stream when the instance has its
+	// most open (room.streams): the client polls instead.
+	errStreamsFull = &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams",
+		Detail: "this instance has its most room streams open: poll GET /api/v1/skus/{id}/queue instead", RetryAfter: "10"}
 	// errClientClosed is the answer to a request whose client went away
 	// before it was answered, whatever the error: nobody reads it, so
 	// nothing is written; the log and the metrics show it under

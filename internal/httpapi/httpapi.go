@@ -35,6 +35,14 @@ type Deps struct {
 	Sales Sales // nil: no shopper routes on SKUs
 	Rooms Rooms // nil: no waiting room routes
 	Admin Admin // nil: no admin routes
+	// RoomStreams serves the shoppers' streams of their room statuses,
+	// at most MaxRoomStreams at once (default 10,000); nil: no stream
+	// route.
+	RoomStreams    RoomStreams
+	MaxRoomStreams int
+	// Closing ends when the server starts shutting down: the streams end
+	// with it, so that they do not hold the shutdown up. Nil: never.
+	Closing context.Context
 	// Support serves the support endpoints on orders, under /admin with
 	// the admin routes; nil: none.
 	Support Support

@@ -125,7 +125,7 @@ func (b *buyOutcomes) count(outcome string) {
 // error code of the API, those of the error table included.
 func buyOutcomeNames() []string {
 	names := []string{"accepted"}
-	for _, e := range []*Error{errNotFound, errMethodNotAllowed, errInternal, errBodyTooLarge, errUnauthorized, errAdminDisabled, errPatchType} {
+	for _, e := range []*Error{errNotFound, errMethodNotAllowed, errInternal, errBodyTooLarge, errUnauthorized, errAdminDisabled, errPatchType, errStreamsFull} {
 		names = append(names, e.Code)
 	}
 	for _, r := range rules {

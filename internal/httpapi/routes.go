@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"cmp"
+	"context"
+	"time"
+
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -42,6 +46,12 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		api.POST("/skus/:id/queue", as(handleRoom(join(d.Rooms), d.Log)))
 		api.GET("/skus/:id/queue", as(handleRoom(peek(d.Rooms), d.Log)))
 		api.GET("/skus/:id/queue/challenge", as(handleChallenge(d.Rooms, d.Log)))
+		if d.RoomStreams != nil {
+			open := &streams{max: cmp.Or(d.MaxRoomStreams, 10_000), open: map[streamKey]*streamSlot{}}
+			// An event has as long as an answer to be written.
+			api.GET("/skus/:id/queue/events", as(handleRoomStream(d.RoomStreams, open,
+				cmp.Or(d.Closing, context.Background()), cmp.Or(d.HTTP.WriteTimeout, 10*time.Second), d.Log)))
+		}
 		api.GET("/skus/:id/draw", handleDraw(d.Rooms, d.Log))
 	}
 	if d.Payments != nil && d.Webhooks != nil {

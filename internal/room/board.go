@@ -65,6 +65,7 @@ type standing struct {
 	joins   joinLine
 	// admits measures the room's admission rate; its tick's alone.
 	admits admissions
+	news   news // for the room's followers (stream.go)
 }
 
 // roomCopy is a room's standing as its tick last read it.
@@ -313,12 +314,12 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		cancel()
 		if err == nil {
 			epoch, _ := fixed(rep.epoch) // none before the first ticket: no place matches it
-			s.copy.Store(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
+			s.keep(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
 				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate, state: rep.state,
 				admits: s.admits.add(rep.now, rep.cursor, measured(rep), epoch)})
 			return true
 		}
-		s.copy.Store(nil) // visits go to Redis, and meet its error there
+		s.keep(nil) // visits go to Redis, and meet its error there
 		if b.ctx.Err() == nil {
 			b.o.Log.Debug("room tick", "sku", id, "err", err.Error())
 			return true
@@ -329,6 +330,7 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 	if b.rooms[id] == s {
 		delete(b.rooms, id)
 	}
+	s.stopped()
 	return false
 }
 
