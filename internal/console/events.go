@@ -7,12 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/streamwrite"
 )
 
 // heartbeat is how often an idle live feed sends a comment, so that
@@ -50,12 +50,11 @@ func (c *Console) events(ctx *gin.Context) {
 	// A stream outlives the server's read and write timeouts, which are
 	// for requests and answers: each frame has a write deadline of its
 	// own instead, and the console's close ends a write in progress.
-	dl := &deadline{rc: http.NewResponseController(ctx.Writer), timeout: c.writeTimeout}
-	_ = dl.rc.SetReadDeadline(time.Time{})
-	stop := context.AfterFunc(c.ctx, dl.expire)
+	dl := streamwrite.New(ctx.Writer, c.writeTimeout)
+	stop := context.AfterFunc(c.ctx, dl.Expire)
 	defer func() {
 		stop()
-		dl.finish()
+		dl.Finish()
 	}()
 	h := ctx.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -63,7 +62,7 @@ func (c *Console) events(ctx *gin.Context) {
 	h.Set("X-Accel-Buffering", "no")
 	ctx.Status(http.StatusOK)
 	w := ctx.Writer
-	if !dl.extend() {
+	if !dl.Extend() {
 		return
 	}
 	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
@@ -81,7 +80,7 @@ func (c *Console) events(ctx *gin.Context) {
 		case <-ctx.Request.Context().Done():
 			return
 		case <-c.ctx.Done():
-			dl.expire()
+			dl.Expire()
 			return
 		case <-expired.C:
 			buf, last = append(buf[:0], "event: expired\ndata: {}\n\n"...), true
@@ -92,7 +91,7 @@ func (c *Console) events(ctx *gin.Context) {
 		}
 		// A console that does not take the frame in time is closed, and
 		// its place freed: the failed write cancels the request.
-		if !dl.extend() {
+		if !dl.Extend() {
 			return
 		}
 		if _, err := w.Write(buf); err != nil {
@@ -103,45 +102,4 @@ func (c *Console) events(ctx *gin.Context) {
 			return
 		}
 	}
-}
-
-// deadline is the write deadline of one live feed's connection: timeout
-// from the start of each frame, and now once the feed ends, so that a
-// write stuck on a console that stopped reading ends with it.
-type deadline struct {
-	rc      *http.ResponseController
-	timeout time.Duration
-
-	mu    sync.Mutex
-	ended bool
-}
-
-// extend gives the next frame timeout; false once the feed has ended.
-func (d *deadline) extend() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ended {
-		return false
-	}
-	err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
-	return err == nil || errors.Is(err, http.ErrNotSupported)
-}
-
-// expire ends the feed: every write from now on, the end of the answer
-// included, fails at once.
-func (d *deadline) expire() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.ended {
-		d.ended = true
-		_ = d.rc.SetWriteDeadline(time.Now())
-	}
-}
-
-// finish ends the feed as its handler returns, leaving the deadline of its
-// last frame for the end of the answer.
-func (d *deadline) finish() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.ended = true
 }

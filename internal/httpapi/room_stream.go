@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/internal/room"
+	"github.com/seckill/seckill/internal/streamwrite"
 )
 
 // RoomStreams follows shoppers' statuses in waiting rooms, for their
@@ -118,12 +118,11 @@ func handleRoomStream(f RoomStreams, open *streams, closing context.Context, wri
 // deadline of its own instead, so that a client that does not read in
 // time is dropped, and the end of ctx ends a write in progress.
 func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time.Duration, log *slog.Logger) {
-	dl := &writeDeadline{rc: http.NewResponseController(c.Writer), timeout: writeTimeout}
-	_ = dl.rc.SetReadDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, dl.expire)
+	dl := streamwrite.New(c.Writer, writeTimeout)
+	stop := context.AfterFunc(ctx, dl.Expire)
 	defer func() {
 		stop()
-		dl.finish()
+		dl.Finish()
 	}()
 	h := c.Writer.Header()
 	h["Content-Type"] = []string{"text/event-stream"}
@@ -131,7 +130,7 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 	h["X-Accel-Buffering"] = []string{"no"} // nginx: pass each event on at once
 	c.Status(http.StatusOK)
 	w := c.Writer
-	if !dl.extend() {
+	if !dl.Extend() {
 		return
 	}
 	if _, err := w.WriteString("retry: " + streamRetryMS + "\n\n"); err != nil {
@@ -158,7 +157,7 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 		default:
 			buf = append(buf[:0], ": ping\n\n"...)
 		}
-		if !dl.extend() {
+		if !dl.Extend() {
 			return
 		}
 		if _, err := w.Write(buf); err != nil {
@@ -169,45 +168,4 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 			return
 		}
 	}
-}
-
-// writeDeadline is the write deadline of one stream's connection: timeout
-// from the start of each event, and now once the stream ends, so that a
-// write stuck on a client that stopped reading ends with it.
-type writeDeadline struct {
-	rc      *http.ResponseController
-	timeout time.Duration
-
-	mu    sync.Mutex
-	ended bool
-}
-
-// extend gives the next event timeout; false once the stream has ended.
-func (d *writeDeadline) extend() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ended {
-		return false
-	}
-	err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
-	return err == nil || errors.Is(err, http.ErrNotSupported)
-}
-
-// expire ends the stream: every write from now on, the end of the answer
-// included, fails at once.
-func (d *writeDeadline) expire() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.ended {
-		d.ended = true
-		_ = d.rc.SetWriteDeadline(time.Now())
-	}
-}
-
-// finish ends the stream as its handler returns, leaving the deadline of
-// its last event for the end of the answer.
-func (d *writeDeadline) finish() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.ended = true
 }
