@@ -80,20 +80,8 @@ func (s *Signer) Check(pass string, sku uint64, user string, now time.Time) (str
 		return "", time.Time{}, fmt.Errorf("%w: longer than %d bytes", ErrPassInvalid, MaxPassLen)
 	}
 	// p1.<sku>.<ticket>.<expiry>.<key id>.<MAC>: five dots, none after.
-	var dots [5]int
-	n := 0
-	for i := 0; i < len(pass); i++ {
-		if pass[i] != '.' {
-			continue
-		}
-		if n == len(dots) {
-			n++
-			break
-		}
-		dots[n] = i
-		n++
-	}
-	if n != len(dots) || pass[:dots[0]] != "p1" {
+	dots, ok := fiveDots(pass)
+	if !ok || pass[:dots[0]] != "p1" {
 		return "", time.Time{}, fmt.Errorf("%w: not a pass", ErrPassInvalid)
 	}
 	head, kid, sent := pass[:dots[4]], pass[dots[3]+1:dots[4]], pass[dots[4]+1:]
@@ -162,4 +150,22 @@ func (k *passKey) verify(head, user, sent string) bool {
 	}
 	k.macs.Put(m)
 	return diff == 0
+}
+
+// fiveDots returns where the five dots of s are, a pass's or a
+// challenge's: false if it has more or fewer.
+func fiveDots(s string) ([5]int, bool) {
+	var dots [5]int
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '.' {
+			continue
+		}
+		if n == len(dots) {
+			return dots, false
+		}
+		dots[n] = i
+		n++
+	}
+	return dots, n == len(dots)
 }

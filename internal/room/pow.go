@@ -112,20 +112,8 @@ func (s *Signer) CheckProof(proof string, sku uint64, bits int, user string, now
 		return Proof{}, err
 	}
 	// c1.<sku>.<expiry>.<id>.<key id>.<MAC>: five dots.
-	var dots [5]int
-	n := 0
-	for i := 0; i < len(challenge); i++ {
-		if challenge[i] != '.' {
-			continue
-		}
-		if n == len(dots) {
-			n++
-			break
-		}
-		dots[n] = i
-		n++
-	}
-	if n != len(dots) || challenge[:dots[0]] != "c1" {
+	dots, ok := fiveDots(challenge)
+	if !ok || challenge[:dots[0]] != "c1" {
 		return Proof{}, fmt.Errorf("%w: not a challenge", ErrPowMalformed)
 	}
 	head, kid, sent := challenge[:dots[4]], challenge[dots[3]+1:dots[4]], challenge[dots[4]+1:]
