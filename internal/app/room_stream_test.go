@@ -30,9 +30,16 @@ type sseEvent struct {
 	at time.Time
 }
 
-// openStream opens user's stream of sku on instance i; the answer is
-// returned as is unless it is 200.
-func (s *deployment) openStream(i int, sku uint64, user string) (*sse, *http.Response) {
+// refusal is a stream's answer other than 200, read whole.
+type refusal struct {
+	status int
+	header http.Header
+	code   string // the error code of its body
+}
+
+// openStream opens user's stream of sku on instance i; an answer other
+// than 200 is its refusal.
+func (s *deployment) openStream(i int, sku uint64, user string) (*sse, refusal) {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(s.t.Context())
 	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/api/v1/skus/%d/queue/events", s.urls[i%len(s.urls)], sku), nil)
@@ -43,14 +50,14 @@ func (s *deployment) openStream(i int, sku uint64, user string) (*sse, *http.Res
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(s.t, err)
 	if resp.StatusCode != http.StatusOK {
-		cancel()
-		return nil, resp
+		defer cancel()
+		return nil, refusal{status: resp.StatusCode, header: resp.Header, code: errorOf(s.t, resp)}
 	}
 	assert.Equal(s.t, "text/event-stream", resp.Header.Get("Content-Type"))
 	st := &sse{t: s.t, resp: resp, events: make(chan sseEvent, 64), cancel: cancel}
 	go st.read()
 	s.t.Cleanup(st.close)
-	return st, resp
+	return st, refusal{status: http.StatusOK}
 }
 
 // read parses the stream's events until it ends, then closes events.
@@ -136,8 +143,8 @@ func TestRoomStreamsTellPlacesAdmissionAndSoldOut(t *testing.T) {
 		require.EqualValues(t, i+1, r.Num("position"), r.Raw)
 	}
 	for i := range shoppers {
-		st, resp := s.openStream(i, sku, fmt.Sprintf("w%d", i))
-		require.NotNil(t, st, "status %d", resp.StatusCode)
+		st, refused := s.openStream(i, sku, fmt.Sprintf("w%d", i))
+		require.NotNil(t, st, "%+v", refused)
 		streams[i] = st
 	}
 	for i, st := range streams {
@@ -180,12 +187,12 @@ func TestRoomStreamsAreBoundedAndToldTheEnd(t *testing.T) {
 	sku := s.seedRoom(5, time.Hour-time.Minute, map[string]any{"mode": "random"})
 	plain := s.seed(5, 1)
 
-	_, resp := s.openStream(0, sku, "nobody")
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, "no_ticket", errorOf(t, resp))
-	_, resp = s.openStream(0, plain, "nobody")
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, "no_waiting_room", errorOf(t, resp))
+	_, refused := s.openStream(0, sku, "nobody")
+	require.Equal(t, http.StatusNotFound, refused.status)
+	assert.Equal(t, "no_ticket", refused.code)
+	_, refused = s.openStream(0, plain, "nobody")
+	require.Equal(t, http.StatusNotFound, refused.status)
+	assert.Equal(t, "no_waiting_room", refused.code)
 
 	for _, u := range []string{"a", "b", "c"} {
 		r := s.do(0, "POST", fmt.Sprintf("/api/v1/skus/%d/queue", sku), u, nil)
@@ -197,10 +204,10 @@ func TestRoomStreamsAreBoundedAndToldTheEnd(t *testing.T) {
 	assert.EqualValues(t, 0, first.st.Position, "in the pre-queue")
 	bs, _ := s.openStream(0, sku, "b")
 	require.NotNil(t, bs)
-	_, resp = s.openStream(0, sku, "c")
-	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, "too_many_streams", errorOf(t, resp))
-	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	_, refused = s.openStream(0, sku, "c")
+	require.Equal(t, http.StatusTooManyRequests, refused.status)
+	assert.Equal(t, "too_many_streams", refused.code)
+	assert.NotEmpty(t, refused.header.Get("Retry-After"))
 
 	again, _ := s.openStream(0, sku, "a")
 	require.NotNil(t, again, "a shopper's new stream replaces their old one")

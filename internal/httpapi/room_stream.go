@@ -85,7 +85,7 @@ func (s *streams) release(k streamKey, slot *streamSlot) {
 // is closed, the shopper's client goes, a newer stream of theirs replaces
 // it, or the server shuts down (closing). Refused (429 too_many_streams)
 // when the instance has its most streams: the client polls instead.
-func handleRoomStream(f RoomStreams, open *streams, closing context.Context, writeTimeout time.Duration, log *slog.Logger) shopperHandler {
+func handleRoomStream(closing context.Context, f RoomStreams, open *streams, writeTimeout time.Duration, log *slog.Logger) shopperHandler {
 	return func(c *gin.Context, user string) {
 		id, err := pathID(c, "id")
 		if err != nil {
@@ -149,7 +149,7 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 			}
 			return
 		case ok:
-			data, err := json.Marshal(st)
+			data, err := json.Marshal(st) //nolint:gosec // G117: the pass is this shopper's own, sent to them as a look sends it
 			if err != nil {
 				return
 			}

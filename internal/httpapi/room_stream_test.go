@@ -126,6 +126,7 @@ func TestRoomStreamsDropSlowReadersAndEndAtShutdown(t *testing.T) {
 	_ = nobody.Body.Close()
 
 	calm := open("calm")
+	defer calm.Body.Close()
 	require.Equal(t, http.StatusOK, calm.StatusCode)
 	calmEvents := statusEvents(t, calm)
 	events(t, calmEvents, 3, 10*time.Second)

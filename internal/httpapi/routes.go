@@ -49,8 +49,8 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 		if d.RoomStreams != nil {
 			open := &streams{max: cmp.Or(d.MaxRoomStreams, 10_000), open: map[streamKey]*streamSlot{}}
 			// An event has as long as an answer to be written.
-			api.GET("/skus/:id/queue/events", as(handleRoomStream(d.RoomStreams, open,
-				cmp.Or(d.Closing, context.Background()), cmp.Or(d.HTTP.WriteTimeout, 10*time.Second), d.Log)))
+			api.GET("/skus/:id/queue/events", as(handleRoomStream(cmp.Or(d.Closing, context.Background()), d.RoomStreams, open,
+				cmp.Or(d.HTTP.WriteTimeout, 10*time.Second), d.Log)))
 		}
 		api.GET("/skus/:id/draw", handleDraw(d.Rooms, d.Log))
 	}
