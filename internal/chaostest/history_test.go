@@ -201,11 +201,12 @@ type client struct {
 	testutil.Caller
 }
 
-// newClient returns a client whose every answer, whatever the fault, is
-// also held to api/openapi.yaml.
-func newClient(t *testing.T, token string) *client {
+// newClient returns a client whose requests each wait at most timeout,
+// and whose every answer, whatever the fault, is also held to
+// api/openapi.yaml.
+func newClient(t *testing.T, token string, timeout time.Duration) *client {
 	return &client{testutil.Caller{AdminToken: token, HTTP: &http.Client{
-		Timeout:   requestTimeout,
+		Timeout:   timeout,
 		Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}),
 	}}}
 }

@@ -201,8 +201,11 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	l.db = db
-	migrateOnTiDB(t, db)
-	l.cl = newClient(t, adminToken)
+	timeout := requestTimeout
+	if migrateOnTiDB(t, db) {
+		timeout = tidbRequestTimeout
+	}
+	l.cl = newClient(t, adminToken, timeout)
 	if spec.jwt {
 		l.cl.UserToken = l.token
 	}
@@ -217,8 +220,9 @@ func newLane(t *testing.T, s settings, spec laneSpec, seed int64) *lane {
 // the server is TiDB: there the DDL of the lanes' databases (and of any
 // other test of the server) runs one job at a time, which on a loaded
 // machine takes longer than a server's start is given. On MySQL the
-// servers migrate it as they start, together.
-func migrateOnTiDB(t *testing.T, db *sql.DB) {
+// servers migrate it as they start, together. It reports whether the
+// server is TiDB.
+func migrateOnTiDB(t *testing.T, db *sql.DB) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -228,6 +232,7 @@ func migrateOnTiDB(t *testing.T, db *sql.DB) {
 		_, err = migrations.Up(ctx, db, migrations.MySQL)
 		require.NoError(t, err, "migrate the lane's database")
 	}
+	return tidb
 }
 
 // token returns a valid token of user, minted once (valid for two hours:
