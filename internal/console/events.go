@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -62,13 +61,9 @@ func (c *Console) events(ctx *gin.Context) {
 	h.Set("X-Accel-Buffering", "no")
 	ctx.Status(http.StatusOK)
 	w := ctx.Writer
-	if !dl.Extend() {
+	if !dl.Send(w, []byte("retry: 2000\n\n")) {
 		return
 	}
-	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
-		return
-	}
-	w.Flush()
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	expired := time.NewTimer(ss.expires.Sub(c.now()))
@@ -91,13 +86,9 @@ func (c *Console) events(ctx *gin.Context) {
 		}
 		// A console that does not take the frame in time is closed, and
 		// its place freed: the failed write cancels the request.
-		if !dl.Extend() {
+		if !dl.Send(w, buf) {
 			return
 		}
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		w.Flush()
 		if last {
 			return
 		}

@@ -130,13 +130,9 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 	h["X-Accel-Buffering"] = []string{"no"} // nginx: pass each event on at once
 	c.Status(http.StatusOK)
 	w := c.Writer
-	if !dl.Extend() {
+	if !dl.Send(w, []byte("retry: "+streamRetryMS+"\n\n")) {
 		return
 	}
-	if _, err := w.WriteString("retry: " + streamRetryMS + "\n\n"); err != nil {
-		return
-	}
-	w.Flush()
 	var buf []byte // the event being written, kept for the next
 	for {
 		st, ok, err := fol.Next(ctx, streamHeartbeat)
@@ -157,13 +153,9 @@ func stream(ctx context.Context, c *gin.Context, fol Follower, writeTimeout time
 		default:
 			buf = append(buf[:0], ": ping\n\n"...)
 		}
-		if !dl.Extend() {
+		if !dl.Send(w, buf) {
 			return
 		}
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		w.Flush()
 		if ok && st.Status == room.Closed {
 			return
 		}

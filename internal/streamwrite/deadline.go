@@ -6,6 +6,7 @@ package streamwrite
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -39,6 +40,26 @@ func (d *Deadline) Extend() bool {
 	}
 	err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
 	return err == nil || errors.Is(err, http.ErrNotSupported)
+}
+
+// Sender is where a stream's events go: the answer's writer.
+type Sender interface {
+	io.Writer
+	http.Flusher
+}
+
+// Send writes event to w within the next event's deadline and flushes it;
+// false once the stream has ended or the write failed (a client that did
+// not take it in time).
+func (d *Deadline) Send(w Sender, event []byte) bool {
+	if !d.Extend() {
+		return false
+	}
+	if _, err := w.Write(event); err != nil {
+		return false
+	}
+	w.Flush()
+	return true
 }
 
 // Expire ends the stream: every write from now on, the end of the answer
