@@ -93,6 +93,10 @@ const (
 	ErrorErrorBucketsFixed         ErrorError = "buckets_fixed"
 	ErrorErrorBusy                 ErrorError = "busy"
 	ErrorErrorCanceled             ErrorError = "canceled"
+	ErrorErrorCodeAfterTicket      ErrorError = "code_after_ticket"
+	ErrorErrorCodeMalformed        ErrorError = "code_malformed"
+	ErrorErrorCodeUnknown          ErrorError = "code_unknown"
+	ErrorErrorCodeUsed             ErrorError = "code_used"
 	ErrorErrorDrawNotPublished     ErrorError = "draw_not_published"
 	ErrorErrorInternal             ErrorError = "internal"
 	ErrorErrorInvalidRequest       ErrorError = "invalid_request"
@@ -123,6 +127,7 @@ const (
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
 	ErrorErrorSoldOut              ErrorError = "sold_out"
 	ErrorErrorTooManyChanges       ErrorError = "too_many_changes"
+	ErrorErrorTooManyCodes         ErrorError = "too_many_codes"
 	ErrorErrorTooManyStreams       ErrorError = "too_many_streams"
 	ErrorErrorUnauthorized         ErrorError = "unauthorized"
 	ErrorErrorUnavailable          ErrorError = "unavailable"
@@ -144,6 +149,14 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorBusy:
 		return true
 	case ErrorErrorCanceled:
+		return true
+	case ErrorErrorCodeAfterTicket:
+		return true
+	case ErrorErrorCodeMalformed:
+		return true
+	case ErrorErrorCodeUnknown:
+		return true
+	case ErrorErrorCodeUsed:
 		return true
 	case ErrorErrorDrawNotPublished:
 		return true
@@ -204,6 +217,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorSoldOut:
 		return true
 	case ErrorErrorTooManyChanges:
+		return true
+	case ErrorErrorTooManyCodes:
 		return true
 	case ErrorErrorTooManyStreams:
 		return true
@@ -1172,8 +1187,24 @@ type DeadLetters struct {
 // Draw A waiting room's published draw: everything needed to recompute the
 // order of its line. `random` mode: `pre_queue` sorted by the hex
 // SHA-256 of `seed + ":" + ticket`, ascending, then `later`. `fifo`
-// mode: no seed; `later` is every ticket, in line order.
+// mode: no seed; `later` is every ticket, in line order. The tickets
+// of priority codes (`codes`) are admitted first: each before the
+// line's ticket at its `after` (the line's tickets admitted before
+// it), in the order listed.
 type Draw struct {
+	// Codes The tickets of priority codes, in the order the codes were used.
+	Codes []struct {
+		// After How many of the line's tickets were admitted before this one; null if it never was.
+		After *int64 `json:"after"`
+
+		// Ticket A waiting room ticket: `t` and 26 random base32 characters, which
+		// say nothing of its shopper or of when it joined.
+		Ticket Ticket `json:"ticket"`
+	} `json:"codes"`
+
+	// CodesMade How many priority codes the room held.
+	CodesMade int64 `json:"codes_made"`
+
 	// Controls Every change operators made to the room's controls (controlRoom), oldest first.
 	Controls []RoomChange `json:"controls"`
 
@@ -1520,6 +1551,9 @@ type PowChallenge struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// PriorityCode A waiting room's priority code, `c` and 26 random base32 characters; single use.
+type PriorityCode = string
+
 // QueueReport The state of one SKU's queue.
 type QueueReport struct {
 	// Buckets For a SKU whose stock is split over buckets, the depths of each
@@ -1555,7 +1589,7 @@ type QueueReport struct {
 
 // QueueStatus A shopper's place in a SKU's waiting room.
 type QueueStatus struct {
-	// Ahead Tickets still to be admitted before this one.
+	// Ahead Tickets still to be admitted before this one (for a ticket of the line, the priority tickets waiting too).
 	Ahead int64 `json:"ahead"`
 
 	// EtaBasis What `eta_ms` was reckoned from: `start`, the time until
@@ -1583,8 +1617,13 @@ type QueueStatus struct {
 	// next.
 	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
 
-	// Position The ticket's place in line, 1 first; 0 until the pre-queue is drawn at `starts_at`.
+	// Position The ticket's place in line, 1 first; 0 until the pre-queue is
+	// drawn at `starts_at`. A priority ticket's place is in the
+	// priority line.
 	Position int64 `json:"position"`
+
+	// Priority A priority code's ticket (`Seckill-Priority-Code`); absent otherwise.
+	Priority *bool `json:"priority,omitempty"`
 
 	// Reason When `closed`: `pass_used` (the pass bought an order),
 	// `pass_expired` (it expired unused), `sale_ended` (the sale has
@@ -1730,6 +1769,19 @@ type RoomChange struct {
 
 // RoomChangeAction defines model for RoomChange.Action.
 type RoomChangeAction string
+
+// RoomCodes A waiting room's priority codes.
+type RoomCodes struct {
+	// Codes The codes just made (createRoomCodes only); shown once.
+	Codes *[]PriorityCode `json:"codes,omitempty"`
+	SkuId SKUId           `json:"sku_id"`
+
+	// Total The codes the room holds.
+	Total int64 `json:"total"`
+
+	// Used The codes used (each got one shopper a ticket).
+	Used int64 `json:"used"`
+}
 
 // RoomCommand An operator's command on a waiting room (controlRoom).
 type RoomCommand struct {
@@ -2390,6 +2442,11 @@ type GetQueueParams struct {
 	N *int `form:"n,omitempty" json:"n,omitempty"`
 }
 
+// CreateRoomCodesJSONBody defines parameters for CreateRoomCodes.
+type CreateRoomCodesJSONBody struct {
+	Count int `json:"count"`
+}
+
 // ListOrdersParams defines parameters for ListOrders.
 type ListOrdersParams struct {
 	// Limit Page size.
@@ -2431,6 +2488,11 @@ type JoinWaitingRoomParams struct {
 	// and 1 to 64 of `A-Z a-z 0-9 - _`; at most 225 bytes. Ignored by
 	// a room without `pow_bits`.
 	SeckillPoW *string `json:"Seckill-PoW,omitempty"`
+
+	// SeckillPriorityCode A priority code of this room (createRoomCodes), which admits
+	// the shopper before the line; the `Seckill-PoW` header is then
+	// not read.
+	SeckillPriorityCode *PriorityCode `json:"Seckill-Priority-Code,omitempty"`
 }
 
 // ReceiveAlipayNotificationFormdataBody defines parameters for ReceiveAlipayNotification.
@@ -2806,6 +2868,9 @@ type PatchSKUApplicationMergePatchPlusJSONRequestBody = SKUPatch
 
 // ControlRoomJSONRequestBody defines body for ControlRoom for application/json ContentType.
 type ControlRoomJSONRequestBody = RoomCommand
+
+// CreateRoomCodesJSONRequestBody defines body for CreateRoomCodes for application/json ContentType.
+type CreateRoomCodesJSONRequestBody CreateRoomCodesJSONBody
 
 // SetStockJSONRequestBody defines body for SetStock for application/json ContentType.
 type SetStockJSONRequestBody = SetStockRequest
@@ -3734,6 +3799,47 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
 	ControlRoom(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRoomCodes Count a SKU's waiting room's priority codes
+	//
+	// How many priority codes the room holds and how many were used (the codes themselves are shown once, when made).
+	//
+	// Corresponds with GET /admin/skus/{id}/room/codes (the `GetRoomCodes` operationId).
+	GetRoomCodes(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRoomCodesWithBody Make priority codes for a SKU's waiting room
+	//
+	// Makes `count` (1 to 1,000) single-use priority codes and answers
+	// them, once: the server keeps only their SHA-256 (with the room's
+	// state in Redis). A shopper who joins with one
+	// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+	// line; the published draw lists each code's ticket and where it was
+	// admitted. A room holds at most 10,000 codes. 400
+	// `invalid_request`: a count out of range, unknown fields. 404
+	// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+	// `sale_ended`. Nothing is written with a 4xx.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+	CreateRoomCodesWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRoomCodes Make priority codes for a SKU's waiting room
+	//
+	// Makes `count` (1 to 1,000) single-use priority codes and answers
+	// them, once: the server keeps only their SHA-256 (with the room's
+	// state in Redis). A shopper who joins with one
+	// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+	// line; the published draw lists each code's ticket and where it was
+	// admitted. A room holds at most 10,000 codes. 400
+	// `invalid_request`: a count out of range, unknown fields. 404
+	// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+	// `sale_ended`. Nothing is written with a 4xx.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+	CreateRoomCodes(ctx context.Context, id SKUIdParam, body CreateRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SetStockWithBody Set a SKU's stock
 	//
 	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
@@ -4027,15 +4133,30 @@ type ClientInterface interface {
 	// instance, with no store round trip, and gets at most one ticket. A
 	// shopper who holds a ticket joins and looks without one.
 	//
+	// A priority code (createRoomCodes), sent as the
+	// `Seckill-Priority-Code` header, puts the shopper's ticket in the
+	// priority line instead: its tickets are admitted before any ticket
+	// of the line, in the order their codes were used, at the room's rate
+	// and within its overbook (`priority: true`; `position` and `ahead`
+	// are in the priority line). A code needs no proof of work, issues
+	// one ticket to one shopper, and a retry by that shopper answers the
+	// same ticket. A closed room answers `closed` and leaves the code
+	// unused.
+	//
 	// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
-	// that is not `<challenge>:<nonce>` within its bounds); 401 no
+	// that is not `<challenge>:<nonce>` within its bounds), or
+	// `code_malformed` (a `Seckill-Priority-Code` that is not a code's
+	// form); 401 no
 	// shopper identity; 403 `room_not_open` before `opens_at`,
 	// `pow_required` (a first join without a proof), `pow_invalid` (a
 	// challenge not signed by this sale for this shopper: forged,
 	// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
-	// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+	// `pow_unsolved` (too few leading zero bits), `code_unknown` (no such
+	// priority code in this room); 404 `unknown_sku` /
 	// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
-	// already); 503 `busy` (another instance is drawing the pre-queue,
+	// already), `code_used` (the code got another shopper's ticket),
+	// `code_after_ticket` (the shopper holds a ticket of the line: the
+	// code is left unused); 503 `busy` (another instance is drawing the pre-queue,
 	// or the SKU's Redis state is being restored; `Retry-After: 1`) or
 	// `unavailable`. A refused join writes nothing.
 	//
@@ -5239,6 +5360,77 @@ func (c *RawClient) ControlRoom(ctx context.Context, id SKUIdParam, body Control
 	return c.Client.Do(req)
 }
 
+// GetRoomCodes Count a SKU's waiting room's priority codes
+//
+// How many priority codes the room holds and how many were used (the codes themselves are shown once, when made).
+//
+// Corresponds with GET /admin/skus/{id}/room/codes (the `GetRoomCodes` operationId).
+func (c *RawClient) GetRoomCodes(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRoomCodesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRoomCodesWithBody Make priority codes for a SKU's waiting room
+//
+// Makes `count` (1 to 1,000) single-use priority codes and answers
+// them, once: the server keeps only their SHA-256 (with the room's
+// state in Redis). A shopper who joins with one
+// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+// line; the published draw lists each code's ticket and where it was
+// admitted. A room holds at most 10,000 codes. 400
+// `invalid_request`: a count out of range, unknown fields. 404
+// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+// `sale_ended`. Nothing is written with a 4xx.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+func (c *RawClient) CreateRoomCodesWithBody(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomCodesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRoomCodes Make priority codes for a SKU's waiting room
+//
+// Makes `count` (1 to 1,000) single-use priority codes and answers
+// them, once: the server keeps only their SHA-256 (with the room's
+// state in Redis). A shopper who joins with one
+// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+// line; the published draw lists each code's ticket and where it was
+// admitted. A room holds at most 10,000 codes. 400
+// `invalid_request`: a count out of range, unknown fields. 404
+// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+// `sale_ended`. Nothing is written with a 4xx.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+func (c *RawClient) CreateRoomCodes(ctx context.Context, id SKUIdParam, body CreateRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomCodesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SetStockWithBody Set a SKU's stock
 //
 // Sets `stock`, the units put on sale (a top-up or a cut); the same as
@@ -5652,15 +5844,30 @@ func (c *RawClient) GetWaitingRoomStatus(ctx context.Context, id SKUIdParam, req
 // instance, with no store round trip, and gets at most one ticket. A
 // shopper who holds a ticket joins and looks without one.
 //
+// A priority code (createRoomCodes), sent as the
+// `Seckill-Priority-Code` header, puts the shopper's ticket in the
+// priority line instead: its tickets are admitted before any ticket
+// of the line, in the order their codes were used, at the room's rate
+// and within its overbook (`priority: true`; `position` and `ahead`
+// are in the priority line). A code needs no proof of work, issues
+// one ticket to one shopper, and a retry by that shopper answers the
+// same ticket. A closed room answers `closed` and leaves the code
+// unused.
+//
 // Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
-// that is not `<challenge>:<nonce>` within its bounds); 401 no
+// that is not `<challenge>:<nonce>` within its bounds), or
+// `code_malformed` (a `Seckill-Priority-Code` that is not a code's
+// form); 401 no
 // shopper identity; 403 `room_not_open` before `opens_at`,
 // `pow_required` (a first join without a proof), `pow_invalid` (a
 // challenge not signed by this sale for this shopper: forged,
 // tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
-// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+// `pow_unsolved` (too few leading zero bits), `code_unknown` (no such
+// priority code in this room); 404 `unknown_sku` /
 // `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
-// already); 503 `busy` (another instance is drawing the pre-queue,
+// already), `code_used` (the code got another shopper's ticket),
+// `code_after_ticket` (the shopper holds a ticket of the line: the
+// code is left unused); 503 `busy` (another instance is drawing the pre-queue,
 // or the SKU's Redis state is being restored; `Retry-After: 1`) or
 // `unavailable`. A refused join writes nothing.
 //
@@ -7301,6 +7508,87 @@ func NewControlRoomRequestWithBody(server string, id SKUIdParam, contentType str
 	return req, nil
 }
 
+// NewGetRoomCodesRequest constructs an http.Request for the GetRoomCodes method
+func NewGetRoomCodesRequest(server string, id SKUIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/skus/%s/room/codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateRoomCodesRequest calls the generic CreateRoomCodes builder with application/json body
+func NewCreateRoomCodesRequest(server string, id SKUIdParam, body CreateRoomCodesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRoomCodesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateRoomCodesRequestWithBody constructs an http.Request for the CreateRoomCodes method, with any body, and a specified content type
+func NewCreateRoomCodesRequestWithBody(server string, id SKUIdParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/skus/%s/room/codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetStockRequest calls the generic SetStock builder with application/json body
 func NewSetStockRequest(server string, id SKUIdParam, body SetStockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7778,6 +8066,17 @@ func NewJoinWaitingRoomRequest(server string, id SKUIdParam, params *JoinWaiting
 			}
 
 			req.Header.Set("Seckill-PoW", headerParam0)
+		}
+
+		if params.SeckillPriorityCode != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Seckill-Priority-Code", *params.SeckillPriorityCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Seckill-Priority-Code", headerParam1)
 		}
 
 	}
@@ -8796,6 +9095,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/skus/{id}/room (the `ControlRoom` operationId).
 	ControlRoomWithResponse(ctx context.Context, id SKUIdParam, body ControlRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlRoomResponse, error)
 
+	// GetRoomCodesWithResponse Count a SKU's waiting room's priority codes
+	//
+	// How many priority codes the room holds and how many were used (the codes themselves are shown once, when made).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/skus/{id}/room/codes (the `GetRoomCodes` operationId).
+	GetRoomCodesWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetRoomCodesResponse, error)
+
+	// CreateRoomCodesWithBodyWithResponse Make priority codes for a SKU's waiting room
+	//
+	// Makes `count` (1 to 1,000) single-use priority codes and answers
+	// them, once: the server keeps only their SHA-256 (with the room's
+	// state in Redis). A shopper who joins with one
+	// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+	// line; the published draw lists each code's ticket and where it was
+	// admitted. A room holds at most 10,000 codes. 400
+	// `invalid_request`: a count out of range, unknown fields. 404
+	// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+	// `sale_ended`. Nothing is written with a 4xx.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+	CreateRoomCodesWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomCodesResponse, error)
+
+	// CreateRoomCodesWithResponse Make priority codes for a SKU's waiting room
+	//
+	// Makes `count` (1 to 1,000) single-use priority codes and answers
+	// them, once: the server keeps only their SHA-256 (with the room's
+	// state in Redis). A shopper who joins with one
+	// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+	// line; the published draw lists each code's ticket and where it was
+	// admitted. A room holds at most 10,000 codes. 400
+	// `invalid_request`: a count out of range, unknown fields. 404
+	// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+	// `sale_ended`. Nothing is written with a 4xx.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+	CreateRoomCodesWithResponse(ctx context.Context, id SKUIdParam, body CreateRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomCodesResponse, error)
+
 	// SetStockWithBodyWithResponse Set a SKU's stock
 	//
 	// Sets `stock`, the units put on sale (a top-up or a cut); the same as
@@ -9105,15 +9447,30 @@ type ClientWithResponsesInterface interface {
 	// instance, with no store round trip, and gets at most one ticket. A
 	// shopper who holds a ticket joins and looks without one.
 	//
+	// A priority code (createRoomCodes), sent as the
+	// `Seckill-Priority-Code` header, puts the shopper's ticket in the
+	// priority line instead: its tickets are admitted before any ticket
+	// of the line, in the order their codes were used, at the room's rate
+	// and within its overbook (`priority: true`; `position` and `ahead`
+	// are in the priority line). A code needs no proof of work, issues
+	// one ticket to one shopper, and a retry by that shopper answers the
+	// same ticket. A closed room answers `closed` and leaves the code
+	// unused.
+	//
 	// Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
-	// that is not `<challenge>:<nonce>` within its bounds); 401 no
+	// that is not `<challenge>:<nonce>` within its bounds), or
+	// `code_malformed` (a `Seckill-Priority-Code` that is not a code's
+	// form); 401 no
 	// shopper identity; 403 `room_not_open` before `opens_at`,
 	// `pow_required` (a first join without a proof), `pow_invalid` (a
 	// challenge not signed by this sale for this shopper: forged,
 	// tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
-	// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+	// `pow_unsolved` (too few leading zero bits), `code_unknown` (no such
+	// priority code in this room); 404 `unknown_sku` /
 	// `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
-	// already); 503 `busy` (another instance is drawing the pre-queue,
+	// already), `code_used` (the code got another shopper's ticket),
+	// `code_after_ticket` (the shopper holds a ticket of the line: the
+	// code is left unused); 503 `busy` (another instance is drawing the pre-queue,
 	// or the SKU's Redis state is being restored; `Retry-After: 1`) or
 	// `unavailable`. A refused join writes nothing.
 	//
@@ -11294,6 +11651,186 @@ func (r ControlRoomResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ControlRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRoomCodesResponse503Headers the declared response headers of an HTTP 503 response for GetRoomCodes
+type GetRoomCodesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRoomCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomCodes
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRoomCodesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRoomCodesResponse) GetJSON200() *RoomCodes {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetRoomCodesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRoomCodesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRoomCodesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRoomCodesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetRoomCodesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRoomCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRoomCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRoomCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRoomCodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateRoomCodesResponse503Headers the declared response headers of an HTTP 503 response for CreateRoomCodes
+type CreateRoomCodesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateRoomCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RoomCodes
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRoomCodesResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON201() *RoomCodes {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateRoomCodesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRoomCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRoomCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRoomCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRoomCodesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13635,6 +14172,67 @@ func (c *ClientWithResponses) ControlRoomWithResponse(ctx context.Context, id SK
 	return ParseControlRoomResponse(rsp)
 }
 
+// GetRoomCodesWithResponse Count a SKU's waiting room's priority codes
+//
+// How many priority codes the room holds and how many were used (the codes themselves are shown once, when made).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/skus/{id}/room/codes (the `GetRoomCodes` operationId).
+func (c *ClientWithResponses) GetRoomCodesWithResponse(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*GetRoomCodesResponse, error) {
+	rsp, err := c.GetRoomCodes(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRoomCodesResponse(rsp)
+}
+
+// CreateRoomCodesWithBodyWithResponse Make priority codes for a SKU's waiting room
+//
+// Makes `count` (1 to 1,000) single-use priority codes and answers
+// them, once: the server keeps only their SHA-256 (with the room's
+// state in Redis). A shopper who joins with one
+// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+// line; the published draw lists each code's ticket and where it was
+// admitted. A room holds at most 10,000 codes. 400
+// `invalid_request`: a count out of range, unknown fields. 404
+// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+// `sale_ended`. Nothing is written with a 4xx.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+func (c *ClientWithResponses) CreateRoomCodesWithBodyWithResponse(ctx context.Context, id SKUIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomCodesResponse, error) {
+	rsp, err := c.CreateRoomCodesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRoomCodesResponse(rsp)
+}
+
+// CreateRoomCodesWithResponse Make priority codes for a SKU's waiting room
+//
+// Makes `count` (1 to 1,000) single-use priority codes and answers
+// them, once: the server keeps only their SHA-256 (with the room's
+// state in Redis). A shopper who joins with one
+// (`Seckill-Priority-Code`, joinWaitingRoom) is admitted before the
+// line; the published draw lists each code's ticket and where it was
+// admitted. A room holds at most 10,000 codes. 400
+// `invalid_request`: a count out of range, unknown fields. 404
+// `no_waiting_room`. 409 `too_many_codes`, `room_closed`,
+// `sale_ended`. Nothing is written with a 4xx.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/skus/{id}/room/codes (the `CreateRoomCodes` operationId).
+func (c *ClientWithResponses) CreateRoomCodesWithResponse(ctx context.Context, id SKUIdParam, body CreateRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomCodesResponse, error) {
+	rsp, err := c.CreateRoomCodes(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRoomCodesResponse(rsp)
+}
+
 // SetStockWithBodyWithResponse Set a SKU's stock
 //
 // Sets `stock`, the units put on sale (a top-up or a cut); the same as
@@ -14016,15 +14614,30 @@ func (c *ClientWithResponses) GetWaitingRoomStatusWithResponse(ctx context.Conte
 // instance, with no store round trip, and gets at most one ticket. A
 // shopper who holds a ticket joins and looks without one.
 //
+// A priority code (createRoomCodes), sent as the
+// `Seckill-Priority-Code` header, puts the shopper's ticket in the
+// priority line instead: its tickets are admitted before any ticket
+// of the line, in the order their codes were used, at the room's rate
+// and within its overbook (`priority: true`; `position` and `ahead`
+// are in the priority line). A code needs no proof of work, issues
+// one ticket to one shopper, and a retry by that shopper answers the
+// same ticket. A closed room answers `closed` and leaves the code
+// unused.
+//
 // Refusals: 400 bad id, or `pow_malformed` (a `Seckill-PoW` header
-// that is not `<challenge>:<nonce>` within its bounds); 401 no
+// that is not `<challenge>:<nonce>` within its bounds), or
+// `code_malformed` (a `Seckill-Priority-Code` that is not a code's
+// form); 401 no
 // shopper identity; 403 `room_not_open` before `opens_at`,
 // `pow_required` (a first join without a proof), `pow_invalid` (a
 // challenge not signed by this sale for this shopper: forged,
 // tampered, another shopper's), `pow_wrong_sku`, `pow_expired`,
-// `pow_unsolved` (too few leading zero bits); 404 `unknown_sku` /
+// `pow_unsolved` (too few leading zero bits), `code_unknown` (no such
+// priority code in this room); 404 `unknown_sku` /
 // `no_waiting_room`; 409 `pow_used` (the challenge got a ticket
-// already); 503 `busy` (another instance is drawing the pre-queue,
+// already), `code_used` (the code got another shopper's ticket),
+// `code_after_ticket` (the shopper holds a ticket of the line: the
+// code is left unused); 503 `busy` (another instance is drawing the pre-queue,
 // or the SKU's Redis state is being restored; `Retry-After: 1`) or
 // `unavailable`. A refused join writes nothing.
 //
@@ -16106,6 +16719,168 @@ func ParseControlRoomResponse(rsp *http.Response) (*ControlRoomResponse, error) 
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ControlRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRoomCodesResponse parses an HTTP response from a GetRoomCodesWithResponse call
+func ParseGetRoomCodesResponse(rsp *http.Response) (*GetRoomCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRoomCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomCodes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRoomCodesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateRoomCodesResponse parses an HTTP response from a CreateRoomCodesWithResponse call
+func ParseCreateRoomCodesResponse(rsp *http.Response) (*CreateRoomCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRoomCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RoomCodes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CreateRoomCodesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

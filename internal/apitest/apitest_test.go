@@ -14,7 +14,7 @@ import (
 // type fails, as does an undocumented status.
 func TestCheckHoldsAnswersToTheirSchema(t *testing.T) {
 	draw := func(preQueue string) string {
-		return `{"sku_id":1,"mode":"random","rule":"r","pre_queue":` + preQueue + `,"later":["toxl6hxode7whuaucrck42c6fvu"],"controls":[]}`
+		return `{"sku_id":1,"mode":"random","rule":"r","pre_queue":` + preQueue + `,"later":["toxl6hxode7whuaucrck42c6fvu"],"controls":[],"codes":[],"codes_made":0}`
 	}
 	for name, c := range map[string]struct {
 		status int
@@ -27,7 +27,7 @@ func TestCheckHoldsAnswersToTheirSchema(t *testing.T) {
 		"a string":        {200, draw(`"toxl6hxode7whuaucrck42c6fvu"`), false},
 		"not a ticket":    {200, draw(`["x"]`), false},
 		"missing":         {200, `{"sku_id":1,"mode":"random","rule":"r","later":[]}`, false},
-		"unknown field":   {200, `{"sku_id":1,"mode":"random","rule":"r","pre_queue":[],"later":[],"controls":[],"x":1}`, false},
+		"unknown field":   {200, `{"sku_id":1,"mode":"random","rule":"r","pre_queue":[],"later":[],"controls":[],"codes":[],"codes_made":0,"x":1}`, false},
 		"an error":        {409, `{"error":"draw_not_published","detail":"d"}`, true},
 		"undocumented":    {418, `{"error":"teapot","detail":"d"}`, false},
 	} {

@@ -67,17 +67,19 @@ func TestWaitingRoomSurvivesFailover(t *testing.T) {
 }
 
 // roomSale sells 20 units to 60 shoppers through a waiting room on d's
-// instances, running fault once four shoppers were admitted. No ticket
-// changes, exactly the stock is sold, one order per shopper, and the audit
-// finds no buyer the room did not admit.
+// instances, running fault once four shoppers were admitted, and to 6
+// holders of priority codes, 3 joining before the sale and 3 as the fault
+// starts. No ticket changes, every code is used once, its holder admitted
+// and buys, exactly the stock is sold, one order per shopper, and the
+// audit finds no buyer the room did not admit.
 func roomSale(t *testing.T, d *deployment, fault func()) {
-	const units, shoppers = 20, 60
+	const units, shoppers, prio = 20, 60, 6
 	now := time.Now().UTC()
 	var a answer
 	for range 50 { // the first write may meet a Redis still settling
 		a = d.call(d.live().URL(), "POST", "/admin/skus", "", map[string]any{"name": "Sneaker", "price_cents": 12000, "stock": units, "per_user_limit": 1,
 			"starts_at": now.Add(3 * time.Second), "ends_at": now.Add(time.Hour),
-			"waiting_room": map[string]any{"opens_at": now.Add(-time.Second), "admit_per_second": 8, "pass_ttl": "20s", "overbook": 1}})
+			"waiting_room": map[string]any{"opens_at": now.Add(-time.Second), "admit_per_second": 4, "pass_ttl": "20s", "overbook": 1}})
 		if a.Err == nil && a.Status == http.StatusCreated {
 			break
 		}
@@ -86,91 +88,133 @@ func roomSale(t *testing.T, d *deployment, fault func()) {
 	require.Equal(t, http.StatusCreated, a.Status, a.Raw)
 	sku := uint64(a.Num("id"))
 	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	codesPath := fmt.Sprintf("/admin/skus/%d/room/codes", sku)
+	made, _ := d.admin("POST", codesPath, map[string]any{"count": prio}, http.StatusCreated).Body["codes"].([]any)
+	require.Len(t, made, prio)
 
 	// send tries the instances in turn from i until one answers other than
-	// 503 (a Redis or instance away: the answer says to retry).
-	send := func(i int, method, path, user string, body any) answer {
+	// 503 (a Redis or instance away: the answer says to retry), with the
+	// priority code code, if any.
+	send := func(i int, method, path, user string, body any, code string) answer {
 		deadline := time.Now().Add(30 * time.Second)
 		for k := 0; time.Now().Before(deadline); k++ {
 			p := d.api[(i+k)%len(d.api)]
 			if !p.Running() {
 				continue
 			}
-			if r := d.call(p.URL(), method, path, user, body); r.Err == nil && r.Status != http.StatusServiceUnavailable {
-				return r
+			req, err := d.caller().Request(p.URL(), method, path, user, body)
+			require.NoError(t, err)
+			if code != "" {
+				req.Header.Set("Seckill-Priority-Code", code)
+			}
+			r, err := d.caller().Send(req)
+			if err == nil && r.Status != http.StatusServiceUnavailable {
+				return answer{Reply: r}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		return answer{Err: fmt.Errorf("no instance answered %s %s", method, path)}
 	}
-	tickets := make([]string, shoppers)
-	for i := range shoppers {
-		r := send(i, "POST", queue, fmt.Sprintf("f%02d", i), nil)
+	users := make([]string, shoppers+prio)
+	for i := range users {
+		users[i] = fmt.Sprintf("f%02d", i)
+		if i >= shoppers {
+			users[i] = fmt.Sprintf("p%d", i-shoppers)
+		}
+	}
+	tickets := make([]string, len(users))
+	join := func(i int) {
+		code := ""
+		if i >= shoppers {
+			code, _ = made[i-shoppers].(string)
+		}
+		r := send(i, "POST", queue, users[i], nil, code)
 		require.NoError(t, r.Err)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		assert.Equal(t, code != "", r.Body["priority"] == true, "%s: %s", users[i], r.Raw)
 		tickets[i] = r.Str("ticket")
+	}
+	for i := range shoppers + prio/2 {
+		join(i)
 	}
 
 	var admitted atomic.Int64
-	faulted := make(chan struct{})
+	faulted, late := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(faulted)
 		for admitted.Load() < 4 {
 			time.Sleep(20 * time.Millisecond)
 		}
+		go func() {
+			defer close(late)
+			for i := shoppers + prio/2; i < len(users); i++ {
+				join(i)
+			}
+		}()
 		fault()
 	}()
-	orders := make([]string, shoppers)
+	orders, last := make([]string, len(users)), make([]string, len(users))
 	var wg sync.WaitGroup
-	for i := range shoppers {
-		wg.Go(func() {
-			user := fmt.Sprintf("f%02d", i)
-			deadline := time.Now().Add(90 * time.Second)
-			for time.Now().Before(deadline) {
-				r := send(rand.IntN(2), "GET", queue, user, nil)
-				if r.Err != nil || r.Status != http.StatusOK {
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				assert.Equal(t, tickets[i], r.Str("ticket"), "%s keeps their ticket", user)
-				switch r.Str("status") {
-				case "admitted":
-					admitted.Add(1)
-					b := send(rand.IntN(2), "POST", "/api/v1/orders", user,
-						map[string]any{"sku_id": sku, "qty": 1, "request_id": "room-" + user, "pass": r.Str("pass")})
-					if b.Err == nil && b.Status == http.StatusAccepted {
-						orders[i] = b.Str("order_id")
-						return
-					}
-					if b.Err == nil && b.Status == http.StatusConflict {
-						return // sold out
-					}
-					t.Errorf("%s buys with their pass: %v %s", user, b.Err, b.Raw)
-					return
-				case "sold_out", "closed":
-					return
-				}
-				wait, _ := strconv.Atoi(r.Header.Get("Retry-After"))
-				time.Sleep(min(time.Duration(wait)*time.Second, 200*time.Millisecond))
+	buyer := func(i int) {
+		user := users[i]
+		deadline := time.Now().Add(90 * time.Second)
+		for time.Now().Before(deadline) {
+			r := send(rand.IntN(2), "GET", queue, user, nil, "")
+			if r.Err != nil || r.Status != http.StatusOK {
+				time.Sleep(100 * time.Millisecond)
+				continue
 			}
-			t.Errorf("%s: no outcome in time", user)
-		})
+			assert.Equal(t, tickets[i], r.Str("ticket"), "%s keeps their ticket", user)
+			last[i] = r.Raw
+			switch r.Str("status") {
+			case "admitted":
+				admitted.Add(1)
+				b := send(rand.IntN(2), "POST", "/api/v1/orders", user,
+					map[string]any{"sku_id": sku, "qty": 1, "request_id": "room-" + user, "pass": r.Str("pass")}, "")
+				if b.Err == nil && b.Status == http.StatusAccepted {
+					orders[i] = b.Str("order_id")
+					return
+				}
+				if b.Err == nil && b.Status == http.StatusConflict {
+					return // sold out
+				}
+				t.Errorf("%s buys with their pass: %v %s", user, b.Err, b.Raw)
+				return
+			case "sold_out", "closed":
+				return
+			}
+			wait, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+			time.Sleep(min(time.Duration(wait)*time.Second, 200*time.Millisecond))
+		}
+		t.Errorf("%s: no outcome in time", user)
+	}
+	for i := range shoppers + prio/2 {
+		wg.Go(func() { buyer(i) })
+	}
+	<-late
+	for i := shoppers + prio/2; i < len(users); i++ {
+		wg.Go(func() { buyer(i) })
 	}
 	wg.Wait()
 	<-faulted
 
 	bought := 0
-	for _, o := range orders {
+	for i, o := range orders {
 		if o != "" {
 			bought++
 		}
+		if i >= shoppers {
+			assert.NotEmpty(t, o, "%s, with a priority code, buys: %s", users[i], last[i])
+		}
 	}
 	assert.Equal(t, units, bought, "exactly the stock sold")
+	codes := d.admin("GET", codesPath, nil, http.StatusOK)
+	assert.EqualValues(t, prio, codes.Num("used"), "every code used once: %s", codes.Raw)
 	rep := d.drained(sku, 60*time.Second)
 	assert.EqualValues(t, units, rep.Sold)
 	require.NotNil(t, rep.WaitingRoom)
 	assert.Zero(t, rep.WaitingRoom.NotAdmitted, "%+v", rep.WaitingRoom)
-	assert.EqualValues(t, shoppers, rep.WaitingRoom.Joined)
+	assert.EqualValues(t, len(users), rep.WaitingRoom.Joined)
 	var most int
 	require.NoError(t, d.db.QueryRow("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM orders WHERE sku_id = ? GROUP BY user_id) u", sku).Scan(&most))
 	assert.Equal(t, 1, most, "one order per shopper")

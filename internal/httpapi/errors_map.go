@@ -75,6 +75,13 @@ var rules = []rule{
 	{is(room.ErrPowUsed), Error{Status: http.StatusConflict, Code: "pow_used"}},
 	{is(room.ErrPowOff), Error{Status: http.StatusNotFound, Code: "no_pow"}},
 	{is(room.ErrNoTicket), Error{Status: http.StatusNotFound, Code: "no_ticket"}},
+	// A waiting room's priority codes.
+	{is(room.ErrCodeMalformed), Error{Status: http.StatusBadRequest, Code: "code_malformed"}},
+	{is(room.ErrCodeUnknown), Error{Status: http.StatusForbidden, Code: "code_unknown"}},
+	{is(room.ErrCodeUsed), Error{Status: http.StatusConflict, Code: "code_used"}},
+	{is(room.ErrCodeAfterTicket), Error{Status: http.StatusConflict, Code: "code_after_ticket"}},
+	{is(room.ErrInvalidCodeCount), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},
+	{is(room.ErrTooManyCodes), Error{Status: http.StatusConflict, Code: "too_many_codes"}},
 	{is(room.ErrNotOpen), Error{Status: http.StatusForbidden, Code: "room_not_open"}},
 	{is(room.ErrNotPublished), Error{Status: http.StatusConflict, Code: "draw_not_published"}},
 	{is(room.ErrInvalidCommand), Error{Status: http.StatusBadRequest, Code: "invalid_request"}},

@@ -65,3 +65,42 @@ func FuzzRoomCommand(f *testing.F) {
 		}
 	})
 }
+
+func (*checkedRooms) CreateCodes(_ context.Context, sku uint64, n int) (room.Codes, error) {
+	if err := (room.CodeCount{Count: n}).Validate(); err != nil {
+		return room.Codes{}, err
+	}
+	return room.Codes{SKU: sku, Codes: make([]string, n), Total: int64(n)}, nil
+}
+
+// FuzzCodeRequest: codes are made only for a count from 1 to
+// room.MaxCodesAtOnce; anything else is a 4xx, never a 5xx.
+func FuzzCodeRequest(f *testing.F) {
+	for _, b := range []string{`{"count":1}`, `{"count":1000}`, `{"count":1001}`, `{"count":0}`, `{"count":-1}`,
+		`{"count":1.5}`, `{"count":"5"}`, `{}`, `{"count":5,"for":"staff"}`, `{"Count":5}`, `[5]`} {
+		f.Add([]byte(b))
+	}
+	for _, b := range hostile {
+		f.Add([]byte(b))
+	}
+	h := testAPI(f, func(d *Deps) { d.Rooms = &checkedRooms{} })
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var c room.CodeCount
+		err := decodeStrict(body, &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err != nil {
+			mustBe4xx(t, err, body)
+		} else if c.Count < 1 || c.Count > room.MaxCodesAtOnce {
+			t.Fatalf("%q: accepted count %d", body, c.Count)
+		}
+		w := send(h, http.MethodPost, "/admin/skus/1/room/codes", body, map[string]string{"Authorization": "Bearer " + testAdminToken})
+		switch {
+		case w.Code >= 500:
+			t.Fatalf("POST /admin/skus/1/room/codes %q: %d %s", body, w.Code, w.Body)
+		case (err == nil) != (w.Code == http.StatusCreated):
+			t.Fatalf("POST /admin/skus/1/room/codes %q: %d %s, decoded with %v", body, w.Code, w.Body, err)
+		}
+	})
+}

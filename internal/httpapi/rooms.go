@@ -26,6 +26,11 @@ type Rooms interface {
 	// the room's controls.
 	Control(ctx context.Context, sku uint64, c room.Command) (room.Controls, error)
 	Controls(ctx context.Context, sku uint64) (room.Controls, error)
+	// JoinWithCode joins with a priority code; CreateCodes makes codes;
+	// CodeCounts counts them.
+	JoinWithCode(ctx context.Context, sku uint64, user, code string) (room.Status, error)
+	CreateCodes(ctx context.Context, sku uint64, n int) (room.Codes, error)
+	CodeCounts(ctx context.Context, sku uint64) (room.Codes, error)
 }
 
 // handleRoomControl makes an operator's command on a SKU's waiting room
@@ -71,10 +76,18 @@ func handleRoomControls(rooms Rooms, log *slog.Logger) gin.HandlerFunc {
 // powHeader carries a join's proof of work: "<challenge>:<nonce>".
 const powHeader = "Seckill-Pow" // Seckill-PoW in its canonical form
 
-// join is a join with the proof of work of the request's Seckill-PoW
-// header, if any.
+// codeHeader carries a join's priority code, which replaces its proof of
+// work.
+const codeHeader = "Seckill-Priority-Code"
+
+// join is a join with the priority code of the request's
+// Seckill-Priority-Code header, or else with the proof of work of its
+// Seckill-PoW header, if any.
 func join(rooms Rooms) func(c *gin.Context, sku uint64, user string) (room.Status, error) {
 	return func(c *gin.Context, sku uint64, user string) (room.Status, error) {
+		if v := c.Request.Header[codeHeader]; len(v) > 0 {
+			return rooms.JoinWithCode(c.Request.Context(), sku, user, v[0])
+		}
 		var proof string
 		if v := c.Request.Header[powHeader]; len(v) > 0 {
 			proof = v[0]
@@ -152,6 +165,9 @@ func writeStatus(c *gin.Context, st room.Status) {
 	if st.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = appendJSONString(b, st.Reason)
+	}
+	if st.Priority {
+		b = append(b, `,"priority":true`...)
 	}
 	if st.ETABasis != "" {
 		b = append(b, `,"eta_ms":`...)

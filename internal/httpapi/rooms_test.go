@@ -33,7 +33,7 @@ func (s *stubDraw) Peek(context.Context, uint64, string) (room.Status, error) {
 	return room.Status{}, room.ErrNoRoom
 }
 
-const stubDrawDoc = `{"sku_id":1,"mode":"fifo","rule":"every ticket in the order it joined","pre_queue":[],"later":["toxl6hxode7whuaucrck42c6fvu"],"controls":[]}`
+const stubDrawDoc = `{"sku_id":1,"mode":"fifo","rule":"every ticket in the order it joined","pre_queue":[],"later":["toxl6hxode7whuaucrck42c6fvu"],"controls":[],"codes":[],"codes_made":0}`
 
 func (s *stubDraw) Published(_ context.Context, sku uint64) ([]byte, error) {
 	if sku != 1 {
@@ -84,6 +84,18 @@ func (s *stubDraw) Control(context.Context, uint64, room.Command) (room.Controls
 
 func (s *stubDraw) Controls(context.Context, uint64) (room.Controls, error) {
 	return room.Controls{}, room.ErrNoRoom
+}
+
+func (s *stubDraw) JoinWithCode(context.Context, uint64, string, string) (room.Status, error) {
+	return room.Status{}, room.ErrNoRoom
+}
+
+func (s *stubDraw) CreateCodes(context.Context, uint64, int) (room.Codes, error) {
+	return room.Codes{}, room.ErrNoRoom
+}
+
+func (s *stubDraw) CodeCounts(context.Context, uint64) (room.Codes, error) {
+	return room.Codes{}, room.ErrNoRoom
 }
 
 // powRoom is a room of SKU 1 that answers a join by the proof it was
@@ -156,4 +168,71 @@ func TestJoinProofOfWorkHeaderAndErrors(t *testing.T) {
 	assert.Equal(t, "no_pow", errorCode(t, w))
 	w = send(h, "GET", "/api/v1/skus/1/queue/challenge", nil, nil)
 	assert.Equal(t, http.StatusUnauthorized, w.Code)
+}
+
+// codeRoom is a room of SKU 1 that answers a join with a code by the code
+// it was given: the error named, or a priority ticket.
+type codeRoom struct{ powRoom }
+
+// Codes of the stub, by what it answers them.
+const (
+	unknownCode = "cunknownunknownunknownunkno"
+	usedCode    = "cusedusedusedusedusedusedus"
+	ticketCode  = "cticketticketticketticketti"
+	goodCode    = "cgoodgoodgoodgoodgoodgoodgo"
+)
+
+var codeErrors = map[string]error{"malformed": room.ErrCodeMalformed, unknownCode: room.ErrCodeUnknown,
+	usedCode: room.ErrCodeUsed, ticketCode: room.ErrCodeAfterTicket}
+
+func (p *codeRoom) JoinWithCode(_ context.Context, _ uint64, _, code string) (room.Status, error) {
+	if err, ok := codeErrors[code]; ok {
+		return room.Status{}, err
+	}
+	return room.Status{Status: room.Waiting, Position: 1, RetryAfterMS: 1000, Ticket: "toxl6hxode7whuaucrck42c6fvu", Priority: true}, nil
+}
+
+func (p *codeRoom) CreateCodes(_ context.Context, sku uint64, n int) (room.Codes, error) {
+	if err := (room.CodeCount{Count: n}).Validate(); err != nil {
+		return room.Codes{}, err
+	}
+	return room.Codes{SKU: sku, Codes: []string{"cabcdefghijklmnopqrstuvwxyz"}, Total: 1}, nil
+}
+
+// A join's priority code is read from the Seckill-Priority-Code header,
+// before any proof of work, and each way it fails has its status and
+// code; codes are made with POST /admin/skus/{id}/room/codes and answered
+// uncached.
+func TestJoinPriorityCodeHeaderAndErrors(t *testing.T) {
+	h := testAPI(t, func(d *Deps) { d.Rooms = &codeRoom{} })
+	for code, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"malformed": {http.StatusBadRequest, "code_malformed"},
+		unknownCode: {http.StatusForbidden, "code_unknown"},
+		usedCode:    {http.StatusConflict, "code_used"},
+		ticketCode:  {http.StatusConflict, "code_after_ticket"},
+	} {
+		w := send(h, "POST", "/api/v1/skus/1/queue", nil, map[string]string{"X-User-ID": "alice", "Seckill-Priority-Code": code})
+		assert.Equal(t, want.status, w.Code, "%q: %s", code, w.Body.String())
+		assert.Equal(t, want.code, errorCode(t, w), code)
+	}
+	w := send(h, "POST", "/api/v1/skus/1/queue", nil, map[string]string{"X-User-ID": "alice", "Seckill-Priority-Code": goodCode, "Seckill-PoW": "used"})
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.JSONEq(t, `{"status":"waiting","position":1,"ahead":0,"retry_after_ms":1000,"ticket":"toxl6hxode7whuaucrck42c6fvu","priority":true}`, w.Body.String())
+
+	admin := map[string]string{"Authorization": "Bearer " + testAdminToken}
+	w = send(h, "POST", "/admin/skus/1/room/codes", []byte(`{"count":1}`), admin)
+	require.Equal(t, http.StatusCreated, w.Code, w.Body.String())
+	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+	assert.JSONEq(t, `{"sku_id":1,"codes":["cabcdefghijklmnopqrstuvwxyz"],"total":1,"used":0}`, w.Body.String())
+	for _, body := range []string{`{"count":0}`, `{"count":1001}`, `{}`, `{"count":"1"}`, `{"count":1,"x":1}`} {
+		w = send(h, "POST", "/admin/skus/1/room/codes", []byte(body), admin)
+		assert.Equal(t, http.StatusBadRequest, w.Code, body)
+	}
+	w = send(h, "POST", "/admin/skus/1/room/codes", []byte(`{"count":1}`), nil)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	w = send(h, "GET", "/admin/skus/1/room/codes", nil, admin)
+	assert.Equal(t, http.StatusNotFound, w.Code, "the stub's counts: no room")
 }

@@ -114,5 +114,7 @@ func skuAdmin(g *gin.RouterGroup, d Deps) {
 	if d.Rooms != nil {
 		g.GET("/skus/:id/room", handleRoomControls(d.Rooms, d.Log))
 		g.POST("/skus/:id/room", handleRoomControl(d.Rooms, d.Log))
+		g.GET("/skus/:id/room/codes", handleCodeCounts(d.Rooms, d.Log))
+		g.POST("/skus/:id/room/codes", handleCreateCodes(d.Rooms, d.Log))
 	}
 }

@@ -80,7 +80,7 @@ func (r *Room) Audit(ctx context.Context, sku *catalog.SKU, buyers []Buyer) (*Re
 		}
 		return false
 	})
-	m, err := r.rdb.HMGet(ctx, k.meta, "cursor", "joined", "admitted", "expired", "drawn", "since").Result()
+	m, err := r.rdb.HMGet(ctx, k.meta, "cursor", "joined", "admitted", "expired", "drawn", "since", "pseq", "pcursor").Result()
 	if err != nil {
 		return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 	}
@@ -105,7 +105,8 @@ func (r *Room) Audit(ctx context.Context, sku *catalog.SKU, buyers []Buyer) (*Re
 		return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 	}
 	rep.ValidPasses = passes.Val()
-	rep.Waiting = line.Val() - cursor
+	pcursor := toInt(orZero(m[7]))
+	rep.Waiting = line.Val() - cursor + toInt(orZero(m[6])) - pcursor
 	if sku.Room.Mode != catalog.RoomFIFO && m[4] == nil {
 		rep.Waiting += pre.Val() // not drawn yet
 	}
@@ -130,17 +131,18 @@ func (r *Room) Audit(ctx context.Context, sku *catalog.SKU, buyers []Buyer) (*Re
 			return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 		}
 		pipe := r.rdb.Pipeline()
-		ranks := make([]*redis.IntCmd, len(chunk))
+		ranks, prio := make([]*redis.IntCmd, len(chunk)), make([]*redis.IntCmd, len(chunk))
 		for i, t := range tickets {
 			if s, ok := t.(string); ok {
-				ranks[i] = pipe.ZRank(ctx, k.line, s)
+				ranks[i], prio[i] = pipe.ZRank(ctx, k.line, s), pipe.ZRank(ctx, k.prio, s)
 			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("room: audit sku %d: %w", sku.ID, err)
 		}
 		for i, user := range users {
-			if ranks[i] != nil && ranks[i].Err() == nil && ranks[i].Val() < cursor {
+			if ranks[i] != nil && (ranks[i].Err() == nil && ranks[i].Val() < cursor ||
+				prio[i].Err() == nil && prio[i].Val() < pcursor) {
 				continue
 			}
 			rep.NotAdmitted++

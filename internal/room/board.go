@@ -72,6 +72,7 @@ type standing struct {
 type roomCopy struct {
 	at           time.Time
 	cursor, left int64
+	prio         int64 // priority tickets waiting, ahead of the line
 	epoch        [ticketLen]byte
 	final        bool
 	startsAt     time.Time // the SKU's start, as the tick saw it
@@ -206,6 +207,10 @@ func (b *Board) remember(key placeKey, sku *catalog.SKU, rep *reply, s shopperRe
 	}
 	p := place{ticket: ticket, place: s.place, epoch: epoch, closed: closedBy(s.status)}
 	switch {
+	case s.priority:
+		// A priority ticket's place is in its own line, which the copy
+		// does not follow: it is read from Redis (there are few).
+		return
 	case p.closed != open:
 	case s.status == Admitted:
 		// Its pass is read from Redis until it is used or expires.
@@ -235,7 +240,7 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 	if now.Before(sku.StartsAt) && p.closed == open {
 		if p.place > 0 {
 			// fifo: a place from the start, nobody admitted before it.
-			st.Position, st.Ahead = p.place, p.place-1-c.cursor
+			st.Position, st.Ahead = p.place, p.place-1-c.cursor+c.prio
 		}
 		st.RetryAfterMS = b.room.retryAfter(sku, st, now, c.rate, c.state)
 		st.ETAMS, st.ETABasis = estimate(sku, st, now, c.rate, c.admits, c.state)
@@ -249,7 +254,7 @@ func (b *Board) fromCopy(sku *catalog.SKU, c *roomCopy, p place, now time.Time) 
 	if p.place == 0 || !c.final || p.place-1 < c.cursor {
 		return Status{}, false
 	}
-	st.Position, st.Ahead = p.place, p.place-1-c.cursor
+	st.Position, st.Ahead = p.place, p.place-1-c.cursor+c.prio
 	if c.left == 0 {
 		st.Status, st.RetryAfterMS = SoldOut, soldOutRetry
 		return st, true
@@ -314,7 +319,7 @@ func (b *Board) refresh(id uint64, s *standing) bool {
 		cancel()
 		if err == nil {
 			epoch, _ := fixed(rep.epoch) // none before the first ticket: no place matches it
-			s.keep(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, epoch: epoch,
+			s.keep(&roomCopy{at: rep.now, cursor: rep.cursor, left: rep.left, prio: rep.prio, epoch: epoch,
 				final: rep.final, startsAt: sku.StartsAt, rate: rep.rate, state: rep.state,
 				admits: s.admits.add(rep.now, rep.cursor, measured(rep), epoch)})
 			return true

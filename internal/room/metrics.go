@@ -44,3 +44,12 @@ func (m *Metrics) visit(sku uint64, issued, admitted, expired, waiting int64, ra
 	m.waiting.WithLabelValues(l).Set(float64(waiting))
 	m.rate.WithLabelValues(l).Set(rate)
 }
+
+// issue records a ticket issued outside the room script (a priority
+// code's).
+func (m *Metrics) issue(sku uint64) {
+	if m == nil {
+		return
+	}
+	m.joined.WithLabelValues(strconv.FormatUint(sku, 10)).Inc()
+}

@@ -29,6 +29,11 @@ type Draw struct {
 	// (Control), oldest first, so that a reader sees when admission was
 	// paused or its rate changed; never null.
 	Controls []Change `json:"controls"`
+	// Codes: the tickets of priority codes, in the order the codes were
+	// used, each admitted before the line's tickets from its After on;
+	// never null. CodesMade counts the codes the room held.
+	Codes     []PriorityTicket `json:"codes"`
+	CodesMade int64            `json:"codes_made"`
 }
 
 // fifoRule is the rule of a fifo room's line.
@@ -102,7 +107,7 @@ func (r *Room) Published(ctx context.Context, id uint64) ([]byte, error) {
 func (r *Room) encodeDraw(ctx context.Context, sku *catalog.SKU, k keys) ([]byte, error) {
 	fifo := sku.Room.Mode == catalog.RoomFIFO
 	pipe := r.rdb.Pipeline()
-	pre, line := pipe.ZCard(ctx, k.pre), pipe.ZCard(ctx, k.line)
+	pre, line, made := pipe.ZCard(ctx, k.pre), pipe.ZCard(ctx, k.line), pipe.HLen(ctx, k.codes)
 	// The drawn pre-queue is at places 1..n of the line, later joiners
 	// from 1e12 on (fifo: every ticket is a later one).
 	drawn := pipe.ZCount(ctx, k.line, "-inf", "(1e12")
@@ -145,6 +150,17 @@ func (r *Room) encodeDraw(ctx context.Context, sku *catalog.SKU, k keys) ([]byte
 	}
 	b = append(b, `],"controls":`...)
 	b = append(b, list...)
+	codes, err := r.priorityTickets(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if list, err = json.Marshal(codes); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"codes":`...)
+	b = append(b, list...)
+	b = append(b, `,"codes_made":`...)
+	b = strconv.AppendInt(b, made.Val(), 10)
 	return append(b, '}'), nil
 }
 

@@ -14,14 +14,14 @@ import (
 )
 
 // A room nobody joined before the start publishes an empty pre-queue,
-// not null, and no controls changed as an empty list; a fifo room every
+// not null, and no controls changed and no codes used as empty lists; a fifo room every
 // ticket in later.
 func TestADrawWithoutTicketsIsEmptyLists(t *testing.T) {
 	f := newFixture(t, 10, 1, catalog.Room{})
 	f.clock.Advance(time.Hour)
 	doc, err := f.room.Published(t.Context(), f.sku.ID)
 	require.NoError(t, err)
-	assert.Contains(t, string(doc), `"pre_queue":[],"later":[],"controls":[]}`)
+	assert.Contains(t, string(doc), `"pre_queue":[],"later":[],"controls":[],"codes":[],"codes_made":0}`)
 	d := f.published()
 	assert.Equal(t, []string{}, d.PreQueue)
 	assert.Equal(t, f.sku.Room.Seed, d.Seed)
@@ -32,7 +32,7 @@ func TestADrawWithoutTicketsIsEmptyLists(t *testing.T) {
 	g.clock.Advance(time.Hour)
 	d = g.published()
 	assert.Equal(t, Draw{SKU: g.sku.ID, Mode: catalog.RoomFIFO, Rule: fifoRule, PreQueue: []string{},
-		Later: []string{a.Ticket, b.Ticket}, Controls: []Change{}}, d)
+		Later: []string{a.Ticket, b.Ticket}, Controls: []Change{}, Codes: []PriorityTicket{}}, d)
 }
 
 // A published draw is read from Redis once per process: every caller gets

@@ -83,6 +83,9 @@ type Status struct {
 	// promise: both are set on a waiting ticket's answer only.
 	ETAMS    int64  `json:"eta_ms,omitempty"`
 	ETABasis string `json:"eta_basis,omitempty"`
+	// Priority marks a priority code's ticket (codes.go): its Position
+	// and Ahead are in the line of priority tickets, admitted first.
+	Priority bool `json:"priority,omitempty"`
 }
 
 // SKUs finds a SKU by id (catalog.Cache): catalog.ErrNotFound for none.
@@ -164,13 +167,16 @@ type keys struct {
 	meta, who, pre, line, passes, expired, valid, drawLock, pow string
 	// control and changes are the operator's controls (control.go).
 	control, changes string
+	// codes, prio and prioat are the priority codes and their tickets
+	// (codes.go).
+	codes, prio, prioat string
 }
 
 func (r *Room) keys(sku uint64) keys {
 	p := stock.RoomPrefix(r.o.Prefix, sku)
 	return keys{meta: p + "meta", who: p + "who", pre: p + "pre", line: p + "line", passes: p + "passes",
 		expired: p + "expired", valid: p + "valid", drawLock: p + "drawing", pow: p + "pow",
-		control: p + "control", changes: p + "changes"}
+		control: p + "control", changes: p + "changes", codes: p + "codes", prio: p + "prio", prioat: p + "prioat"}
 }
 
 // Join gives user a ticket in the room of the SKU with id sku (the one
@@ -271,8 +277,10 @@ type reply struct {
 	// admitted and expired: what this call admitted and found expired.
 	admitted, expired, waiting int64
 	cursor                     int64
-	epoch                      string
-	final                      bool
+	// prio is how many priority tickets wait: ahead of the whole line.
+	prio  int64
+	epoch string
+	final bool
 	// now is the time the script ran at; rate the admissions per second
 	// in force; state the controls' state (Running, Paused, Open or
 	// Closed).
@@ -292,6 +300,7 @@ type shopperReply struct {
 	ticket       string
 	expiry       int64
 	issued       bool
+	priority     bool // a priority code's ticket: place and ahead in their line
 }
 
 func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op string, now time.Time) (*reply, error) {
@@ -309,7 +318,8 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 		args = append(args, u.user, ticket, u.proof, u.expires)
 	}
 	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control, k.pow}, args...)
+		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control, k.pow,
+			k.prio, k.prioat}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
@@ -327,8 +337,8 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	const head = 10
-	if len(raw) != head+7*len(users) {
+	const head, each = 11, 8
+	if len(raw) != head+each*len(users) {
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
 	epoch, _ := raw[6].(string)
@@ -338,15 +348,15 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 		rate = v
 	}
 	rep := &reply{left: toInt(raw[1]), admitted: toInt(raw[2]), expired: toInt(raw[3]), waiting: toInt(raw[4]),
-		cursor: toInt(raw[5]), epoch: epoch, final: toInt(raw[7]) == 1, now: now, rate: rate, state: state,
+		cursor: toInt(raw[5]), epoch: epoch, final: toInt(raw[7]) == 1, now: now, rate: rate, state: state, prio: toInt(raw[10]),
 		shoppers: make([]shopperReply, len(users))}
 	issued := int64(0)
 	for i := range users {
-		v := raw[head+7*i : head+7*i+7]
+		v := raw[head+each*i : head+each*(i+1)]
 		status, _ := v[1].(string)
 		ticket, _ := v[4].(string)
 		s := shopperReply{found: toInt(v[0]) == 1, reused: toInt(v[0]) == 2, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
-			ticket: ticket, expiry: toInt(v[5]), issued: toInt(v[6]) == 1}
+			ticket: ticket, expiry: toInt(v[5]), issued: toInt(v[6]) == 1, priority: toInt(v[7]) == 1}
 		if s.issued {
 			issued++
 		}
@@ -360,7 +370,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 // rate as measured, if known.
 func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply, m measure) Status {
 	now := rep.now
-	st := Status{Status: s.status, Position: s.place, Ahead: s.ahead, Ticket: s.ticket}
+	st := Status{Status: s.status, Position: s.place, Ahead: s.ahead, Ticket: s.ticket, Priority: s.priority}
 	switch st.Status {
 	case "admitted":
 		exp := time.UnixMilli(s.expiry).UTC()

@@ -20,8 +20,8 @@ import (
 const moveGap = time.Second
 
 // news tells the followers of a room that its copy changed. moved is
-// closed when the cursor moved (the tickets waiting are nearer their
-// turn); turned when what a follower must tell at once may have changed:
+// closed when the cursor moved or a priority ticket joined or was
+// admitted (the tickets waiting are nearer their turn, or farther); turned when what a follower must tell at once may have changed:
 // the units ran out or came back, the line became final, the room's state
 // was made again, the copy became unusable or usable again, or the
 // room's tick stopped (gone). Each is made again after it is closed, and
@@ -48,7 +48,7 @@ func (s *standing) keep(c *roomCopy) {
 		l := n.last
 		turned = !n.usable || (c.left == 0) != (l.left == 0) || c.final != l.final || c.epoch != l.epoch ||
 			!c.startsAt.Equal(l.startsAt) || c.state != l.state
-		moved = c.cursor != l.cursor
+		moved = c.cursor != l.cursor || c.prio != l.prio
 		n.last, n.usable = *c, true
 	}
 	n.ring(moved, turned)

@@ -33,6 +33,13 @@
 --         second overriding ARGV[5]
 -- KEYS[10] pow ZSET: challenge id -> its expiry (Unix ms), the proofs of
 --         work that issued a ticket, each kept until its challenge expires
+-- KEYS[11] prio ZSET: ticket -> pseq, the tickets of priority codes
+--         (lua/code.lua issues them: meta's pseq counts them), admitted
+--         before any ticket of the line; meta's pcursor counts those
+--         admitted, in this order
+-- KEYS[12] prioat HASH: ticket -> the line's cursor when the priority
+--         ticket was admitted (its place among the line's admissions, as
+--         the published draw tells it)
 -- ARGV[1] 'join', 'peek' or 'tick'
 -- ARGV[2] now, Unix ms
 -- ARGV[3] starts_at, Unix ms
@@ -48,8 +55,9 @@
 --         (checked by the caller: used once); and that challenge's expiry
 --         (Unix ms). 'tick': none. Joins are issued in the order given.
 -- Returns {code, left, admitted now, expired now, tickets waiting in line,
---          cursor, epoch, final, state, rate, then per shopper: found,
---          status, place, ahead, ticket, pass expiry, issued}
+--          cursor, epoch, final, state, rate, priority tickets waiting,
+--          then per shopper: found, status, place, ahead, ticket, pass
+--          expiry, issued, priority}
 --   code    1 done; -2 the draw is due (random mode, starts_at passed,
 --           pre-queue not drawn yet); -3 the SKU's stock hash is missing
 --           (its state is lost). Nothing is written with -2 or -3.
@@ -68,7 +76,11 @@
 --           'expired' (admitted, pass expired unused), 'room_closed'
 --           (waiting in a closed room)
 --   issued  1 when this call issued the shopper's ticket
+--   priority 1 when the ticket is a priority code's: its place and ahead
+--           are in the priority line; a line ticket's ahead counts the
+--           priority tickets waiting
 local meta, who, pre, line, passes, expired, stock, valid, pow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[10]
+local prio = KEYS[11]
 local op = ARGV[1]
 local now, starts = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, rate, ttl, overbook = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -173,24 +185,39 @@ if now >= starts then
       redis.call('PEXPIREAT', expired, keep)
     end
   end
-  local m = redis.call('HMGET', meta, 'cursor', 'credit', 'last')
+  local m = redis.call('HMGET', meta, 'cursor', 'credit', 'last', 'pseq', 'pcursor')
   local cursor, credit, last = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or starts
+  local pwait, pcursor = (tonumber(m[4]) or 0) - (tonumber(m[5]) or 0), tonumber(m[5]) or 0
   -- Earned since the last admission (never negative: instances' clocks
   -- differ a little), at most one second's worth in hand; nothing while
   -- admission is stopped.
   credit = math.min(credit + math.max(now - math.max(last, starts), 0) * rate / 1000, math.max(rate, 1))
   local cap = math.floor(left * overbook) - redis.call('HLEN', valid)
-  local k = math.min(math.floor(credit), cap, redis.call('ZCARD', line) - cursor)
+  local k = math.min(math.floor(credit), cap, redis.call('ZCARD', line) - cursor + pwait)
   if state == 'paused' or state == 'closed' then
     credit, k = 0, 0
   end
   if k > 0 then
-    local turn = redis.call('ZRANGE', line, cursor, cursor + k - 1)
-    for i = 1, #turn do
-      redis.call('ZADD', passes, now + ttl, turn[i])
-      redis.call('HSET', valid, turn[i], now + ttl)
+    -- The priority tickets first, each recording the line's cursor.
+    local kp = math.min(k, pwait)
+    if kp > 0 then
+      local turn = redis.call('ZRANGE', prio, pcursor, pcursor + kp - 1)
+      for i = 1, #turn do
+        redis.call('ZADD', passes, now + ttl, turn[i])
+        redis.call('HSET', valid, turn[i], now + ttl)
+        redis.call('HSET', KEYS[12], turn[i], cursor)
+      end
+      redis.call('HINCRBY', meta, 'pcursor', kp)
+      redis.call('PEXPIREAT', KEYS[12], keep)
     end
-    cursor = cursor + k
+    if k > kp then
+      local turn = redis.call('ZRANGE', line, cursor, cursor + k - kp - 1)
+      for i = 1, #turn do
+        redis.call('ZADD', passes, now + ttl, turn[i])
+        redis.call('HSET', valid, turn[i], now + ttl)
+      end
+      cursor = cursor + k - kp
+    end
     credit = credit - k
     admitted = k
     redis.call('HINCRBY', meta, 'admitted', k)
@@ -201,30 +228,38 @@ if now >= starts then
   redis.call('PEXPIREAT', meta, keep)
 end
 
-local m = redis.call('HMGET', meta, 'cursor', 'epoch', 'drawn')
+local m = redis.call('HMGET', meta, 'cursor', 'epoch', 'drawn', 'pseq', 'pcursor')
 local cursor, epoch = tonumber(m[1]) or 0, m[2] or ''
+local pseq, pcursor = tonumber(m[4]) or 0, tonumber(m[5]) or 0
 local final = 0
 if mode == 'fifo' or m[3] == '1' then
   final = 1
 end
-local waiting = redis.call('ZCARD', line) - cursor
+local waiting = redis.call('ZCARD', line) - cursor + pseq - pcursor
 if mode ~= 'fifo' and m[3] ~= '1' then
   waiting = waiting + redis.call('ZCARD', pre)
 end
 
-local out = {1, left, admitted, gone, waiting, cursor, epoch, final, state, string.format('%.17g', rate)}
+local out = {1, left, admitted, gone, waiting, cursor, epoch, final, state, string.format('%.17g', rate), pseq - pcursor}
 local o = #out
 for i = 9, #ARGV, 4 do
   local user = ARGV[i]
   local ticket = tickets[user]
   if not ticket then
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = reused[user] or 0, '', 0, 0, '', 0, 0
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7], out[o + 8] = reused[user] or 0, '', 0, 0, '', 0, 0, 0
   else
-    local status, place, ahead, expiry = 'waiting', 0, 0, 0
-    local rank = redis.call('ZRANK', line, ticket)
+    local status, place, ahead, expiry, priority = 'waiting', 0, 0, 0, 0
+    -- A line ticket has the priority tickets waiting ahead of it too.
+    local rank, before, extra = redis.call('ZRANK', line, ticket), cursor, pseq - pcursor
+    if not rank and pseq > 0 then
+      rank, before, extra = redis.call('ZRANK', prio, ticket), pcursor, 0
+      if rank then
+        priority = 1
+      end
+    end
     if rank then
       place = rank + 1
-      if rank < cursor then
+      if rank < before then
         expiry = tonumber(redis.call('HGET', valid, ticket)) or 0
         if expiry > now then
           status = 'admitted'
@@ -234,7 +269,7 @@ for i = 9, #ARGV, 4 do
           status = 'spent'
         end
       else
-        ahead = rank - cursor
+        ahead = rank - before + extra
         if left == 0 then
           status = 'sold_out'
         end
@@ -245,8 +280,8 @@ for i = 9, #ARGV, 4 do
     end
     local new = issued[user] or 0
     issued[user] = nil -- a shopper named twice in a batch is issued once
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7] = 1, status, place, ahead, ticket, expiry, new
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6], out[o + 7], out[o + 8] = 1, status, place, ahead, ticket, expiry, new, priority
   end
-  o = o + 7
+  o = o + 8
 end
 return out
