@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // The console's sale page steers the sale's waiting room in a real
 // browser: each button asks, then sends its command with the session's
 // CSRF token, and the page shows the room's state and every change; a
-// command without the token is refused and changes nothing.
+// command without the token is refused and changes nothing. It makes
+// priority codes, shown once, and counts those used.
 func TestConsoleSteersARoomInABrowser(t *testing.T) {
 	testutil.SkipShort(t, "drives a browser against a server on Redis and MariaDB")
 	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
@@ -48,6 +50,25 @@ func TestConsoleSteersARoomInABrowser(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, eval[int](b, fmt.Sprintf(
 		`fetch(%s, {method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": "forged"}, body: '{"action":"close"}'}).then(r => r.status)`, js(control))))
 	assert.Equal(t, room.Paused, s.do(0, "GET", fmt.Sprintf("/admin/skus/%d/room", sku), "", nil).Str("state"), "refused: nothing written")
+
+	b.shows("#room-codes-total", "0")
+	b.do(chromedp.SendKeys(chromedp.ID("room-codes-count"), "3"))
+	b.confirm("#room-make-codes")
+	b.contains("#action-result", "201 · 3 codes made")
+	b.shows("#room-codes-total", "3")
+	made := eval[string](b, `document.querySelector("#room-codes-made").value`)
+	codes := strings.Split(made, "\n")
+	require.Len(t, codes, 3, made)
+	req, err := s.caller().Request(base, "POST", fmt.Sprintf("/api/v1/skus/%d/queue", sku), "vip", nil)
+	require.NoError(t, err)
+	req.Header.Set("Seckill-Priority-Code", codes[0])
+	joined, err := s.caller().Send(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, joined.Status, joined.Raw)
+	assert.Equal(t, true, joined.Body["priority"], joined.Raw)
+	b.do(chromedp.Navigate(fmt.Sprintf("%s/console/skus/%d", base, sku)))
+	b.shows("#room-codes-used", "1")
+	b.shows("#room-codes-made", "")
 
 	b.confirm("#room-close")
 	b.contains("#action-result", "200 · room closed")

@@ -419,6 +419,7 @@ function salePage() {
   });
 
   if ($("#room-state")) roomControls(id, name);
+  if ($("#room-codes-form")) roomCodes(id, name);
 
   $("#audit-now").addEventListener("click", async () => {
     const r = await call("GET", `/skus/${id}/audit`);
@@ -492,6 +493,29 @@ function roomControls(id, name) {
   call("GET", `/skus/${id}/room`).then((r) => {
     if (r.ok) render(r.data);
     else $("#room-changes tbody").replaceChildren(message(`${r.data?.error}: ${r.data?.detail}`, 3, "error"));
+  });
+}
+
+// roomCodes shows how many priority codes the sale's waiting room holds
+// and makes more: the codes made are shown once, to be copied.
+function roomCodes(id, name) {
+  const counts = (c) => {
+    $("#room-codes-total").textContent = num(c.total);
+    $("#room-codes-used").textContent = num(c.used);
+  };
+  $("#room-codes-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const v = $("#room-codes-count").value.trim();
+    if (!(await confirmed(`Make ${v || "?"} priority codes for the waiting room of ${name()}? Each admits one shopper ahead of the line.`))) return;
+    const n = /^\d+$/.test(v) ? Number(v) : v;
+    const r = await call("POST", `/skus/${id}/room/codes`, JSON.stringify({ count: n }));
+    show($("#action-result"), r, `${r.data?.codes?.length} codes made`);
+    if (!r.ok) return;
+    counts(r.data);
+    $("#room-codes-made").value = r.data.codes.join("\n");
+  });
+  call("GET", `/skus/${id}/room/codes`).then((r) => {
+    if (r.ok) counts(r.data);
   });
 }
 
