@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/catalog"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testutil"
 )
 
@@ -277,4 +278,33 @@ func FuzzValidCode(f *testing.F) {
 			t.Fatalf("validCode(%q) = %v", s, validCode(s))
 		}
 	})
+}
+
+// A room keeps every key of a SKU's room under the SKU's hash tag, so on
+// Redis Cluster its scripts run in one slot: joins, a code, admission, a
+// pause, a buy with a pass, the published draw and the audit.
+func TestARoomOnRedisCluster(t *testing.T) {
+	rdb, prefix := testsvc.Cluster(t)
+	f := newFixtureOn(t, rdb, prefix, 100, 1, catalog.Room{AdmitPerSecond: 10})
+	_, board := f.other()
+	users := f.joinAll(20)
+	alice := f.joinWithCode("alice", f.codes(1)[0])
+	f.clock.Advance(time.Minute + time.Second)
+	f.tickOn(board)
+	st := f.peek("alice")
+	require.Equal(t, Admitted, st.Status)
+	require.NoError(t, f.buy("alice", st.Pass, "r-alice").Err)
+	f.control(f.room, ActionPause)
+	f.clock.Advance(time.Second)
+	f.tickOn(board)
+	f.control(f.room, ActionResume)
+	rep, err := f.room.Audit(t.Context(), f.sku, []Buyer{{User: "alice", Last: f.clock.Now()}})
+	require.NoError(t, err)
+	assert.Zero(t, rep.NotAdmitted)
+	assert.EqualValues(t, len(users)+1, rep.Joined)
+	f.clock.Advance(f.sku.EndsAt.Sub(f.clock.Now()))
+	d := f.published()
+	assert.Len(t, d.PreQueue, len(users))
+	assert.Equal(t, alice.Ticket, d.Codes[0].Ticket)
+	assert.Len(t, d.Controls, 2)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,6 +42,12 @@ type fixture struct {
 func newFixture(t testing.TB, units int64, limit int, r catalog.Room) *fixture {
 	t.Helper()
 	rdb, prefix := testsvc.Redis(t)
+	return newFixtureOn(t, rdb, prefix, units, limit, r)
+}
+
+// newFixtureOn is newFixture on rdb, with keys under prefix.
+func newFixtureOn(t testing.TB, rdb redis.UniversalClient, prefix string, units int64, limit int, r catalog.Room) *fixture {
+	t.Helper()
 	clock := testutil.NewClock(t0)
 	signer, err := NewSigner([]string{testKey})
 	require.NoError(t, err)
