@@ -1,10 +1,12 @@
 // Command fairbench measures how fair a flash sale is to humans when bots
-// join it: the bots' share of the units, with and without the SKU's waiting
-// room, against one `seckill serve` over real HTTP (real Redis and MariaDB,
-// the shipped defaults, rate limits on).
+// join it: the bots' share of the units with the SKU's waiting room, with
+// the room and a proof of work at its entrance, and without a room, against
+// one `seckill serve` over real HTTP (real Redis and MariaDB, the shipped
+// defaults, rate limits on).
 //
 // Each run creates a fresh SKU (-units units, per_user_limit 1) per mode and
-// lets -shoppers shoppers at it, -bots of them bots:
+// lets -shoppers shoppers at it, -bots of them bots, held by bot operators
+// of -bot-ids identities each:
 //
 //   - with the room (random mode, -admit per second, pass_ttl -pass-ttl,
 //     overbook -overbook), the room opens -window before the sale starts.
@@ -13,20 +15,29 @@
 //     at once when admitted. Humans arrive uniformly spread over the window,
 //     join, look again when retry_after_ms says, and buy a moment
 //     (-human-min to -human-max) after being admitted.
+//   - with the room and a proof of work (in -pow-runs of the runs, spread
+//     among them; pow_bits -pow-bits), every shopper's challenge is fetched
+//     and solved in Go before the room opens (no machine here hashes at
+//     the pace of 10,000 devices at once), and each shopper joins with its
+//     proof when its own device would have found it: a human -human-hashes
+//     hashes a second from its arrival, a bot operator -bot-hashes from the
+//     opening, solving its identities one after the other. Then as with
+//     the room.
 //   - without it, the SKU starts -window after the same moment. Bots buy
 //     from the start, retrying every -bot-min (-speedup times the humans'
 //     rate); humans arrive over the window and buy a moment (-human-min to
 //     -human-max) after the start, retrying as Retry-After says.
 //
 // Units are counted per class from the 202 answers, checked against the
-// orders in MySQL after the drain; with the room, the published draw is
+// orders in MySQL after the drain; with a room, the published draw is
 // checked too (its seed against the commitment published before the start,
 // and the buyers against the head of the line it gives). At the end every
 // SKU is checked with `seckill verify`, and a markdown table gives the bots'
-// share of units per mode (median and range over the runs).
+// share of units and the time to sell out per mode (median and range over
+// the runs), and whether each room meets the goal (-goal).
 //
-//	cd bench && go run ./fairbench                # 20 runs per mode
-//	cd bench && go run ./fairbench -runs 3
+//	cd bench && go run ./fairbench                # 20 runs per mode, 4 with proof of work
+//	cd bench && go run ./fairbench -runs 3 -modes pow,none
 package main
 
 import (
@@ -43,6 +54,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +85,12 @@ type config struct {
 	serveEnv string
 	keep     bool
 	tolerate float64
+	botIDs   int
+	powRuns  int
+	powBits  int
+	// humanHashes and botHashes are hashes per second: a human's device,
+	// and a bot operator's, shared by its identities.
+	humanHashes, botHashes float64
 }
 
 func main() {
@@ -95,10 +113,15 @@ func main() {
 	flag.DurationVar(&cfg.humanMax, "human-max", time.Second, "a human's longest such delay")
 	flag.IntVar(&cfg.conns, "conns", 256, "HTTP connections to the server, at most, for the bots and for the humans each")
 	flag.DurationVar(&cfg.timeout, "run-timeout", 60*time.Second, "longest a sale runs after its start before its shoppers are stopped")
-	flag.StringVar(&cfg.modes, "modes", "room,none", "modes to run, comma-separated: room (with the waiting room), none (without)")
+	flag.StringVar(&cfg.modes, "modes", "room,pow,none", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room)")
+	flag.IntVar(&cfg.botIDs, "bot-ids", 30, "shopper identities each bot operator holds")
+	flag.IntVar(&cfg.powRuns, "pow-runs", 4, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute of CPU on 2 cores)")
+	flag.IntVar(&cfg.powBits, "pow-bits", 16, "the pow mode's pow_bits: 2^16 hashes, 1.1 s for a human on average")
+	flag.Float64Var(&cfg.humanHashes, "human-hashes", 60_000, "a human's hashes per second (a mid-range phone, docs/shop/waiting-room.md#proof-of-work)")
+	flag.Float64Var(&cfg.botHashes, "bot-hashes", 1_200_000, "a bot operator's hashes per second, shared by its identities")
 	flag.StringVar(&cfg.serveEnv, "serve-env", "", "comma-separated SECKILL_...=value settings added to the server (the rows are then labelled tuned)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the database and the work directory (logs)")
-	flag.Float64Var(&cfg.tolerate, "goal", 3, "the goal: with the room, the bots' median share of units within this many points of their share of shoppers")
+	flag.Float64Var(&cfg.tolerate, "goal", 3, "the goal: with a room, the bots' median share of units within this many points of their share of shoppers")
 	flag.Parse()
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fairbench:", err)
@@ -128,12 +151,35 @@ type bench struct {
 	admin *http.Client
 	// bots and humans: each class's connections to the server.
 	bots, humans *http.Client
+	// hashRate is this machine's hashes per second over all its solvers,
+	// as last measured: how long a pow sale's solving will take.
+	hashRate float64
+}
+
+// mode is how a sale meets its shoppers.
+type mode int
+
+const (
+	modeRoom mode = iota // the waiting room
+	modePow              // the waiting room, with a proof of work to join
+	modeNone             // no room
+)
+
+var modes = []mode{modeRoom, modePow, modeNone}
+
+func (m mode) room() bool { return m != modeNone }
+
+// key names the mode in -modes and in the shoppers' ids.
+func (m mode) key() string { return [...]string{"room", "pow", "none"}[m] }
+
+func (m mode) String() string {
+	return [...]string{"waiting room", "waiting room + proof of work", "no room"}[m]
 }
 
 // outcome is one sale's result.
 type outcome struct {
 	run      int
-	room     bool
+	mode     mode
 	botUnits int64
 	humUnits int64
 	sqlBots  int64
@@ -148,6 +194,11 @@ type outcome struct {
 	fivexx   int
 	errs     int
 	answers  [2]string // bots', humans'
+	// opMax is the most units one bot operator bought.
+	opMax int64
+	pow   *powStats
+	// skipped says why the sale was not run.
+	skipped string
 }
 
 func (o outcome) total() int64 { return o.botUnits + o.humUnits }
@@ -163,15 +214,18 @@ func run(cfg config, out io.Writer) error {
 	switch {
 	case cfg.bots < 0 || cfg.bots > cfg.shoppers || cfg.shoppers <= 0:
 		return errors.New("want 0 <= -bots <= -shoppers, -shoppers > 0")
-	case cfg.runs <= 0 || cfg.units <= 0 || cfg.speedup <= 0:
-		return errors.New("-runs, -units and -speedup must be positive")
+	case cfg.runs <= 0 || cfg.units <= 0 || cfg.speedup <= 0 || cfg.botIDs <= 0:
+		return errors.New("-runs, -units, -speedup and -bot-ids must be positive")
+	case cfg.powBits < 1 || cfg.powBits > 32 || cfg.humanHashes <= 0 || cfg.botHashes <= 0:
+		return errors.New("want 1 <= -pow-bits <= 32, -human-hashes and -bot-hashes positive")
 	}
-	modes := map[string]bool{}
-	for _, m := range strings.Split(cfg.modes, ",") {
-		if m != "room" && m != "none" {
-			return fmt.Errorf("-modes: unknown mode %q (room, none)", m)
+	chosen := map[mode]bool{}
+	for _, k := range strings.Split(cfg.modes, ",") {
+		i := slices.IndexFunc(modes, func(m mode) bool { return m.key() == k })
+		if i < 0 {
+			return fmt.Errorf("-modes: unknown mode %q (room, pow, none)", k)
 		}
-		modes[m] = true
+		chosen[modes[i]] = true
 	}
 	dir, err := os.MkdirTemp("", "fairbench")
 	if err != nil {
@@ -251,32 +305,48 @@ func run(cfg config, out io.Writer) error {
 	fmt.Fprintf(out, "machine: %d CPUs, %s; %s\n", runtime.NumCPU(), runtime.Version(), loadavg())
 	fmt.Fprintf(out, "%d shoppers of whom %d bots (%.1f%%), %d units, per_user_limit 1; pre-queue window %s; bots %d× as fast as humans (at least every %s); humans act %s–%s after the start or their admission; %d connections per class\n",
 		cfg.shoppers, cfg.bots, b.botPct(), cfg.units, cfg.window, cfg.speedup, cfg.botMin, cfg.humanMin, cfg.humanMax, cfg.conns)
+	if ops := (cfg.bots + cfg.botIDs - 1) / cfg.botIDs; ops > 0 {
+		fmt.Fprintf(out, "the bots: %d operators holding %d identities each (the last %d)\n", ops, cfg.botIDs, cfg.bots-(ops-1)*cfg.botIDs)
+	}
 	fmt.Fprintln(out, "a sale's shoppers start no new request once its units are all sold (202s counted)")
+	if chosen[modePow] {
+		b.hashRate = measureHashRate(cfg.powBits, 2*time.Second)
+		expect := math.Exp2(float64(cfg.powBits))
+		fmt.Fprintf(out, "proof of work: pow_bits %d, %.0f hashes expected: %.2f s for a human at %.0f hashes/s; %.3f s an identity for a bot operator at %.0f hashes/s, %.2f s for %d\n",
+			cfg.powBits, expect, expect/cfg.humanHashes, cfg.humanHashes, expect/cfg.botHashes, cfg.botHashes, float64(cfg.botIDs)*expect/cfg.botHashes, cfg.botIDs)
+		fmt.Fprintf(out, "here %d solvers do %.1f M hashes/s: about %.0f s of solving before each pow sale's opening (at most %.0f s can be done)\n",
+			runtime.NumCPU(), b.hashRate/1e6, float64(cfg.shoppers)*expect/b.hashRate, b.maxPowLead().Seconds())
+	}
 	fmt.Fprintf(out, "server: seckill serve, shipped defaults (rate limits on: per_user 20/s burst 40), auth header, payment trusted, worker.sku_refresh 200ms%s\n\n", b.tunedNote())
 
 	began := time.Now()
 	var results []outcome
+	skipped := map[mode]int{}
 	for i := range cfg.runs {
-		order := []bool{true, false}
-		if i%2 == 1 {
-			order = []bool{false, true}
+		var these []mode
+		for _, m := range modes {
+			if chosen[m] && (m != modePow || b.powRun(i)) {
+				these = append(these, m)
+			}
 		}
-		for _, room := range order {
-			if (room && !modes["room"]) || (!room && !modes["none"]) {
-				continue
-			}
-			o, err := b.sale(i+1, room)
+		for k := range these {
+			m := these[(i+k)%len(these)] // each mode first in turn
+			o, err := b.sale(i+1, m)
 			if err != nil {
-				return fmt.Errorf("run %d (%s): %w\nserver log tail:\n%s", i+1, modeName(room), err, tail(server.log, 20))
+				return fmt.Errorf("run %d (%s): %w\nserver log tail:\n%s", i+1, m, err, tail(server.log, 20))
 			}
-			results = append(results, o)
 			b.printRun(out, o)
+			if o.skipped == "" {
+				results = append(results, o)
+			} else {
+				skipped[m]++
+			}
 		}
 	}
 
 	verified := b.verify()
-	fmt.Fprintf(out, "\n%d runs of each mode in %s; load at end: %s\n\n", cfg.runs, time.Since(began).Round(time.Second), loadavg())
-	good := b.table(out, results, verified)
+	fmt.Fprintf(out, "\n%d runs in %s; load at end: %s\n\n", cfg.runs, time.Since(began).Round(time.Second), loadavg())
+	good := b.table(out, results, skipped, verified)
 	if errLines := errorLines(server.log, 20); errLines != "" {
 		fmt.Fprintf(out, "\nserver log (%s), error lines:\n%s\n", server.log, errLines)
 	}
@@ -303,9 +373,9 @@ func (b *bench) tunedNote() string {
 	return "; tuned: " + b.cfg.serveEnv
 }
 
-func modeName(room bool) string {
-	if room {
-		return "waiting room"
-	}
-	return "no room"
+// powRun reports whether run i (from 0) has a pow sale: -pow-runs of the
+// runs, spread evenly among them.
+func (b *bench) powRun(i int) bool {
+	p, n := min(b.cfg.powRuns, b.cfg.runs), b.cfg.runs
+	return p > 0 && (i+1)*p/n > i*p/n
 }

@@ -11,26 +11,68 @@ import (
 	"time"
 )
 
-// sale runs one sale of run in one mode.
-func (b *bench) sale(run int, room bool) (outcome, error) {
+// sale runs one sale of run in mode m.
+func (b *bench) sale(run int, m mode) (outcome, error) {
 	cfg := b.cfg
-	opens := time.Now().UTC().Add(cfg.lead).Truncate(time.Millisecond)
-	starts := opens.Add(cfg.window)
-	mode := "none"
-	if room {
-		mode = "room"
+	shoppers := make([]shopper, cfg.shoppers)
+	for i := range shoppers {
+		sh := &shoppers[i]
+		sh.bot = i < cfg.bots
+		kind := 'h'
+		if sh.bot {
+			kind = 'b'
+			sh.op = i / cfg.botIDs
+		}
+		sh.user = fmt.Sprintf("fb%s-r%d-%s-%c%05d", b.tag, run, m.key(), kind, i)
 	}
-	s := &sale{b: b, room: room, opens: opens, starts: starts, units: cfg.units, stop: make(chan struct{})}
-	id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, mode), opens, starts, room)
-	if err != nil {
-		return outcome{}, err
+	var s *sale
+	var pow *powStats
+	for tries := 1; ; tries++ {
+		lead := cfg.lead
+		if m == modePow {
+			lead = b.powLead()
+		}
+		opens := time.Now().UTC().Add(lead).Truncate(time.Millisecond)
+		starts := opens.Add(cfg.window)
+		s = &sale{b: b, mode: m, opens: opens, starts: starts, units: cfg.units, shoppers: shoppers, stop: make(chan struct{})}
+		id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, m.key()), opens, starts, m)
+		if err != nil {
+			return outcome{}, err
+		}
+		s.id = id
+		if m != modePow {
+			if late := time.Since(opens); late > 0 {
+				return outcome{}, fmt.Errorf("creating the SKU took past its opening by %s: raise -lead", late)
+			}
+			break
+		}
+		// The shoppers are handed their proofs a moment before the opening.
+		st, err := s.prepare(opens.Add(-time.Second))
+		if err != nil {
+			return outcome{}, err
+		}
+		b.hashRate = st.rate
+		st.tries = tries
+		pow = &st
+		if st.done {
+			break
+		}
+		if tries == 3 || b.powSolving() > b.maxPowLead() {
+			return outcome{run: run, mode: m, skipped: fmt.Sprintf("%d tries: the solving here (%.1f M hashes/s) takes longer than the %.0f s the challenges leave",
+				tries, st.rate/1e6, b.maxPowLead().Seconds())}, nil
+		}
+		// The solving was slower than measured before: a new SKU, with
+		// the rate just measured. This one opens to nobody.
+		for i := range shoppers {
+			shoppers[i].proof = ""
+		}
 	}
-	s.id = id
+	id, opens := s.id, s.opens
 	b.skus = append(b.skus, id)
 	// The room publishes its seed's SHA-256 from its opening, the seed
 	// from the start: read the commitment in between.
 	var commit chan error
-	if room {
+	if m.room() {
 		commit = make(chan error, 1)
 		go func() {
 			time.Sleep(time.Until(opens.Add(cfg.window / 10)))
@@ -39,20 +81,7 @@ func (b *bench) sale(run int, room bool) (outcome, error) {
 			commit <- err
 		}()
 	}
-	if late := time.Since(opens); late > 0 {
-		return outcome{}, fmt.Errorf("creating the SKU took past its opening by %s: raise -lead", late)
-	}
-	s.shoppers = make([]shopper, cfg.shoppers)
-	for i := range s.shoppers {
-		sh := &s.shoppers[i]
-		sh.bot = i < cfg.bots
-		kind := 'h'
-		if sh.bot {
-			kind = 'b'
-		}
-		sh.user = fmt.Sprintf("fb%s-r%d-%s-%c%05d", b.tag, run, mode, kind, i)
-	}
-	o := outcome{run: run, room: room}
+	o := outcome{run: run, mode: m, pow: pow}
 	o.timedOut = s.shop(cfg.timeout)
 	if commit != nil {
 		if err := <-commit; err != nil {
@@ -62,6 +91,7 @@ func (b *bench) sale(run int, room bool) (outcome, error) {
 	if d := s.soldOut.Load(); d > 0 {
 		o.soldOut = time.Duration(d)
 	}
+	opUnits := map[int]int64{}
 	for _, sh := range s.shoppers {
 		c := 1
 		if sh.bot {
@@ -70,11 +100,13 @@ func (b *bench) sale(run int, room bool) (outcome, error) {
 		if sh.won {
 			if sh.bot {
 				o.botUnits++
+				opUnits[sh.op]++
+				o.opMax = max(o.opMax, opUnits[sh.op])
 			} else {
 				o.humUnits++
 			}
 		}
-		if room && !sh.joined {
+		if m.room() && !sh.joined {
 			o.notIn[c]++
 		}
 		if sh.late {
@@ -91,25 +123,32 @@ func (b *bench) sale(run int, room bool) (outcome, error) {
 	if err := b.sqlCount(id, &o); err != nil {
 		return o, err
 	}
-	if room {
+	if m.room() {
 		o.drawOK, o.drawNote = b.checkDraw(s)
+	}
+	if pow != nil {
+		pow.expired = s.expired.Load()
 	}
 	o.answers = [2]string{s.tallies[0].String(), s.tallies[1].String()}
 	return o, nil
 }
 
 // createSKU creates the sale's SKU and returns its id.
-func (b *bench) createSKU(name string, opens, starts time.Time, room bool) (int64, error) {
+func (b *bench) createSKU(name string, opens, starts time.Time, m mode) (int64, error) {
 	ends := starts.Add(time.Hour)
 	body := map[string]any{
 		"name": name, "price_cents": 9900, "stock": b.cfg.units, "per_user_limit": 1,
 		"starts_at": starts.Format(time.RFC3339Nano), "ends_at": ends.Format(time.RFC3339Nano),
 	}
-	if room {
-		body["waiting_room"] = map[string]any{
+	if m.room() {
+		wr := map[string]any{
 			"opens_at": opens.Format(time.RFC3339Nano), "mode": "random",
 			"admit_per_second": b.cfg.admit, "pass_ttl": b.cfg.passTTL.String(), "overbook": b.cfg.overbook,
 		}
+		if m == modePow {
+			wr["pow_bits"] = b.cfg.powBits
+		}
+		body["waiting_room"] = wr
 	}
 	var v struct {
 		ID int64 `json:"id"`
