@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,38 +26,62 @@ import (
 // solve finds the proof of challenge at bits (1 to 32) as web/pow/solve.js
 // does: the decimal nonces 0, 1, 2… until SHA-256("<challenge>:<nonce>")
 // starts with bits zero bits. It returns "<challenge>:<nonce>" and the
-// hashes it took (nonce + 1). The whole 64-byte blocks of "<challenge>:"
-// are hashed once and the state after them restored for each nonce, so a
-// nonce costs the hash of the last block of a challenge of about 100
-// bytes, not of both. The proof found is checked with room.Solved, the
+// hashes it took (nonce + 1), the proof checked with room.Solved, the
 // server's own test.
+//
+// A nonce costs one SHA-256 block, of a challenge of about 100 bytes: the
+// whole 64-byte blocks of "<challenge>:" are hashed once, and for each
+// nonce the state after them is restored and given the message's last
+// block, padding included, which leaves the digest in the state; the
+// first word of a state marshalled as "sha\x03" and 8 big-endian words is
+// the digest's.
 func solve(challenge string, bits int) (string, int64) {
 	prefix := challenge + ":"
 	whole := len(prefix) / sha256.BlockSize * sha256.BlockSize
 	h := sha256.New()
 	_, _ = h.Write([]byte(prefix[:whole]))
-	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		panic(err)
+	mid, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil || !strings.HasPrefix(string(mid), "sha\x03") {
+		panic(fmt.Sprintf("fairbench: a SHA-256 state marshalled as %.8q: %v", mid, err))
 	}
-	restore := h.(encoding.BinaryUnmarshaler)
-	tail := []byte(prefix[whole:])
-	head := len(tail)
-	var sum [sha256.Size]byte
-	for n := int64(0); ; n++ {
-		if err := restore.UnmarshalBinary(state); err != nil {
-			panic(err)
-		}
-		tail = strconv.AppendInt(tail[:head], n, 10)
-		_, _ = h.Write(tail)
-		h.Sum(sum[:0])
-		if binary.BigEndian.Uint32(sum[:4])>>(32-bits) == 0 {
-			proof := prefix + strconv.FormatInt(n, 10)
-			if !room.Solved(proof, bits) {
-				panic("fairbench: solve found " + proof + ", which room.Solved refuses")
+	restore, state := h.(encoding.BinaryUnmarshaler), h.(encoding.BinaryAppender)
+	rest := prefix[whole:]
+	out := make([]byte, 0, len(mid))
+	for digits, first := 1, int64(0); ; digits, first = digits+1, int64(math.Pow10(digits)) {
+		// The message's end with d digits of nonce, padded: rest, the
+		// nonce, 0x80, zeros, the message's length in bits.
+		n := len(rest) + digits
+		last := make([]byte, (n+9+63)/64*64)
+		copy(last, rest)
+		nonce := strconv.AppendInt(last[len(rest):len(rest)], first, 10)
+		last[n] = 0x80
+		binary.BigEndian.PutUint64(last[len(last)-8:], uint64(len(prefix)+digits)*8)
+		for v, end := first, int64(math.Pow10(digits)); v < end; v++ {
+			if v > first {
+				increment(nonce)
 			}
-			return proof, n + 1
+			_ = restore.UnmarshalBinary(mid)
+			_, _ = h.Write(last)
+			out, _ = state.AppendBinary(out[:0])
+			if binary.BigEndian.Uint32(out[4:8])>>(32-bits) == 0 {
+				proof := prefix + string(nonce)
+				if !room.Solved(proof, bits) {
+					panic("fairbench: solve found " + proof + ", which room.Solved refuses")
+				}
+				return proof, v + 1
+			}
 		}
+	}
+}
+
+// increment adds one to the decimal number d, which is not all nines.
+func increment(d []byte) {
+	for i := len(d) - 1; ; i-- {
+		if d[i] < '9' {
+			d[i]++
+			return
+		}
+		d[i] = '0'
 	}
 }
 
