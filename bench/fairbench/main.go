@@ -36,7 +36,7 @@
 // share of units and the time to sell out per mode (median and range over
 // the runs), and whether each room meets the goal (-goal).
 //
-//	cd bench && go run ./fairbench                # 20 runs per mode, 4 with proof of work
+//	cd bench && go run ./fairbench                # 20 runs per mode, 3 with proof of work
 //	cd bench && go run ./fairbench -runs 3 -modes pow,none
 package main
 
@@ -115,7 +115,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "run-timeout", 60*time.Second, "longest a sale runs after its start before its shoppers are stopped")
 	flag.StringVar(&cfg.modes, "modes", "room,pow,none", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room)")
 	flag.IntVar(&cfg.botIDs, "bot-ids", 30, "shopper identities each bot operator holds")
-	flag.IntVar(&cfg.powRuns, "pow-runs", 4, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute of CPU on 2 cores)")
+	flag.IntVar(&cfg.powRuns, "pow-runs", 3, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute on 2 cores)")
 	flag.IntVar(&cfg.powBits, "pow-bits", 16, "the pow mode's pow_bits: 2^16 hashes, 1.1 s for a human on average")
 	flag.Float64Var(&cfg.humanHashes, "human-hashes", 60_000, "a human's hashes per second (a mid-range phone, docs/shop/waiting-room.md#proof-of-work)")
 	flag.Float64Var(&cfg.botHashes, "bot-hashes", 1_200_000, "a bot operator's hashes per second, shared by its identities")
