@@ -114,9 +114,9 @@ bench-events: ## the drain's SQL transaction with order events off, on, and on w
 		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done && \
 		$(GO) test -run '^$$' -bench 'BenchmarkEventsKeepUp|BenchmarkMassExpiry' -benchtime 1x -count 3 ./internal/outbox/ | grep -E 'keep-up|s-to-deliver'
 
-bench-fair: ## bots' share of units with and without the waiting room: 10,000 shoppers (1,000 bots), 200 units, 20 runs per mode (RUNS=n to change)
+bench-fair: ## bots' share of units with the waiting room, with the room and a proof of work, and without: 10,000 shoppers (1,000 bots, 30 identities to an operator), 200 units; 20 runs per mode, 3 of them with the proof of work (RUNS=n, POW_RUNS=n to change; about 10 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
-		cd bench && $(GO) run ./fairbench -runs $(or $(RUNS),20)
+		cd bench && $(GO) run ./fairbench -runs $(or $(RUNS),20) -pow-runs $(or $(POW_RUNS),3)
 
 bench-cost: ## CPU per accepted order and the rate against an earlier commit (REF=<commit>): the hot-SKU and a 100-SKU row, 3 rounds alternated (about 10 minutes)
 	@test -n "$(REF)" || { echo "bench-cost: name the earlier commit, e.g. make bench-cost REF=46cbc0a" >&2; exit 2; }

@@ -1,10 +1,12 @@
 // Command fairbench measures how fair a flash sale is to humans when bots
-// join it: the bots' share of the units, with and without the SKU's waiting
-// room, against one `seckill serve` over real HTTP (real Redis and MariaDB,
-// the shipped defaults, rate limits on).
+// join it: the bots' share of the units with the SKU's waiting room, with
+// the room and a proof of work at its entrance, and without a room, against
+// one `seckill serve` over real HTTP (real Redis and MariaDB, the shipped
+// defaults, rate limits on).
 //
 // Each run creates a fresh SKU (-units units, per_user_limit 1) per mode and
-// lets -shoppers shoppers at it, -bots of them bots:
+// lets -shoppers shoppers at it, -bots of them bots, held by bot operators
+// of -bot-ids identities each:
 //
 //   - with the room (random mode, -admit per second, pass_ttl -pass-ttl,
 //     overbook -overbook), the room opens -window before the sale starts.
@@ -13,29 +15,35 @@
 //     at once when admitted. Humans arrive uniformly spread over the window,
 //     join, look again when retry_after_ms says, and buy a moment
 //     (-human-min to -human-max) after being admitted.
+//   - with the room and a proof of work (in -pow-runs of the runs, spread
+//     among them; pow_bits -pow-bits), every shopper's challenge is fetched
+//     and solved in Go before the room opens (no machine here hashes at
+//     the pace of 10,000 devices at once), and each shopper joins with its
+//     proof when its own device would have found it: a human -human-hashes
+//     hashes a second from its arrival, a bot operator -bot-hashes from the
+//     opening, solving its identities one after the other. Then as with
+//     the room.
 //   - without it, the SKU starts -window after the same moment. Bots buy
 //     from the start, retrying every -bot-min (-speedup times the humans'
 //     rate); humans arrive over the window and buy a moment (-human-min to
 //     -human-max) after the start, retrying as Retry-After says.
 //
 // Units are counted per class from the 202 answers, checked against the
-// orders in MySQL after the drain; with the room, the published draw is
+// orders in MySQL after the drain; with a room, the published draw is
 // checked too (its seed against the commitment published before the start,
 // and the buyers against the head of the line it gives). At the end every
 // SKU is checked with `seckill verify`, and a markdown table gives the bots'
-// share of units per mode (median and range over the runs).
+// share of units and the time to sell out per mode (median and range over
+// the runs), and whether each room meets the goal (-goal).
 //
-//	cd bench && go run ./fairbench                # 20 runs per mode
-//	cd bench && go run ./fairbench -runs 3
+//	cd bench && go run ./fairbench                # 20 runs per mode, 3 with proof of work
+//	cd bench && go run ./fairbench -runs 3 -modes pow,none
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,7 +55,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +85,12 @@ type config struct {
 	serveEnv string
 	keep     bool
 	tolerate float64
+	botIDs   int
+	powRuns  int
+	powBits  int
+	// humanHashes and botHashes are hashes per second: a human's device,
+	// and a bot operator's, shared by its identities.
+	humanHashes, botHashes float64
 }
 
 func main() {
@@ -100,10 +113,15 @@ func main() {
 	flag.DurationVar(&cfg.humanMax, "human-max", time.Second, "a human's longest such delay")
 	flag.IntVar(&cfg.conns, "conns", 256, "HTTP connections to the server, at most, for the bots and for the humans each")
 	flag.DurationVar(&cfg.timeout, "run-timeout", 60*time.Second, "longest a sale runs after its start before its shoppers are stopped")
-	flag.StringVar(&cfg.modes, "modes", "room,none", "modes to run, comma-separated: room (with the waiting room), none (without)")
+	flag.StringVar(&cfg.modes, "modes", "room,pow,none", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room)")
+	flag.IntVar(&cfg.botIDs, "bot-ids", 30, "shopper identities each bot operator holds")
+	flag.IntVar(&cfg.powRuns, "pow-runs", 3, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute on 2 cores)")
+	flag.IntVar(&cfg.powBits, "pow-bits", 16, "the pow mode's pow_bits: 2^16 hashes, 1.1 s for a human on average")
+	flag.Float64Var(&cfg.humanHashes, "human-hashes", 60_000, "a human's hashes per second (a mid-range phone, docs/shop/waiting-room.md#proof-of-work)")
+	flag.Float64Var(&cfg.botHashes, "bot-hashes", 1_200_000, "a bot operator's hashes per second, shared by its identities")
 	flag.StringVar(&cfg.serveEnv, "serve-env", "", "comma-separated SECKILL_...=value settings added to the server (the rows are then labelled tuned)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the database and the work directory (logs)")
-	flag.Float64Var(&cfg.tolerate, "goal", 3, "the goal: with the room, the bots' median share of units within this many points of their share of shoppers")
+	flag.Float64Var(&cfg.tolerate, "goal", 3, "the goal: with a room, the bots' median share of units within this many points of their share of shoppers")
 	flag.Parse()
 	if err := run(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fairbench:", err)
@@ -133,12 +151,35 @@ type bench struct {
 	admin *http.Client
 	// bots and humans: each class's connections to the server.
 	bots, humans *http.Client
+	// hashRate is this machine's hashes per second over all its solvers,
+	// as last measured: how long a pow sale's solving will take.
+	hashRate float64
+}
+
+// mode is how a sale meets its shoppers.
+type mode int
+
+const (
+	modeRoom mode = iota // the waiting room
+	modePow              // the waiting room, with a proof of work to join
+	modeNone             // no room
+)
+
+var modes = []mode{modeRoom, modePow, modeNone}
+
+func (m mode) room() bool { return m != modeNone }
+
+// key names the mode in -modes and in the shoppers' ids.
+func (m mode) key() string { return [...]string{"room", "pow", "none"}[m] }
+
+func (m mode) String() string {
+	return [...]string{"waiting room", "waiting room + proof of work", "no room"}[m]
 }
 
 // outcome is one sale's result.
 type outcome struct {
 	run      int
-	room     bool
+	mode     mode
 	botUnits int64
 	humUnits int64
 	sqlBots  int64
@@ -153,6 +194,11 @@ type outcome struct {
 	fivexx   int
 	errs     int
 	answers  [2]string // bots', humans'
+	// opMax is the most units one bot operator bought.
+	opMax int64
+	pow   *powStats
+	// skipped says why the sale was not run.
+	skipped string
 }
 
 func (o outcome) total() int64 { return o.botUnits + o.humUnits }
@@ -168,15 +214,18 @@ func run(cfg config, out io.Writer) error {
 	switch {
 	case cfg.bots < 0 || cfg.bots > cfg.shoppers || cfg.shoppers <= 0:
 		return errors.New("want 0 <= -bots <= -shoppers, -shoppers > 0")
-	case cfg.runs <= 0 || cfg.units <= 0 || cfg.speedup <= 0:
-		return errors.New("-runs, -units and -speedup must be positive")
+	case cfg.runs <= 0 || cfg.units <= 0 || cfg.speedup <= 0 || cfg.botIDs <= 0:
+		return errors.New("-runs, -units, -speedup and -bot-ids must be positive")
+	case cfg.powBits < 1 || cfg.powBits > 32 || cfg.humanHashes <= 0 || cfg.botHashes <= 0:
+		return errors.New("want 1 <= -pow-bits <= 32, -human-hashes and -bot-hashes positive")
 	}
-	modes := map[string]bool{}
-	for _, m := range strings.Split(cfg.modes, ",") {
-		if m != "room" && m != "none" {
-			return fmt.Errorf("-modes: unknown mode %q (room, none)", m)
+	chosen := map[mode]bool{}
+	for _, k := range strings.Split(cfg.modes, ",") {
+		i := slices.IndexFunc(modes, func(m mode) bool { return m.key() == k })
+		if i < 0 {
+			return fmt.Errorf("-modes: unknown mode %q (room, pow, none)", k)
 		}
-		modes[m] = true
+		chosen[modes[i]] = true
 	}
 	dir, err := os.MkdirTemp("", "fairbench")
 	if err != nil {
@@ -256,32 +305,48 @@ func run(cfg config, out io.Writer) error {
 	fmt.Fprintf(out, "machine: %d CPUs, %s; %s\n", runtime.NumCPU(), runtime.Version(), loadavg())
 	fmt.Fprintf(out, "%d shoppers of whom %d bots (%.1f%%), %d units, per_user_limit 1; pre-queue window %s; bots %d× as fast as humans (at least every %s); humans act %s–%s after the start or their admission; %d connections per class\n",
 		cfg.shoppers, cfg.bots, b.botPct(), cfg.units, cfg.window, cfg.speedup, cfg.botMin, cfg.humanMin, cfg.humanMax, cfg.conns)
+	if ops := (cfg.bots + cfg.botIDs - 1) / cfg.botIDs; ops > 0 {
+		fmt.Fprintf(out, "the bots: %d operators holding %d identities each (the last %d)\n", ops, cfg.botIDs, cfg.bots-(ops-1)*cfg.botIDs)
+	}
 	fmt.Fprintln(out, "a sale's shoppers start no new request once its units are all sold (202s counted)")
+	if chosen[modePow] {
+		b.hashRate = measureHashRate(cfg.powBits, 2*time.Second)
+		expect := math.Exp2(float64(cfg.powBits))
+		fmt.Fprintf(out, "proof of work: pow_bits %d, %.0f hashes expected: %.2f s for a human at %.0f hashes/s; %.3f s an identity for a bot operator at %.0f hashes/s, %.2f s for %d\n",
+			cfg.powBits, expect, expect/cfg.humanHashes, cfg.humanHashes, expect/cfg.botHashes, cfg.botHashes, float64(cfg.botIDs)*expect/cfg.botHashes, cfg.botIDs)
+		fmt.Fprintf(out, "here %d solvers do %.1f M hashes/s: about %.0f s of solving before each pow sale's opening (at most %.0f s can be done)\n",
+			runtime.NumCPU(), b.hashRate/1e6, float64(cfg.shoppers)*expect/b.hashRate, b.maxPowLead().Seconds())
+	}
 	fmt.Fprintf(out, "server: seckill serve, shipped defaults (rate limits on: per_user 20/s burst 40), auth header, payment trusted, worker.sku_refresh 200ms%s\n\n", b.tunedNote())
 
 	began := time.Now()
 	var results []outcome
+	skipped := map[mode]int{}
 	for i := range cfg.runs {
-		order := []bool{true, false}
-		if i%2 == 1 {
-			order = []bool{false, true}
+		var these []mode
+		for _, m := range modes {
+			if chosen[m] && (m != modePow || b.powRun(i)) {
+				these = append(these, m)
+			}
 		}
-		for _, room := range order {
-			if (room && !modes["room"]) || (!room && !modes["none"]) {
-				continue
-			}
-			o, err := b.sale(i+1, room)
+		for k := range these {
+			m := these[(i+k)%len(these)] // each mode first in turn
+			o, err := b.sale(i+1, m)
 			if err != nil {
-				return fmt.Errorf("run %d (%s): %w\nserver log tail:\n%s", i+1, modeName(room), err, tail(server.log, 20))
+				return fmt.Errorf("run %d (%s): %w\nserver log tail:\n%s", i+1, m, err, tail(server.log, 20))
 			}
-			results = append(results, o)
 			b.printRun(out, o)
+			if o.skipped == "" {
+				results = append(results, o)
+			} else {
+				skipped[m]++
+			}
 		}
 	}
 
 	verified := b.verify()
-	fmt.Fprintf(out, "\n%d runs of each mode in %s; load at end: %s\n\n", cfg.runs, time.Since(began).Round(time.Second), loadavg())
-	good := b.table(out, results, verified)
+	fmt.Fprintf(out, "\n%d runs in %s; load at end: %s\n\n", cfg.runs, time.Since(began).Round(time.Second), loadavg())
+	good := b.table(out, results, skipped, verified)
 	if errLines := errorLines(server.log, 20); errLines != "" {
 		fmt.Fprintf(out, "\nserver log (%s), error lines:\n%s\n", server.log, errLines)
 	}
@@ -308,488 +373,9 @@ func (b *bench) tunedNote() string {
 	return "; tuned: " + b.cfg.serveEnv
 }
 
-func modeName(room bool) string {
-	if room {
-		return "waiting room"
-	}
-	return "no room"
-}
-
-// sale runs one sale of run in one mode.
-func (b *bench) sale(run int, room bool) (outcome, error) {
-	cfg := b.cfg
-	opens := time.Now().UTC().Add(cfg.lead).Truncate(time.Millisecond)
-	starts := opens.Add(cfg.window)
-	mode := "none"
-	if room {
-		mode = "room"
-	}
-	s := &sale{b: b, room: room, opens: opens, starts: starts, units: cfg.units, stop: make(chan struct{})}
-	id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, mode), opens, starts, room)
-	if err != nil {
-		return outcome{}, err
-	}
-	s.id = id
-	b.skus = append(b.skus, id)
-	// The room publishes its seed's SHA-256 from its opening, the seed
-	// from the start: read the commitment in between.
-	var commit chan error
-	if room {
-		commit = make(chan error, 1)
-		go func() {
-			time.Sleep(time.Until(opens.Add(cfg.window / 10)))
-			var err error
-			s.seedSHA, err = b.seedCommitment(id)
-			commit <- err
-		}()
-	}
-	if late := time.Since(opens); late > 0 {
-		return outcome{}, fmt.Errorf("creating the SKU took past its opening by %s: raise -lead", late)
-	}
-	s.shoppers = make([]shopper, cfg.shoppers)
-	for i := range s.shoppers {
-		sh := &s.shoppers[i]
-		sh.bot = i < cfg.bots
-		kind := 'h'
-		if sh.bot {
-			kind = 'b'
-		}
-		sh.user = fmt.Sprintf("fb%s-r%d-%s-%c%05d", b.tag, run, mode, kind, i)
-	}
-	o := outcome{run: run, room: room}
-	o.timedOut = s.shop(cfg.timeout)
-	if commit != nil {
-		if err := <-commit; err != nil {
-			return o, err
-		}
-	}
-	if d := s.soldOut.Load(); d > 0 {
-		o.soldOut = time.Duration(d)
-	}
-	for _, sh := range s.shoppers {
-		c := 1
-		if sh.bot {
-			c = 0
-		}
-		if sh.won {
-			if sh.bot {
-				o.botUnits++
-			} else {
-				o.humUnits++
-			}
-		}
-		if room && !sh.joined {
-			o.notIn[c]++
-		}
-		if sh.late {
-			o.late[c]++
-		}
-	}
-	for i := range s.tallies {
-		o.fivexx += s.tallies[i].fivexx
-		o.errs += s.tallies[i].errs
-	}
-	if err := b.drained(id, o.total(), 2*time.Minute); err != nil {
-		return o, err
-	}
-	if err := b.sqlCount(id, &o); err != nil {
-		return o, err
-	}
-	if room {
-		o.drawOK, o.drawNote = b.checkDraw(s)
-	}
-	o.answers = [2]string{s.tallies[0].String(), s.tallies[1].String()}
-	return o, nil
-}
-
-// createSKU creates the sale's SKU and returns its id.
-func (b *bench) createSKU(name string, opens, starts time.Time, room bool) (int64, error) {
-	ends := starts.Add(time.Hour)
-	body := map[string]any{
-		"name": name, "price_cents": 9900, "stock": b.cfg.units, "per_user_limit": 1,
-		"starts_at": starts.Format(time.RFC3339Nano), "ends_at": ends.Format(time.RFC3339Nano),
-	}
-	if room {
-		body["waiting_room"] = map[string]any{
-			"opens_at": opens.Format(time.RFC3339Nano), "mode": "random",
-			"admit_per_second": b.cfg.admit, "pass_ttl": b.cfg.passTTL.String(), "overbook": b.cfg.overbook,
-		}
-	}
-	var v struct {
-		ID int64 `json:"id"`
-	}
-	status, data, err := b.adminDo(http.MethodPost, "/admin/skus", body, &v)
-	if err != nil {
-		return 0, err
-	}
-	if status != http.StatusCreated || v.ID == 0 {
-		return 0, fmt.Errorf("POST /admin/skus: %d %s", status, data)
-	}
-	return v.ID, nil
-}
-
-// seedCommitment is the room's seed_sha256 as the SKU's public view gives
-// it between the room's opening and the start (when it must not give the
-// seed).
-func (b *bench) seedCommitment(id int64) (string, error) {
-	var v struct {
-		WaitingRoom *struct {
-			SeedSHA256 string `json:"seed_sha256"`
-			Seed       string `json:"seed"`
-		} `json:"waiting_room"`
-	}
-	status, data, err := b.adminDo(http.MethodGet, fmt.Sprintf("/api/v1/skus/%d", id), nil, &v)
-	if err != nil {
-		return "", err
-	}
-	if status != http.StatusOK || v.WaitingRoom == nil || v.WaitingRoom.SeedSHA256 == "" {
-		return "", fmt.Errorf("GET /api/v1/skus/%d: %d %s: no waiting_room.seed_sha256", id, status, data)
-	}
-	if v.WaitingRoom.Seed != "" {
-		return "", fmt.Errorf("GET /api/v1/skus/%d before the start gives the seed: %s", id, data)
-	}
-	return v.WaitingRoom.SeedSHA256, nil
-}
-
-// adminDo sends a request with the admin token and decodes a JSON answer
-// into v (if not nil).
-func (b *bench) adminDo(method, path string, body, v any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, b.url+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := b.admin.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	if v != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(data, v); err != nil {
-			return resp.StatusCode, data, fmt.Errorf("%s %s: %w: %s", method, path, err, data)
-		}
-	}
-	return resp.StatusCode, data, nil
-}
-
-// drained waits until nothing of the SKU is queued, its audit is
-// consistent and SQL holds orders orders.
-func (b *bench) drained(id, orders int64, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		var r struct {
-			Orders       int64 `json:"orders"`
-			Queued       int64 `json:"queued"`
-			QueuedOrders int64 `json:"queued_orders"`
-			Consistent   bool  `json:"consistent"`
-		}
-		status, data, err := b.adminDo(http.MethodGet, fmt.Sprintf("/admin/skus/%d/audit", id), nil, &r)
-		if err == nil && status == http.StatusOK && r.Queued == 0 && r.QueuedOrders == 0 && r.Consistent && r.Orders >= orders {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("sku %d not drained in %s (want %d orders): %d %s", id, timeout, orders, status, data)
-			}
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// sqlCount counts the SKU's orders in MySQL by class of shopper.
-func (b *bench) sqlCount(id int64, o *outcome) error {
-	rows, err := b.db.Query("SELECT user_id FROM orders WHERE sku_id = ?", id)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return err
-		}
-		switch i := strings.LastIndexByte(u, '-'); {
-		case i >= 0 && strings.HasPrefix(u[i+1:], "b"):
-			o.sqlBots++
-		case i >= 0 && strings.HasPrefix(u[i+1:], "h"):
-			o.sqlHums++
-		default:
-			o.sqlOther++
-		}
-	}
-	return rows.Err()
-}
-
-// checkDraw ends the sale, reads its published draw and checks it: the
-// seed against the commitment published before the start, every ticket
-// ours, and the buyers the head of the line the draw gives.
-func (b *bench) checkDraw(s *sale) (bool, string) {
-	if status, data, err := b.adminDo(http.MethodPost, fmt.Sprintf("/admin/skus/%d/end", s.id), nil, nil); err != nil || status != http.StatusOK {
-		return false, fmt.Sprintf("POST /admin/skus/%d/end: %d %s %v", s.id, status, data, err)
-	}
-	var d struct {
-		Mode       string   `json:"mode"`
-		Seed       string   `json:"seed"`
-		SeedSHA256 string   `json:"seed_sha256"`
-		PreQueue   []string `json:"pre_queue"`
-		Later      []string `json:"later"`
-	}
-	var status int
-	var data []byte
-	var err error
-	for range 50 { // the end reaches the catalog cache at once here; a few tries in case
-		status, data, err = b.adminDo(http.MethodGet, fmt.Sprintf("/api/v1/skus/%d/draw", s.id), nil, &d)
-		if err != nil || status != http.StatusConflict {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil || status != http.StatusOK {
-		return false, fmt.Sprintf("GET /api/v1/skus/%d/draw: %d %.200s %v", s.id, status, data, err)
-	}
-	sum := sha256.Sum256([]byte(d.Seed))
-	if hex.EncodeToString(sum[:]) != d.SeedSHA256 || d.SeedSHA256 != s.seedSHA {
-		return false, fmt.Sprintf("seed %s: its SHA-256 is not the commitment %s published before the start (the draw says %s)", d.Seed, s.seedSHA, d.SeedSHA256)
-	}
-	type keyed struct{ key, ticket string }
-	pre := make([]keyed, len(d.PreQueue))
-	for i, t := range d.PreQueue {
-		k := sha256.Sum256([]byte(d.Seed + ":" + t))
-		pre[i] = keyed{hex.EncodeToString(k[:]), t}
-	}
-	sort.Slice(pre, func(i, j int) bool { return pre[i].key < pre[j].key })
-	line := make([]string, 0, len(pre)+len(d.Later))
-	for _, k := range pre {
-		line = append(line, k.ticket)
-	}
-	line = append(line, d.Later...)
-	who := map[string]*shopper{}
-	joined := 0
-	for i := range s.shoppers {
-		if sh := &s.shoppers[i]; sh.joined {
-			who[sh.ticket] = sh
-			joined++
-		}
-	}
-	if len(line) != joined {
-		return false, fmt.Sprintf("the draw has %d tickets (%d pre-queue, %d later); %d shoppers joined", len(line), len(d.PreQueue), len(d.Later), joined)
-	}
-	// Passes go out in line order, at most units x overbook at a time
-	// (fewer as units sell): every buyer is within the first
-	// floor(units x overbook) places; with overbook 1 the buyers are the
-	// head of the line.
-	n := int(s.accepted.Load())
-	limit := min(int(math.Floor(float64(s.units)*b.cfg.overbook+1e-9)), len(line))
-	for i, t := range line {
-		sh := who[t]
-		switch {
-		case sh == nil:
-			return false, fmt.Sprintf("ticket %s of the draw is not a shopper's", t)
-		case sh.won && i >= limit:
-			return false, fmt.Sprintf("%s bought from place %d of the line, behind the first %d", sh.user, i+1, limit)
-		case !sh.won && i < n && limit == int(s.units):
-			return false, fmt.Sprintf("place %d of the line (%s) did not buy, while someone further back did", i+1, sh.user)
-		}
-	}
-	return true, fmt.Sprintf("draw ok: the seed matches its commitment; the %d buyers are within the first %d places of the line (%d pre-queue, %d later)", n, limit, len(d.PreQueue), len(d.Later))
-}
-
-func (b *bench) printRun(out io.Writer, o outcome) {
-	fmt.Fprintf(out, "run %d, %s: bots %d of %d units (%.1f%%), humans %d", o.run, modeName(o.room), o.botUnits, o.total(), o.botShare(), o.humUnits)
-	if o.soldOut > 0 {
-		fmt.Fprintf(out, "; sold out %.2fs after the start", o.soldOut.Seconds())
-	} else {
-		fmt.Fprintf(out, "; NOT sold out")
-	}
-	if o.timedOut {
-		fmt.Fprintf(out, " (stopped after -run-timeout)")
-	}
-	fmt.Fprintf(out, "; SQL: %d bots, %d humans", o.sqlBots, o.sqlHums)
-	if o.sqlOther > 0 {
-		fmt.Fprintf(out, ", %d others", o.sqlOther)
-	}
-	if o.room {
-		fmt.Fprintf(out, "; joined after the draw: %d bots, %d humans; never joined: %d bots, %d humans; %s", o.late[0], o.late[1], o.notIn[0], o.notIn[1], o.drawNote)
-	}
-	if o.fivexx > 0 || o.errs > 0 {
-		fmt.Fprintf(out, "; %d 5xx, %d transport errors", o.fivexx, o.errs)
-	}
-	fmt.Fprintf(out, "\n    bots' answers: %s\n    humans' answers: %s\n", o.answers[0], o.answers[1])
-}
-
-// table prints the summary and the checks; false if one failed.
-func (b *bench) table(out io.Writer, results []outcome, verified string) bool {
-	good := true
-	fmt.Fprintf(out, "%d shoppers (%d bots = %.1f%%), %d units per run%s\n\n", b.cfg.shoppers, b.cfg.bots, b.botPct(), b.cfg.units, b.tunedNote())
-	fmt.Fprintln(out, "| mode | runs | bots' share of units: median (min–max) | humans' share: median (min–max) | bots' units, all runs | goal |")
-	fmt.Fprintln(out, "|---|---:|---|---|---|---|")
-	var checks []string
-	for _, room := range []bool{true, false} {
-		var shares []float64
-		var botU, allU int64
-		runs := 0
-		for _, o := range results {
-			if o.room != room {
-				continue
-			}
-			runs++
-			botU += o.botUnits
-			allU += o.total()
-			if o.total() > 0 {
-				shares = append(shares, o.botShare())
-			}
-		}
-		if runs == 0 {
-			continue
-		}
-		name := "no waiting room"
-		goal := "— (measured)"
-		med := median(shares)
-		if room {
-			name = fmt.Sprintf("waiting room (random, %d/s, pass_ttl %s, overbook %g)", b.cfg.admit, b.cfg.passTTL, b.cfg.overbook)
-			met := len(shares) == runs && math.Abs(med-b.botPct()) <= b.cfg.tolerate
-			goal = fmt.Sprintf("median within %.0f%% ± %.0f points: %s", b.botPct(), b.cfg.tolerate, yes(met))
-		}
-		if b.cfg.serveEnv != "" {
-			name += ", tuned"
-		}
-		humans := make([]float64, len(shares))
-		for i, v := range shares {
-			humans[i] = 100 - v
-		}
-		fmt.Fprintf(out, "| %s | %d | %s | %s | %d of %d (%.1f%%) | %s |\n", name, runs, spread(shares), spread(humans), botU, allU, pct(botU, allU), goal)
-	}
-	fmt.Fprintln(out)
-	if b.cfg.bots > 0 && b.cfg.bots < b.cfg.shoppers {
-		// The bots' share of a fair draw of units from shoppers:
-		// hypergeometric.
-		n, N, p := float64(b.cfg.units), float64(b.cfg.shoppers), float64(b.cfg.bots)/float64(b.cfg.shoppers)
-		if n < N {
-			sd := 100 * math.Sqrt(p*(1-p)*(N-n)/(N-1)/n)
-			fmt.Fprintf(out, "a fair draw of %d units among these shoppers gives the bots %.1f%% ± %.1f points (1 sd) per run; the median of %d runs ± about %.1f\n\n",
-				b.cfg.units, 100*p, sd, b.cfg.runs, 1.25*sd/math.Sqrt(float64(b.cfg.runs)))
-		}
-	}
-	fivexx, errs, sqlBad, drawBad, notSold := 0, 0, 0, 0, 0
-	for _, o := range results {
-		fivexx += o.fivexx
-		errs += o.errs
-		if o.sqlBots != o.botUnits || o.sqlHums != o.humUnits || o.sqlOther != 0 {
-			sqlBad++
-		}
-		if o.room && !o.drawOK {
-			drawBad++
-		}
-		if o.total() != b.cfg.units {
-			notSold++
-		}
-	}
-	add := func(target, got string, ok bool) {
-		checks = append(checks, fmt.Sprintf("| %s | %s | %s |", target, got, yes(ok)))
-		good = good && ok
-	}
-	add("every sale sold all its units to the shoppers", fmt.Sprintf("%d of %d sales not", notSold, len(results)), notSold == 0)
-	add("the 202s counted per class = the orders in MySQL per class", fmt.Sprintf("%d of %d sales differ", sqlBad, len(results)), sqlBad == 0)
-	add("room: the published draw checks out (seed vs commitment; the buyers are the head of the line)", fmt.Sprintf("%d sales failed", drawBad), drawBad == 0)
-	add("no 5xx answers, no transport errors", fmt.Sprintf("%d 5xx, %d transport errors", fivexx, errs), fivexx == 0 && errs == 0)
-	add("seckill verify: every SKU consistent", verified, strings.HasPrefix(verified, "ok"))
-	fmt.Fprintln(out, "| check | measured | met |")
-	fmt.Fprintln(out, "|---|---|---|")
-	for _, c := range checks {
-		fmt.Fprintln(out, c)
-	}
-	return good
-}
-
-func pct(a, b int64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return 100 * float64(a) / float64(b)
-}
-
-func spread(v []float64) string {
-	if len(v) == 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f%% (%.1f–%.1f)", median(v), slices.Min(v), slices.Max(v))
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
-}
-
-// verify runs `seckill verify` on every SKU of the benchmark.
-func (b *bench) verify() string {
-	args := []string{"verify"}
-	for _, id := range b.skus {
-		args = append(args, "--sku", strconv.FormatInt(id, 10))
-	}
-	cmd := exec.Command(b.bin, args...) //nolint:gosec // the seckill binary this program built
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SECKILL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, b.env...)
-	o, err := cmd.CombinedOutput()
-	lines := strings.Split(strings.TrimSpace(string(o)), "\n")
-	last := lines[len(lines)-1]
-	if err != nil {
-		return "FAILED: " + last
-	}
-	return "ok: " + last
-}
-
-// errorLines are up to n lines of the log at level warn or error.
-func errorLines(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	var out []string
-	total := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
-			total++
-			if len(out) < n {
-				out = append(out, line)
-			}
-		}
-	}
-	if total > len(out) {
-		out = append(out, fmt.Sprintf("... %d such lines in all", total))
-	}
-	return strings.Join(out, "\n")
+// powRun reports whether run i (from 0) has a pow sale: -pow-runs of the
+// runs, spread evenly among them.
+func (b *bench) powRun(i int) bool {
+	p, n := min(b.cfg.powRuns, b.cfg.runs), b.cfg.runs
+	return p > 0 && (i+1)*p/n > i*p/n
 }

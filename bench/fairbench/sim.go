@@ -19,10 +19,17 @@ import (
 
 // shopper is one simulated shopper of a sale.
 type shopper struct {
-	bot    bool
-	user   string
-	joined bool
-	ticket string
+	bot bool
+	// op is a bot's operator, who holds botIDs identities.
+	op   int
+	user string
+	// proof is the proof of work the shopper joins with, and solving how
+	// long its device takes to find it from its arrival (for a bot, from
+	// the opening, after its operator's identities before it).
+	proof   string
+	solving time.Duration
+	joined  bool
+	ticket  string
 	// late: the first answer to the join had a place in the line, so the
 	// ticket joined after the pre-queue was drawn (behind every pre-queue
 	// ticket).
@@ -41,7 +48,10 @@ type reply struct {
 	pos      int64
 	ticket   string
 	pass     string
-	err      error
+	// challenge and bits: a proof of work to solve.
+	challenge string
+	bits      int
+	err       error
 }
 
 // tally counts the answers of one class of shoppers.
@@ -100,7 +110,7 @@ func (t *tally) String() string {
 type sale struct {
 	b        *bench
 	id       int64
-	room     bool
+	mode     mode
 	opens    time.Time // the room's opening, or the same moment without one: every shopper arrives after it
 	starts   time.Time
 	units    int64
@@ -113,6 +123,8 @@ type sale struct {
 	// seedSHA is the room's seed commitment as GET /api/v1/skus/{id}
 	// answered it before the start.
 	seedSHA string
+	// expired counts the proofs of work refused as expired, solved again.
+	expired atomic.Int64
 }
 
 func (s *sale) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
@@ -193,7 +205,9 @@ func retryable(r reply) bool {
 	return false
 }
 
-func (s *sale) call(sh *shopper, method, path string, body []byte, what string) reply {
+// call sends sh's request, with proof in the Seckill-PoW header if any,
+// and tallies the answer under what.
+func (s *sale) call(sh *shopper, method, path string, body []byte, proof, what string) reply {
 	c := s.b.humans
 	t := &s.tallies[1]
 	if sh.bot {
@@ -208,6 +222,9 @@ func (s *sale) call(sh *shopper, method, path string, body []byte, what string) 
 		return reply{err: err}
 	}
 	req.Header.Set("X-User-ID", sh.user)
+	if proof != "" {
+		req.Header.Set("Seckill-PoW", proof)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -231,9 +248,12 @@ func (s *sale) call(sh *shopper, method, path string, body []byte, what string) 
 		RetryAfterMS int64  `json:"retry_after_ms"`
 		Ticket       string `json:"ticket"`
 		Pass         string `json:"pass"`
+		Challenge    string `json:"challenge"`
+		Bits         int    `json:"bits"`
 	}
 	_ = json.Unmarshal(data, &v)
-	r := reply{status: resp.StatusCode, code: v.Error, retryMS: v.RetryAfterMS, pos: v.Position, ticket: v.Ticket, pass: v.Pass}
+	r := reply{status: resp.StatusCode, code: v.Error, retryMS: v.RetryAfterMS, pos: v.Position, ticket: v.Ticket, pass: v.Pass,
+		challenge: v.Challenge, bits: v.Bits}
 	if r.code == "" {
 		r.code = v.Status
 	}
@@ -246,18 +266,30 @@ func (s *sale) call(sh *shopper, method, path string, body []byte, what string) 
 	return r
 }
 
-// roomShopper arrives at arrive, joins the room, looks at its place as
-// Retry-After says (a bot speedup times as often), and buys once admitted.
+// roomShopper arrives at arrive, joins the room (with its proof of work,
+// when its device has found it), looks at its place as Retry-After says (a
+// bot speedup times as often), and buys once admitted.
 func (s *sale) roomShopper(sh *shopper, arrive time.Time) {
-	if !s.sleepUntil(arrive) {
+	if !s.sleepUntil(arrive.Add(sh.solving)) {
 		return
 	}
 	path := fmt.Sprintf("/api/v1/skus/%d/queue", s.id)
+	proof := sh.proof
 	var r reply
 	for {
-		r = s.call(sh, http.MethodPost, path, nil, "join")
+		r = s.call(sh, http.MethodPost, path, nil, proof, "join")
 		if r.status == http.StatusOK {
 			break
+		}
+		if r.code == "pow_expired" {
+			// As web/pow/solve.js does: a new challenge, solved.
+			s.expired.Add(1)
+			p, wait, err := s.solveAgain(sh)
+			if err != nil || !s.sleep(wait) {
+				return
+			}
+			proof = p
+			continue
 		}
 		if !retryable(r) || !s.sleep(s.errWait(sh, r)) {
 			return
@@ -285,7 +317,7 @@ func (s *sale) roomShopper(sh *shopper, arrive time.Time) {
 		if !s.sleep(d) {
 			return
 		}
-		r = s.call(sh, http.MethodGet, path, nil, "look")
+		r = s.call(sh, http.MethodGet, path, nil, "", "look")
 	}
 }
 
@@ -311,7 +343,7 @@ func (s *sale) buy(sh *shopper, pass string) {
 	}
 	body, _ := json.Marshal(req)
 	for {
-		r := s.call(sh, http.MethodPost, "/api/v1/orders", body, "buy")
+		r := s.call(sh, http.MethodPost, "/api/v1/orders", body, "", "buy")
 		switch {
 		case r.err == nil && (r.status == http.StatusAccepted || r.status == http.StatusOK):
 			sh.won = true
@@ -349,7 +381,7 @@ func (s *sale) shop(timeout time.Duration) (timedOut bool) {
 		if !sh.bot && window > 0 {
 			arrive = s.opens.Add(rand.N(window))
 		}
-		if s.room {
+		if s.mode.room() {
 			wg.Go(func() { s.roomShopper(sh, arrive) })
 		} else {
 			wg.Go(func() { s.plainShopper(sh, arrive) })
