@@ -147,9 +147,10 @@ func (b *bench) powSolving() time.Duration {
 }
 
 // powLead is how long before a pow sale's opening to create its SKU: the
-// solving with a margin, at most maxPowLead.
+// solving with a margin, after the room's opening (lead from now), at most
+// maxPowLead.
 func (b *bench) powLead() time.Duration {
-	return min(max(b.cfg.lead, b.powSolving()*6/5+3*time.Second), b.maxPowLead())
+	return min(max(b.cfg.lead, b.cfg.lead+b.powSolving()*6/5+3*time.Second), b.maxPowLead())
 }
 
 // maxPowLead is the longest lead that leaves every challenge valid until
@@ -161,14 +162,15 @@ func (b *bench) maxPowLead() time.Duration {
 	return room.PowTTL<<max(b.cfg.powBits-20, 0) - b.cfg.window - 12*time.Second
 }
 
-// prepare gets every shopper's challenge and solves it before the room
-// opens, with a solver per CPU: no machine here solves at the pace of
+// prepare gets every shopper's challenge, from the room's opening, and
+// solves it before the shoppers are let in, with a solver per CPU: no machine here solves at the pace of
 // 10,000 devices at once. It then sets when each shopper's own device
 // would have found its proof: a human's at humanHashes from its arrival,
 // a bot operator's at botHashes from the opening, its identities one after
 // the other. It gives up at deadline (done false: the rate measured).
 func (s *sale) prepare(deadline time.Time) (powStats, error) {
 	cfg := s.b.cfg
+	time.Sleep(time.Until(s.roomOpens)) // no challenge is given before
 	began := time.Now()
 	var (
 		mu       sync.Mutex

@@ -34,8 +34,15 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 		}
 		opens := time.Now().UTC().Add(lead).Truncate(time.Millisecond)
 		starts := opens.Add(cfg.window)
-		s = &sale{b: b, mode: m, opens: opens, starts: starts, units: cfg.units, shoppers: shoppers, stop: make(chan struct{})}
-		id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, m.key()), opens, starts, m)
+		// The room opens as the SKU is made, even when the shoppers are let
+		// in later (pow: once their proofs are solved), as it gives
+		// challenges only once open; nobody joins before opens.
+		roomOpens := time.Now().UTC().Add(cfg.lead).Truncate(time.Millisecond)
+		if roomOpens.After(opens) {
+			roomOpens = opens
+		}
+		s = &sale{b: b, mode: m, opens: opens, roomOpens: roomOpens, starts: starts, units: cfg.units, shoppers: shoppers, stop: make(chan struct{})}
+		id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, m.key()), roomOpens, starts, m)
 		if err != nil {
 			return outcome{}, err
 		}

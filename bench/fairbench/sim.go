@@ -108,18 +108,21 @@ func (t *tally) String() string {
 
 // sale is one run of one mode: a fresh SKU and its shoppers.
 type sale struct {
-	b        *bench
-	id       int64
-	mode     mode
-	opens    time.Time // the room's opening, or the same moment without one: every shopper arrives after it
-	starts   time.Time
-	units    int64
-	shoppers []shopper
-	stop     chan struct{}
-	stopOnce sync.Once
-	accepted atomic.Int64
-	soldOut  atomic.Int64 // ns after starts of the last unit's 202
-	tallies  [2]tally     // bots, humans
+	b     *bench
+	id    int64
+	mode  mode
+	opens time.Time // when shoppers are let in: every shopper arrives after it
+	// roomOpens is the room's opens_at, at or before opens: the challenges
+	// of a room with a proof of work are fetched from it.
+	roomOpens time.Time
+	starts    time.Time
+	units     int64
+	shoppers  []shopper
+	stop      chan struct{}
+	stopOnce  sync.Once
+	accepted  atomic.Int64
+	soldOut   atomic.Int64 // ns after starts of the last unit's 202
+	tallies   [2]tally     // bots, humans
 	// seedSHA is the room's seed commitment as GET /api/v1/skus/{id}
 	// answered it before the start.
 	seedSHA string

@@ -66,15 +66,17 @@ type Proof struct {
 }
 
 // Challenge returns a new challenge for user's first join of the room of
-// the SKU with id sku: ErrNoRoom without a room, ErrPowOff for a room that
-// asks for no proof.
+// the SKU with id sku: ErrNoRoom without a room, ErrNotOpen before the
+// room opens (a challenge solved ahead would let its solver join at the
+// opening at no cost then), ErrSaleOver once the sale has ended, ErrPowOff
+// for a room that asks for no proof.
 func (r *Room) Challenge(ctx context.Context, id uint64, user string) (Challenge, error) {
-	sku, err := r.skus.Get(ctx, id)
+	sku, _, closed, err := r.open(ctx, id)
 	if err != nil {
 		return Challenge{}, err
 	}
-	if !sku.Room.On() {
-		return Challenge{}, ErrNoRoom
+	if closed != nil {
+		return Challenge{}, ErrSaleOver
 	}
 	if sku.Room.PowBits == 0 {
 		return Challenge{}, ErrPowOff

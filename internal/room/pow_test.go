@@ -293,6 +293,22 @@ func TestRoomWithoutPowGivesNoChallenge(t *testing.T) {
 	assert.Zero(t, used)
 }
 
+// A challenge is given only while the room is open: none before opens_at,
+// which a solver could use to have its proofs ready at the opening, and
+// none after the sale.
+func TestChallengesOnlyWhileTheRoomIsOpen(t *testing.T) {
+	f := newFixture(t, 10, 1, catalog.Room{PowBits: 8})
+	f.sku.Room.OpensAt = new(t0.Add(time.Second))
+	_, err := f.room.Challenge(t.Context(), f.sku.ID, "alice")
+	require.ErrorIs(t, err, ErrNotOpen)
+	f.clock.Advance(time.Second)
+	_, err = f.room.Challenge(t.Context(), f.sku.ID, "alice")
+	require.NoError(t, err)
+	f.clock.Advance(f.sku.EndsAt.Sub(f.clock.Now()))
+	_, err = f.room.Challenge(t.Context(), f.sku.ID, "alice")
+	require.ErrorIs(t, err, ErrSaleOver)
+}
+
 // A challenge of many bits lives longer: each bit over 20 doubles it.
 func TestChallengeLifetimeGrowsWithBits(t *testing.T) {
 	assert.Equal(t, PowTTL, powTTL(0))
