@@ -88,6 +88,9 @@ type config struct {
 	botIDs   int
 	powRuns  int
 	powBits  int
+	// powWindow is the pre-queue window of the pow mode (window: the
+	// others').
+	powWindow time.Duration
 	// humanHashes and botHashes are hashes per second: a human's device,
 	// and a bot operator's, shared by its identities.
 	humanHashes, botHashes float64
@@ -102,7 +105,7 @@ func main() {
 	flag.IntVar(&cfg.shoppers, "shoppers", 10000, "shoppers per run, bots included")
 	flag.IntVar(&cfg.bots, "bots", 1000, "bots among the shoppers")
 	flag.Int64Var(&cfg.units, "units", 200, "units of each SKU")
-	flag.DurationVar(&cfg.window, "window", 5*time.Second, "pre-queue window: from the room's opening (and the bots' and humans' first arrivals) to the start")
+	flag.DurationVar(&cfg.window, "window", 5*time.Second, "pre-queue window: from the room's opening (and the bots' and humans' first arrivals) to the start (the pow mode: -pow-window)")
 	flag.DurationVar(&cfg.lead, "lead", 1500*time.Millisecond, "time from creating a SKU to its window's opening")
 	flag.IntVar(&cfg.admit, "admit", 100, "the room's admit_per_second")
 	flag.DurationVar(&cfg.passTTL, "pass-ttl", 30*time.Second, "the room's pass_ttl")
@@ -116,6 +119,7 @@ func main() {
 	flag.StringVar(&cfg.modes, "modes", "room,pow,none", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room)")
 	flag.IntVar(&cfg.botIDs, "bot-ids", 30, "shopper identities each bot operator holds")
 	flag.IntVar(&cfg.powRuns, "pow-runs", 3, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute on 2 cores)")
+	flag.DurationVar(&cfg.powWindow, "pow-window", 30*time.Second, "the pow mode's pre-queue window: long beside a human's solve time, as docs/shop/waiting-room.md#proof-of-work advises")
 	flag.IntVar(&cfg.powBits, "pow-bits", 16, "the pow mode's pow_bits: 2^16 hashes, 1.1 s for a human on average")
 	flag.Float64Var(&cfg.humanHashes, "human-hashes", 60_000, "a human's hashes per second (a mid-range phone, docs/shop/waiting-room.md#proof-of-work)")
 	flag.Float64Var(&cfg.botHashes, "bot-hashes", 1_200_000, "a bot operator's hashes per second, shared by its identities")

@@ -159,7 +159,7 @@ func (b *bench) powLead() time.Duration {
 // twice as long for each bit more. A machine that solves every proof more
 // slowly cannot run the pow mode.
 func (b *bench) maxPowLead() time.Duration {
-	return room.PowTTL<<max(b.cfg.powBits-20, 0) - b.cfg.window - 12*time.Second
+	return room.PowTTL<<max(b.cfg.powBits-20, 0) - b.cfg.powWindow - 12*time.Second
 }
 
 // prepare gets every shopper's challenge, from the room's opening, and

@@ -78,7 +78,7 @@ func (b *bench) table(out io.Writer, results []outcome, skipped map[mode]int, ve
 		case modeRoom:
 			name = fmt.Sprintf("waiting room (random, %d/s, pass_ttl %s, overbook %g)", b.cfg.admit, b.cfg.passTTL, b.cfg.overbook)
 		case modePow:
-			name = fmt.Sprintf("the same room + proof of work (pow_bits %d)", b.cfg.powBits)
+			name = fmt.Sprintf("the same room + proof of work (pow_bits %d, a %s pre-queue window)", b.cfg.powBits, b.cfg.powWindow)
 		default:
 			name, goal = "no waiting room", "— (measured)"
 		}

@@ -33,7 +33,7 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 			lead = b.powLead()
 		}
 		opens := time.Now().UTC().Add(lead).Truncate(time.Millisecond)
-		starts := opens.Add(cfg.window)
+		starts := opens.Add(b.window(m))
 		// The room opens as the SKU is made, even when the shoppers are let
 		// in later (pow: once their proofs are solved), as it gives
 		// challenges only once open; nobody joins before opens.
@@ -82,7 +82,7 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 	if m.room() {
 		commit = make(chan error, 1)
 		go func() {
-			time.Sleep(time.Until(opens.Add(cfg.window / 10)))
+			time.Sleep(time.Until(opens.Add(b.window(m) / 10)))
 			var err error
 			s.seedSHA, err = b.seedCommitment(id)
 			commit <- err
@@ -138,6 +138,14 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 	}
 	o.answers = [2]string{s.tallies[0].String(), s.tallies[1].String()}
 	return o, nil
+}
+
+// window is the pre-queue window of a sale in mode m.
+func (b *bench) window(m mode) time.Duration {
+	if m == modePow {
+		return b.cfg.powWindow
+	}
+	return b.cfg.window
 }
 
 // createSKU creates the sale's SKU and returns its id.
