@@ -167,8 +167,6 @@ func TestWaitingRoomSale(t *testing.T) {
 		assert.Contains(t, []string{"403 pass_invalid", "409 sold_out"}, k, "a spent pass")
 		return true
 	})
-	_, invalid := reuses.Load("403 pass_invalid")
-	assert.True(t, invalid, "a spent pass is refused while units remain")
 
 	rep := s.drained(sku)
 	assert.True(t, rep.Consistent, "%+v", rep)
@@ -203,6 +201,36 @@ func TestWaitingRoomSale(t *testing.T) {
 	for i, ticket := range room.Drawn(seed, pre) {
 		assert.EqualValues(t, i+1, place[ticket], "ticket %s", ticket)
 	}
+}
+
+// A pass is spent by the buy it lets in: a second buy with it is refused
+// as pass_invalid while units remain, on any instance, and writes nothing.
+func TestASpentPassBuysNothingMore(t *testing.T) {
+	s := startSale(t, saleOpts{instances: 2, env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	sku := s.seedRoom(3, 0, map[string]any{"admit_per_second": 10, "pass_ttl": "30s"})
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
+	var r testutil.Reply
+	require.Eventually(t, func() bool {
+		r = s.do(0, "POST", queue, "alice", nil)
+		return r.Status == http.StatusOK && r.Str("status") == room.Admitted
+	}, 15*time.Second, 100*time.Millisecond, "alice is admitted: %s", r.Raw)
+	pass := r.Str("pass")
+	var b testutil.Reply
+	require.Eventually(t, func() bool { // 503 busy is retried with the same request id
+		b = s.do(0, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": "a-1", "pass": pass})
+		return b.Status != http.StatusServiceUnavailable
+	}, 15*time.Second, 100*time.Millisecond)
+	require.Equal(t, http.StatusAccepted, b.Status, b.Raw)
+	for i := range 2 {
+		again := s.do(i, "POST", "/api/v1/orders", "alice", map[string]any{"sku_id": sku, "qty": 1, "request_id": fmt.Sprint("a-2-", i), "pass": pass})
+		assert.Equal(t, http.StatusForbidden, again.Status, again.Raw)
+		assert.Equal(t, "pass_invalid", again.Str("error"), again.Raw)
+	}
+	rep := s.drained(sku)
+	assert.True(t, rep.Consistent, "%+v", rep)
+	var orders int64
+	require.NoError(t, s.apps[0].DB.Raw("SELECT COUNT(*) FROM orders WHERE sku_id = ?", sku).Scan(&orders).Error)
+	assert.EqualValues(t, 1, orders, "the spent pass wrote nothing")
 }
 
 // A waiting room is refused on bad settings, given at creation only.
