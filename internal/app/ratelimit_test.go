@@ -101,6 +101,7 @@ func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
 	}})
 	soldOut := s.seed(1, 1)
 	require.Equal(t, http.StatusAccepted, s.buy(0, soldOut, "first", 1).Status)
+	flagged := time.Now() // the sold-out flag is set after this
 	require.Equal(t, "sold_out", s.buy(0, soldOut, "second", 1).Str("error"))
 	now := time.Now().UTC()
 	r := s.do(0, "POST", "/admin/skus", "", map[string]any{
@@ -124,7 +125,15 @@ func TestAnswersThatNeedNoRedisCostNone(t *testing.T) {
 			require.Equal(t, c.code, s.buy(0, c.sku, fmt.Sprintf("u-%d", i), c.qty).Str("error"))
 		}
 		tag := stock.Tag(c.sku)
-		assert.Zero(t, naming(h.Take(), tag), "sku %d (%s): Redis commands", c.sku, c.code)
+		// A SKU known sold out is checked again each time its flag is a
+		// second old (stock.SellerOptions.SoldOutRecheck): one buy, of 4
+		// commands, per whole second since it was set, which a loaded
+		// machine may reach.
+		rechecks := 0
+		if c.code == "sold_out" {
+			rechecks = 4 * int(time.Since(flagged)/time.Second)
+		}
+		assert.LessOrEqual(t, naming(h.Take(), tag), rechecks, "sku %d (%s): Redis commands", c.sku, c.code)
 		r := s.do(0, "POST", "/api/v1/orders", "u-rid", map[string]any{"sku_id": c.sku, "qty": c.qty, "request_id": "r"})
 		require.Equal(t, c.code, r.Str("error"), r.Raw)
 		if c.code != "unknown_sku" {
