@@ -107,6 +107,7 @@ const (
 	ErrorErrorNoTicket             ErrorError = "no_ticket"
 	ErrorErrorNoWaitingRoom        ErrorError = "no_waiting_room"
 	ErrorErrorNotFound             ErrorError = "not_found"
+	ErrorErrorOpenNotForDrops      ErrorError = "open_not_for_drops"
 	ErrorErrorOrderClosed          ErrorError = "order_closed"
 	ErrorErrorOrderPaid            ErrorError = "order_paid"
 	ErrorErrorOrderQueued          ErrorError = "order_queued"
@@ -125,6 +126,9 @@ const (
 	ErrorErrorRoomNotOpen          ErrorError = "room_not_open"
 	ErrorErrorSaleEnded            ErrorError = "sale_ended"
 	ErrorErrorSaleNotStarted       ErrorError = "sale_not_started"
+	ErrorErrorSaleStarted          ErrorError = "sale_started"
+	ErrorErrorSkuHasRoom           ErrorError = "sku_has_room"
+	ErrorErrorSkuInDrop            ErrorError = "sku_in_drop"
 	ErrorErrorSoldOut              ErrorError = "sold_out"
 	ErrorErrorTooManyChanges       ErrorError = "too_many_changes"
 	ErrorErrorTooManyCodes         ErrorError = "too_many_codes"
@@ -132,6 +136,7 @@ const (
 	ErrorErrorUnauthorized         ErrorError = "unauthorized"
 	ErrorErrorUnavailable          ErrorError = "unavailable"
 	ErrorErrorUndecryptable        ErrorError = "undecryptable"
+	ErrorErrorUnknownDrop          ErrorError = "unknown_drop"
 	ErrorErrorUnknownSku           ErrorError = "unknown_sku"
 	ErrorErrorUnsupportedMediaType ErrorError = "unsupported_media_type"
 	ErrorErrorWrongMerchant        ErrorError = "wrong_merchant"
@@ -178,6 +183,8 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorNotFound:
 		return true
+	case ErrorErrorOpenNotForDrops:
+		return true
 	case ErrorErrorOrderClosed:
 		return true
 	case ErrorErrorOrderPaid:
@@ -214,6 +221,12 @@ func (e ErrorError) Valid() bool {
 		return true
 	case ErrorErrorSaleNotStarted:
 		return true
+	case ErrorErrorSaleStarted:
+		return true
+	case ErrorErrorSkuHasRoom:
+		return true
+	case ErrorErrorSkuInDrop:
+		return true
 	case ErrorErrorSoldOut:
 		return true
 	case ErrorErrorTooManyChanges:
@@ -227,6 +240,8 @@ func (e ErrorError) Valid() bool {
 	case ErrorErrorUnavailable:
 		return true
 	case ErrorErrorUndecryptable:
+		return true
+	case ErrorErrorUnknownDrop:
 		return true
 	case ErrorErrorUnknownSku:
 		return true
@@ -1049,9 +1064,13 @@ type AdminSKU struct {
 	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
 	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
 	// when the SKU is created.
-	Buckets     Buckets   `json:"buckets"`
-	DeadLetters int64     `json:"dead_letters"`
-	EndsAt      time.Time `json:"ends_at"`
+	Buckets     Buckets `json:"buckets"`
+	DeadLetters int64   `json:"dead_letters"`
+
+	// Drop The drop the SKU belongs to (getDrop), whose waiting room it is
+	// sold through; left out for a SKU of no drop.
+	Drop   *SKUDrop  `json:"drop,omitempty"`
+	EndsAt time.Time `json:"ends_at"`
 
 	// Hidden Left out of the shop's list (`GET /api/v1/skus`), on sale all the same; load tests' SKUs are.
 	Hidden bool  `json:"hidden"`
@@ -1231,6 +1250,50 @@ type Draw struct {
 	// from `opens_at` on.
 	SeedSha256 *string `json:"seed_sha256,omitempty"`
 	SkuId      SKUId   `json:"sku_id"`
+}
+
+// Drop A drop as shoppers and admins see it (docs/shop/drops.md).
+type Drop struct {
+	EndsAt time.Time `json:"ends_at"`
+	Id     SKUId     `json:"id"`
+	Name   string    `json:"name"`
+
+	// PerUserLimit Units one shopper may buy over all the drop's SKUs.
+	PerUserLimit int       `json:"per_user_limit"`
+	Skus         []SKU     `json:"skus"`
+	StartsAt     time.Time `json:"starts_at"`
+
+	// State `upcoming` before starts_at, `ended` from ends_at on, otherwise
+	// `sold_out` when no unit is left, `live` when some are.
+	State SKUState `json:"state"`
+
+	// StockLeft Units left of all the drop's SKUs.
+	StockLeft int64 `json:"stock_left"`
+
+	// WaitingRoom A SKU's waiting room as shoppers see it: its settings, from
+	// `opens_at` on the SHA-256 of the draw's seed, and from `starts_at`
+	// on the seed itself (`random` mode). Absent for a SKU without one. A
+	// SKU with a waiting room is bought with a pass from it (`POST
+	// /api/v1/skus/{id}/queue`).
+	WaitingRoom WaitingRoom `json:"waiting_room"`
+}
+
+// DropSpec A drop to make (createDrop).
+type DropSpec struct {
+	Name         string  `json:"name"`
+	PerUserLimit int     `json:"per_user_limit"`
+	Skus         []SKUId `json:"skus"`
+
+	// WaitingRoom A waiting room for a SKU being created (`waiting_room` of `POST
+	// /admin/skus`, or of an item of a `seckill seed` YAML file). It is
+	// given when the SKU is created and cannot change: for an existing
+	// SKU the same room again (a seed run again) is accepted and changes
+	// nothing, another is 400. A SKU with a waiting room has 1 stock
+	// bucket (`buckets` over 1 is 400). A bad setting is 400
+	// `invalid_request`, and nothing is written. Only `opens_at` is
+	// required; `mode` absent is `random`. The server makes the draw's
+	// seed.
+	WaitingRoom WaitingRoomSpec `json:"waiting_room"`
 }
 
 // Error Every error body.
@@ -1818,6 +1881,9 @@ type RoomControlsState string
 
 // SKU What shoppers and admins see of a SKU.
 type SKU struct {
+	// Drop The drop the SKU belongs to (getDrop), whose waiting room it is
+	// sold through; left out for a SKU of no drop.
+	Drop         *SKUDrop  `json:"drop,omitempty"`
 	EndsAt       time.Time `json:"ends_at"`
 	Id           SKUId     `json:"id"`
 	Name         string    `json:"name"`
@@ -1848,6 +1914,10 @@ type SKU struct {
 	// /api/v1/skus/{id}/queue`).
 	WaitingRoom *WaitingRoom `json:"waiting_room,omitempty"`
 }
+
+// SKUDrop The drop the SKU belongs to (getDrop), whose waiting room it is
+// sold through; left out for a SKU of no drop.
+type SKUDrop = int64
 
 // SKUId defines model for SKUId.
 type SKUId = int64
@@ -1989,8 +2059,12 @@ type SeededSKU struct {
 	// Buckets How many Redis hash tags the SKU's stock is split over, so that the
 	// buys of one hot SKU spread over that many Redis Cluster shards. Fixed
 	// when the SKU is created.
-	Buckets Buckets   `json:"buckets"`
-	EndsAt  time.Time `json:"ends_at"`
+	Buckets Buckets `json:"buckets"`
+
+	// Drop The drop the SKU belongs to (getDrop), whose waiting room it is
+	// sold through; left out for a SKU of no drop.
+	Drop   *SKUDrop  `json:"drop,omitempty"`
+	EndsAt time.Time `json:"ends_at"`
 
 	// Hidden Left out of the shop's list (`GET /api/v1/skus`), on sale all the same; load tests' SKUs are.
 	Hidden bool  `json:"hidden"`
@@ -2242,6 +2316,9 @@ type WaitingRoomSpec struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// DropIdParam defines model for DropIdParam.
+type DropIdParam = int64
+
 // EventLimit defines model for EventLimit.
 type EventLimit = int
 
@@ -2337,6 +2414,11 @@ type WeChatPayFail struct {
 
 // WeChatPayFailCode defines model for WeChatPayFail.Code.
 type WeChatPayFailCode string
+
+// CreateDropRoomCodesJSONBody defines parameters for CreateDropRoomCodes.
+type CreateDropRoomCodesJSONBody struct {
+	Count int `json:"count"`
+}
 
 // AdminListEventsParams defines parameters for AdminListEvents.
 type AdminListEventsParams struct {
@@ -2445,6 +2527,15 @@ type GetQueueParams struct {
 // CreateRoomCodesJSONBody defines parameters for CreateRoomCodes.
 type CreateRoomCodesJSONBody struct {
 	Count int `json:"count"`
+}
+
+// JoinDropRoomParams defines parameters for JoinDropRoom.
+type JoinDropRoomParams struct {
+	// SeckillPoW A solved proof of work, as for joinWaitingRoom.
+	SeckillPoW *string `json:"Seckill-PoW,omitempty"`
+
+	// SeckillPriorityCode A priority code of the drop's room, as for joinWaitingRoom.
+	SeckillPriorityCode *PriorityCode `json:"Seckill-Priority-Code,omitempty"`
 }
 
 // ListOrdersParams defines parameters for ListOrders.
@@ -2853,6 +2944,15 @@ type PaymentSucceededParams struct {
 	// after `whsec_`); several space-separated, one matching is enough.
 	WebhookSignature WebhookSignature `json:"webhook-signature"`
 }
+
+// CreateDropJSONRequestBody defines body for CreateDrop for application/json ContentType.
+type CreateDropJSONRequestBody = DropSpec
+
+// ControlDropRoomJSONRequestBody defines body for ControlDropRoom for application/json ContentType.
+type ControlDropRoomJSONRequestBody = RoomCommand
+
+// CreateDropRoomCodesJSONRequestBody defines body for CreateDropRoomCodes for application/json ContentType.
+type CreateDropRoomCodesJSONRequestBody CreateDropRoomCodesJSONBody
 
 // AdminCancelOrderJSONRequestBody defines body for AdminCancelOrder for application/json ContentType.
 type AdminCancelOrderJSONRequestBody = AdminCancelRequest
@@ -3281,6 +3381,104 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// CreateDropWithBody Create a drop
+	//
+	// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+	// sold through one waiting room (`waiting_room`, the settings of a
+	// SKU's room), with `per_user_limit` units per shopper over all of
+	// them: 201 with the drop. Its id is its first SKU's (the smallest
+	// id given). The SKUs (1 to 50) must exist, have no room of their
+	// own and one bucket, share one sale window that has not started,
+	// and belong to no drop; a SKU's drop never changes. The same body
+	// again answers the drop, 200. Refusals, each writing nothing: 400
+	// `invalid_request` (a field missing or out of range, unknown
+	// fields, a SKU given twice, SKUs of different windows or split in
+	// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+	// `sku_in_drop` (a SKU is in a drop already, or in this one made
+	// with other settings), `sku_has_room`, `sale_started`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+	CreateDropWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDrop Create a drop
+	//
+	// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+	// sold through one waiting room (`waiting_room`, the settings of a
+	// SKU's room), with `per_user_limit` units per shopper over all of
+	// them: 201 with the drop. Its id is its first SKU's (the smallest
+	// id given). The SKUs (1 to 50) must exist, have no room of their
+	// own and one bucket, share one sale window that has not started,
+	// and belong to no drop; a SKU's drop never changes. The same body
+	// again answers the drop, 200. Refusals, each writing nothing: 400
+	// `invalid_request` (a field missing or out of range, unknown
+	// fields, a SKU given twice, SKUs of different windows or split in
+	// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+	// `sku_in_drop` (a SKU is in a drop already, or in this one made
+	// with other settings), `sku_has_room`, `sale_started`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+	CreateDrop(ctx context.Context, body CreateDropJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDropRoomControls Read a drop's waiting room controls
+	//
+	// getRoomControls, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /admin/drops/{id}/room (the `GetDropRoomControls` operationId).
+	GetDropRoomControls(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ControlDropRoomWithBody Pause, resume, rate or close a drop's waiting room
+	//
+	// controlRoom, for a drop, but for `open`, refused 409
+	// `open_not_for_drops`: each buy of a drop carries a pass, which is
+	// what keeps a shopper to the drop's limit over its SKUs; raise the
+	// rate instead. 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+	ControlDropRoomWithBody(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ControlDropRoom Pause, resume, rate or close a drop's waiting room
+	//
+	// controlRoom, for a drop, but for `open`, refused 409
+	// `open_not_for_drops`: each buy of a drop carries a pass, which is
+	// what keeps a shopper to the drop's limit over its SKUs; raise the
+	// rate instead. 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+	ControlDropRoom(ctx context.Context, id DropIdParam, body ControlDropRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDropRoomCodes Count a drop's waiting room's priority codes
+	//
+	// getRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /admin/drops/{id}/room/codes (the `GetDropRoomCodes` operationId).
+	GetDropRoomCodes(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDropRoomCodesWithBody Make priority codes for a drop's waiting room
+	//
+	// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+	CreateDropRoomCodesWithBody(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDropRoomCodes Make priority codes for a drop's waiting room
+	//
+	// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+	CreateDropRoomCodes(ctx context.Context, id DropIdParam, body CreateDropRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListEvents List the deliveries of order events, by status and receiver
 	//
@@ -3866,6 +4064,60 @@ type ClientInterface interface {
 	// Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
 	SetStock(ctx context.Context, id SKUIdParam, body SetStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetDrop Get a drop
+	//
+	// A drop (docs/shop/drops.md): one product sold as several SKUs, its
+	// sizes, through one waiting room. Its SKUs with the units left of
+	// each in Redis, the units left of them all, and its waiting room.
+	// `state` is the drop's as a whole: `sold_out` once every SKU is. No
+	// shopper identity needed. 404 `unknown_drop`.
+	//
+	// Corresponds with GET /api/v1/drops/{id} (the `GetDrop` operationId).
+	GetDrop(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDropRoomDraw The published draw of a drop's waiting room
+	//
+	// getWaitingRoomDraw, for a drop (its `sku` is the drop's id); 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /api/v1/drops/{id}/draw (the `GetDropRoomDraw` operationId).
+	GetDropRoomDraw(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDropRoomStatus Look at the shopper's place in a drop's waiting room
+	//
+	// getWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue (the `GetDropRoomStatus` operationId).
+	GetDropRoomStatus(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinDropRoom Join a drop's waiting room
+	//
+	// joinWaitingRoom, for a drop: one ticket per shopper for all the
+	// drop's SKUs, whose pass buys any one of them (`POST
+	// /api/v1/orders` with the SKU's `sku_id`), once, up to the drop's
+	// `per_user_limit` units. The room admits as long as the valid
+	// unused passes stay at most the units left of all the drop's SKUs
+	// times `overbook`, and its waiting tickets are `sold_out` once
+	// every SKU is. The same room answers on `/api/v1/skus/{id}/queue`
+	// for any SKU of the drop. Refusals as joinWaitingRoom's, and 404
+	// `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with POST /api/v1/drops/{id}/queue (the `JoinDropRoom` operationId).
+	JoinDropRoom(ctx context.Context, id DropIdParam, params *JoinDropRoomParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDropRoomChallenge Get a proof of work to join a drop's waiting room
+	//
+	// getWaitingRoomChallenge, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue/challenge (the `GetDropRoomChallenge` operationId).
+	GetDropRoomChallenge(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamDropRoomStatus Follow the shopper's place in a drop's waiting room as a stream
+	//
+	// streamWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue/events (the `StreamDropRoomStatus` operationId).
+	StreamDropRoomStatus(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListOrders List the shopper's own orders
 	//
 	// The calling shopper's orders, newest first (by `created_at`, then
@@ -4177,9 +4429,13 @@ type ClientInterface interface {
 	// no-store`). A solver in JavaScript is `web/pow/solve.js`
 	// (docs/shop/waiting-room.md#proof-of-work).
 	//
-	// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+	// A challenge is given from the room's `opens_at` until the sale
+	// ends, so that no proof is solved before the room opens.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403
+	// `room_not_open` before `opens_at`; 404 `unknown_sku` /
 	// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
-	// 503 `unavailable`.
+	// 409 `sale_ended`; 503 `unavailable`.
 	//
 	// Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
 	GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4591,6 +4847,184 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
 	ReceiveWeChatPayNotification(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// CreateDropWithBody Create a drop
+//
+// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+// sold through one waiting room (`waiting_room`, the settings of a
+// SKU's room), with `per_user_limit` units per shopper over all of
+// them: 201 with the drop. Its id is its first SKU's (the smallest
+// id given). The SKUs (1 to 50) must exist, have no room of their
+// own and one bucket, share one sale window that has not started,
+// and belong to no drop; a SKU's drop never changes. The same body
+// again answers the drop, 200. Refusals, each writing nothing: 400
+// `invalid_request` (a field missing or out of range, unknown
+// fields, a SKU given twice, SKUs of different windows or split in
+// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+// `sku_in_drop` (a SKU is in a drop already, or in this one made
+// with other settings), `sku_has_room`, `sale_started`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+func (c *RawClient) CreateDropWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDropRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDrop Create a drop
+//
+// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+// sold through one waiting room (`waiting_room`, the settings of a
+// SKU's room), with `per_user_limit` units per shopper over all of
+// them: 201 with the drop. Its id is its first SKU's (the smallest
+// id given). The SKUs (1 to 50) must exist, have no room of their
+// own and one bucket, share one sale window that has not started,
+// and belong to no drop; a SKU's drop never changes. The same body
+// again answers the drop, 200. Refusals, each writing nothing: 400
+// `invalid_request` (a field missing or out of range, unknown
+// fields, a SKU given twice, SKUs of different windows or split in
+// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+// `sku_in_drop` (a SKU is in a drop already, or in this one made
+// with other settings), `sku_has_room`, `sale_started`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+func (c *RawClient) CreateDrop(ctx context.Context, body CreateDropJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDropRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDropRoomControls Read a drop's waiting room controls
+//
+// getRoomControls, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /admin/drops/{id}/room (the `GetDropRoomControls` operationId).
+func (c *RawClient) GetDropRoomControls(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRoomControlsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ControlDropRoomWithBody Pause, resume, rate or close a drop's waiting room
+//
+// controlRoom, for a drop, but for `open`, refused 409
+// `open_not_for_drops`: each buy of a drop carries a pass, which is
+// what keeps a shopper to the drop's limit over its SKUs; raise the
+// rate instead. 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+func (c *RawClient) ControlDropRoomWithBody(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewControlDropRoomRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ControlDropRoom Pause, resume, rate or close a drop's waiting room
+//
+// controlRoom, for a drop, but for `open`, refused 409
+// `open_not_for_drops`: each buy of a drop carries a pass, which is
+// what keeps a shopper to the drop's limit over its SKUs; raise the
+// rate instead. 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+func (c *RawClient) ControlDropRoom(ctx context.Context, id DropIdParam, body ControlDropRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewControlDropRoomRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDropRoomCodes Count a drop's waiting room's priority codes
+//
+// getRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /admin/drops/{id}/room/codes (the `GetDropRoomCodes` operationId).
+func (c *RawClient) GetDropRoomCodes(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRoomCodesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDropRoomCodesWithBody Make priority codes for a drop's waiting room
+//
+// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+func (c *RawClient) CreateDropRoomCodesWithBody(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDropRoomCodesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDropRoomCodes Make priority codes for a drop's waiting room
+//
+// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+func (c *RawClient) CreateDropRoomCodes(ctx context.Context, id DropIdParam, body CreateDropRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDropRoomCodesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // AdminListEvents List the deliveries of order events, by status and receiver
@@ -5477,6 +5911,120 @@ func (c *RawClient) SetStock(ctx context.Context, id SKUIdParam, body SetStockJS
 	return c.Client.Do(req)
 }
 
+// GetDrop Get a drop
+//
+// A drop (docs/shop/drops.md): one product sold as several SKUs, its
+// sizes, through one waiting room. Its SKUs with the units left of
+// each in Redis, the units left of them all, and its waiting room.
+// `state` is the drop's as a whole: `sold_out` once every SKU is. No
+// shopper identity needed. 404 `unknown_drop`.
+//
+// Corresponds with GET /api/v1/drops/{id} (the `GetDrop` operationId).
+func (c *RawClient) GetDrop(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDropRoomDraw The published draw of a drop's waiting room
+//
+// getWaitingRoomDraw, for a drop (its `sku` is the drop's id); 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /api/v1/drops/{id}/draw (the `GetDropRoomDraw` operationId).
+func (c *RawClient) GetDropRoomDraw(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRoomDrawRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDropRoomStatus Look at the shopper's place in a drop's waiting room
+//
+// getWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /api/v1/drops/{id}/queue (the `GetDropRoomStatus` operationId).
+func (c *RawClient) GetDropRoomStatus(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRoomStatusRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinDropRoom Join a drop's waiting room
+//
+// joinWaitingRoom, for a drop: one ticket per shopper for all the
+// drop's SKUs, whose pass buys any one of them (`POST
+// /api/v1/orders` with the SKU's `sku_id`), once, up to the drop's
+// `per_user_limit` units. The room admits as long as the valid
+// unused passes stay at most the units left of all the drop's SKUs
+// times `overbook`, and its waiting tickets are `sold_out` once
+// every SKU is. The same room answers on `/api/v1/skus/{id}/queue`
+// for any SKU of the drop. Refusals as joinWaitingRoom's, and 404
+// `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with POST /api/v1/drops/{id}/queue (the `JoinDropRoom` operationId).
+func (c *RawClient) JoinDropRoom(ctx context.Context, id DropIdParam, params *JoinDropRoomParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinDropRoomRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDropRoomChallenge Get a proof of work to join a drop's waiting room
+//
+// getWaitingRoomChallenge, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /api/v1/drops/{id}/queue/challenge (the `GetDropRoomChallenge` operationId).
+func (c *RawClient) GetDropRoomChallenge(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDropRoomChallengeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamDropRoomStatus Follow the shopper's place in a drop's waiting room as a stream
+//
+// streamWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Corresponds with GET /api/v1/drops/{id}/queue/events (the `StreamDropRoomStatus` operationId).
+func (c *RawClient) StreamDropRoomStatus(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamDropRoomStatusRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListOrders List the shopper's own orders
 //
 // The calling shopper's orders, newest first (by `created_at`, then
@@ -5898,9 +6446,13 @@ func (c *RawClient) JoinWaitingRoom(ctx context.Context, id SKUIdParam, params *
 // no-store`). A solver in JavaScript is `web/pow/solve.js`
 // (docs/shop/waiting-room.md#proof-of-work).
 //
-// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+// A challenge is given from the room's `opens_at` until the sale
+// ends, so that no proof is solved before the room opens.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403
+// `room_not_open` before `opens_at`; 404 `unknown_sku` /
 // `no_waiting_room` / `no_pow` (the room asks for no proof of work);
-// 503 `unavailable`.
+// 409 `sale_ended`; 503 `unavailable`.
 //
 // Corresponds with GET /api/v1/skus/{id}/queue/challenge (the `GetWaitingRoomChallenge` operationId).
 func (c *RawClient) GetWaitingRoomChallenge(ctx context.Context, id SKUIdParam, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6451,6 +7003,208 @@ func (c *RawClient) ReceiveWeChatPayNotification(ctx context.Context, params *Re
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewCreateDropRequest calls the generic CreateDrop builder with application/json body
+func NewCreateDropRequest(server string, body CreateDropJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDropRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateDropRequestWithBody constructs an http.Request for the CreateDrop method, with any body, and a specified content type
+func NewCreateDropRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/drops")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetDropRoomControlsRequest constructs an http.Request for the GetDropRoomControls method
+func NewGetDropRoomControlsRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/drops/%s/room", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewControlDropRoomRequest calls the generic ControlDropRoom builder with application/json body
+func NewControlDropRoomRequest(server string, id DropIdParam, body ControlDropRoomJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewControlDropRoomRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewControlDropRoomRequestWithBody constructs an http.Request for the ControlDropRoom method, with any body, and a specified content type
+func NewControlDropRoomRequestWithBody(server string, id DropIdParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/drops/%s/room", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetDropRoomCodesRequest constructs an http.Request for the GetDropRoomCodes method
+func NewGetDropRoomCodesRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/drops/%s/room/codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateDropRoomCodesRequest calls the generic CreateDropRoomCodes builder with application/json body
+func NewCreateDropRoomCodesRequest(server string, id DropIdParam, body CreateDropRoomCodesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDropRoomCodesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateDropRoomCodesRequestWithBody constructs an http.Request for the CreateDropRoomCodes method, with any body, and a specified content type
+func NewCreateDropRoomCodesRequestWithBody(server string, id DropIdParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/drops/%s/room/codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewAdminListEventsRequest constructs an http.Request for the AdminListEvents method
@@ -7636,6 +8390,236 @@ func NewSetStockRequestWithBody(server string, id SKUIdParam, contentType string
 	return req, nil
 }
 
+// NewGetDropRequest constructs an http.Request for the GetDrop method
+func NewGetDropRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDropRoomDrawRequest constructs an http.Request for the GetDropRoomDraw method
+func NewGetDropRoomDrawRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s/draw", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDropRoomStatusRequest constructs an http.Request for the GetDropRoomStatus method
+func NewGetDropRoomStatusRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewJoinDropRoomRequest constructs an http.Request for the JoinDropRoom method
+func NewJoinDropRoomRequest(server string, id DropIdParam, params *JoinDropRoomParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.SeckillPoW != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Seckill-PoW", *params.SeckillPoW, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Seckill-PoW", headerParam0)
+		}
+
+		if params.SeckillPriorityCode != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Seckill-Priority-Code", *params.SeckillPriorityCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Seckill-Priority-Code", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetDropRoomChallengeRequest constructs an http.Request for the GetDropRoomChallenge method
+func NewGetDropRoomChallengeRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s/queue/challenge", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStreamDropRoomStatusRequest constructs an http.Request for the StreamDropRoomStatus method
+func NewStreamDropRoomStatusRequest(server string, id DropIdParam) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/drops/%s/queue/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListOrdersRequest constructs an http.Request for the ListOrders method
 func NewListOrdersRequest(server string, params *ListOrdersParams) (*http.Request, error) {
 	var err error
@@ -8548,6 +9532,108 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// CreateDropWithBodyWithResponse Create a drop
+	//
+	// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+	// sold through one waiting room (`waiting_room`, the settings of a
+	// SKU's room), with `per_user_limit` units per shopper over all of
+	// them: 201 with the drop. Its id is its first SKU's (the smallest
+	// id given). The SKUs (1 to 50) must exist, have no room of their
+	// own and one bucket, share one sale window that has not started,
+	// and belong to no drop; a SKU's drop never changes. The same body
+	// again answers the drop, 200. Refusals, each writing nothing: 400
+	// `invalid_request` (a field missing or out of range, unknown
+	// fields, a SKU given twice, SKUs of different windows or split in
+	// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+	// `sku_in_drop` (a SKU is in a drop already, or in this one made
+	// with other settings), `sku_has_room`, `sale_started`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+	CreateDropWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDropResponse, error)
+
+	// CreateDropWithResponse Create a drop
+	//
+	// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+	// sold through one waiting room (`waiting_room`, the settings of a
+	// SKU's room), with `per_user_limit` units per shopper over all of
+	// them: 201 with the drop. Its id is its first SKU's (the smallest
+	// id given). The SKUs (1 to 50) must exist, have no room of their
+	// own and one bucket, share one sale window that has not started,
+	// and belong to no drop; a SKU's drop never changes. The same body
+	// again answers the drop, 200. Refusals, each writing nothing: 400
+	// `invalid_request` (a field missing or out of range, unknown
+	// fields, a SKU given twice, SKUs of different windows or split in
+	// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+	// `sku_in_drop` (a SKU is in a drop already, or in this one made
+	// with other settings), `sku_has_room`, `sale_started`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+	CreateDropWithResponse(ctx context.Context, body CreateDropJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDropResponse, error)
+
+	// GetDropRoomControlsWithResponse Read a drop's waiting room controls
+	//
+	// getRoomControls, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/drops/{id}/room (the `GetDropRoomControls` operationId).
+	GetDropRoomControlsWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomControlsResponse, error)
+
+	// ControlDropRoomWithBodyWithResponse Pause, resume, rate or close a drop's waiting room
+	//
+	// controlRoom, for a drop, but for `open`, refused 409
+	// `open_not_for_drops`: each buy of a drop carries a pass, which is
+	// what keeps a shopper to the drop's limit over its SKUs; raise the
+	// rate instead. 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+	ControlDropRoomWithBodyWithResponse(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ControlDropRoomResponse, error)
+
+	// ControlDropRoomWithResponse Pause, resume, rate or close a drop's waiting room
+	//
+	// controlRoom, for a drop, but for `open`, refused 409
+	// `open_not_for_drops`: each buy of a drop carries a pass, which is
+	// what keeps a shopper to the drop's limit over its SKUs; raise the
+	// rate instead. 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+	ControlDropRoomWithResponse(ctx context.Context, id DropIdParam, body ControlDropRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlDropRoomResponse, error)
+
+	// GetDropRoomCodesWithResponse Count a drop's waiting room's priority codes
+	//
+	// getRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/drops/{id}/room/codes (the `GetDropRoomCodes` operationId).
+	GetDropRoomCodesWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomCodesResponse, error)
+
+	// CreateDropRoomCodesWithBodyWithResponse Make priority codes for a drop's waiting room
+	//
+	// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+	CreateDropRoomCodesWithBodyWithResponse(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDropRoomCodesResponse, error)
+
+	// CreateDropRoomCodesWithResponse Make priority codes for a drop's waiting room
+	//
+	// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+	CreateDropRoomCodesWithResponse(ctx context.Context, id DropIdParam, body CreateDropRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDropRoomCodesResponse, error)
+
 	// AdminListEventsWithResponse List the deliveries of order events, by status and receiver
 	//
 	// The order events seckill sends the shop (see `webhooks`), one item
@@ -9164,6 +10250,72 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /admin/skus/{id}/stock (the `SetStock` operationId).
 	SetStockWithResponse(ctx context.Context, id SKUIdParam, body SetStockJSONRequestBody, reqEditors ...RequestEditorFn) (*SetStockResponse, error)
 
+	// GetDropWithResponse Get a drop
+	//
+	// A drop (docs/shop/drops.md): one product sold as several SKUs, its
+	// sizes, through one waiting room. Its SKUs with the units left of
+	// each in Redis, the units left of them all, and its waiting room.
+	// `state` is the drop's as a whole: `sold_out` once every SKU is. No
+	// shopper identity needed. 404 `unknown_drop`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/drops/{id} (the `GetDrop` operationId).
+	GetDropWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropResponse, error)
+
+	// GetDropRoomDrawWithResponse The published draw of a drop's waiting room
+	//
+	// getWaitingRoomDraw, for a drop (its `sku` is the drop's id); 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/drops/{id}/draw (the `GetDropRoomDraw` operationId).
+	GetDropRoomDrawWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomDrawResponse, error)
+
+	// GetDropRoomStatusWithResponse Look at the shopper's place in a drop's waiting room
+	//
+	// getWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue (the `GetDropRoomStatus` operationId).
+	GetDropRoomStatusWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomStatusResponse, error)
+
+	// JoinDropRoomWithResponse Join a drop's waiting room
+	//
+	// joinWaitingRoom, for a drop: one ticket per shopper for all the
+	// drop's SKUs, whose pass buys any one of them (`POST
+	// /api/v1/orders` with the SKU's `sku_id`), once, up to the drop's
+	// `per_user_limit` units. The room admits as long as the valid
+	// unused passes stay at most the units left of all the drop's SKUs
+	// times `overbook`, and its waiting tickets are `sold_out` once
+	// every SKU is. The same room answers on `/api/v1/skus/{id}/queue`
+	// for any SKU of the drop. Refusals as joinWaitingRoom's, and 404
+	// `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/drops/{id}/queue (the `JoinDropRoom` operationId).
+	JoinDropRoomWithResponse(ctx context.Context, id DropIdParam, params *JoinDropRoomParams, reqEditors ...RequestEditorFn) (*JoinDropRoomResponse, error)
+
+	// GetDropRoomChallengeWithResponse Get a proof of work to join a drop's waiting room
+	//
+	// getWaitingRoomChallenge, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue/challenge (the `GetDropRoomChallenge` operationId).
+	GetDropRoomChallengeWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomChallengeResponse, error)
+
+	// StreamDropRoomStatusWithResponse Follow the shopper's place in a drop's waiting room as a stream
+	//
+	// streamWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/drops/{id}/queue/events (the `StreamDropRoomStatus` operationId).
+	StreamDropRoomStatusWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*StreamDropRoomStatusResponse, error)
+
 	// ListOrdersWithResponse List the shopper's own orders
 	//
 	// The calling shopper's orders, newest first (by `created_at`, then
@@ -9493,9 +10645,13 @@ type ClientWithResponsesInterface interface {
 	// no-store`). A solver in JavaScript is `web/pow/solve.js`
 	// (docs/shop/waiting-room.md#proof-of-work).
 	//
-	// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+	// A challenge is given from the room's `opens_at` until the sale
+	// ends, so that no proof is solved before the room opens.
+	//
+	// Refusals: 400 bad id; 401 no shopper identity; 403
+	// `room_not_open` before `opens_at`; 404 `unknown_sku` /
 	// `no_waiting_room` / `no_pow` (the room asks for no proof of work);
-	// 503 `unavailable`.
+	// 409 `sale_ended`; 503 `unavailable`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9919,6 +11075,470 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/wechatpay (the `ReceiveWeChatPayNotification` operationId).
 	ReceiveWeChatPayNotificationWithResponse(ctx context.Context, params *ReceiveWeChatPayNotificationParams, body ReceiveWeChatPayNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveWeChatPayNotificationResponse, error)
+}
+
+// CreateDropResponse503Headers the declared response headers of an HTTP 503 response for CreateDrop
+type CreateDropResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateDropResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Drop
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Drop
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateDropResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDropResponse) GetJSON200() *Drop {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateDropResponse) GetJSON201() *Drop {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDropResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDropResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDropResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDropResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDropResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDropResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateDropResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDropResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDropResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDropResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDropResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDropRoomControlsResponse503Headers the declared response headers of an HTTP 503 response for GetDropRoomControls
+type GetDropRoomControlsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropRoomControlsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomControls
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropRoomControlsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON200() *RoomControls {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropRoomControlsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropRoomControlsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropRoomControlsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropRoomControlsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropRoomControlsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ControlDropRoomResponse503Headers the declared response headers of an HTTP 503 response for ControlDropRoom
+type ControlDropRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ControlDropRoomResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomControls
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ControlDropRoomResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ControlDropRoomResponse) GetJSON200() *RoomControls {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ControlDropRoomResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ControlDropRoomResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ControlDropRoomResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ControlDropRoomResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ControlDropRoomResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ControlDropRoomResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ControlDropRoomResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ControlDropRoomResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ControlDropRoomResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ControlDropRoomResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ControlDropRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDropRoomCodesResponse503Headers the declared response headers of an HTTP 503 response for GetDropRoomCodes
+type GetDropRoomCodesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropRoomCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RoomCodes
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropRoomCodesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON200() *RoomCodes {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropRoomCodesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropRoomCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropRoomCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropRoomCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropRoomCodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDropRoomCodesResponse503Headers the declared response headers of an HTTP 503 response for CreateDropRoomCodes
+type CreateDropRoomCodesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateDropRoomCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RoomCodes
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateDropRoomCodesResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON201() *RoomCodes {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateDropRoomCodesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDropRoomCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDropRoomCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDropRoomCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDropRoomCodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // AdminListEventsResponse503Headers the declared response headers of an HTTP 503 response for AdminListEvents
@@ -11934,6 +13554,518 @@ func (r SetStockResponse) ContentType() string {
 	return ""
 }
 
+// GetDropResponse503Headers the declared response headers of an HTTP 503 response for GetDrop
+type GetDropResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Drop
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropResponse) GetJSON200() *Drop {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDropRoomDrawResponse503Headers the declared response headers of an HTTP 503 response for GetDropRoomDraw
+type GetDropRoomDrawResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropRoomDrawResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Draw
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropRoomDrawResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropRoomDrawResponse) GetJSON200() *Draw {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropRoomDrawResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropRoomDrawResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetDropRoomDrawResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropRoomDrawResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropRoomDrawResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropRoomDrawResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropRoomDrawResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropRoomDrawResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDropRoomStatusResponse200Headers the declared response headers of an HTTP 200 response for GetDropRoomStatus
+type GetDropRoomStatusResponse200Headers struct {
+	RetryAfter int
+}
+
+// GetDropRoomStatusResponse503Headers the declared response headers of an HTTP 503 response for GetDropRoomStatus
+type GetDropRoomStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropRoomStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetDropRoomStatusResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropRoomStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON200() *QueueStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropRoomStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropRoomStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropRoomStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropRoomStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropRoomStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// JoinDropRoomResponse200Headers the declared response headers of an HTTP 200 response for JoinDropRoom
+type JoinDropRoomResponse200Headers struct {
+	RetryAfter int
+}
+
+// JoinDropRoomResponse503Headers the declared response headers of an HTTP 503 response for JoinDropRoom
+type JoinDropRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
+type JoinDropRoomResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *JoinDropRoomResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinDropRoomResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JoinDropRoomResponse) GetJSON200() *QueueStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r JoinDropRoomResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r JoinDropRoomResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r JoinDropRoomResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r JoinDropRoomResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r JoinDropRoomResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JoinDropRoomResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JoinDropRoomResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JoinDropRoomResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JoinDropRoomResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JoinDropRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDropRoomChallengeResponse503Headers the declared response headers of an HTTP 503 response for GetDropRoomChallenge
+type GetDropRoomChallengeResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDropRoomChallengeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PowChallenge
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDropRoomChallengeResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON200() *PowChallenge {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDropRoomChallengeResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDropRoomChallengeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDropRoomChallengeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDropRoomChallengeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDropRoomChallengeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamDropRoomStatusResponse429Headers the declared response headers of an HTTP 429 response for StreamDropRoomStatus
+type StreamDropRoomStatusResponse429Headers struct {
+	RetryAfter int
+}
+
+// StreamDropRoomStatusResponse503Headers the declared response headers of an HTTP 503 response for StreamDropRoomStatus
+type StreamDropRoomStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamDropRoomStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamDropRoomStatusResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamDropRoomStatusResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON429() *Error {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamDropRoomStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamDropRoomStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamDropRoomStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamDropRoomStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamDropRoomStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListOrdersResponse503Headers the declared response headers of an HTTP 503 response for ListOrders
 type ListOrdersResponse503Headers struct {
 	RetryAfter *int
@@ -12764,8 +14896,12 @@ type GetWaitingRoomChallengeResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12787,9 +14923,19 @@ func (r GetWaitingRoomChallengeResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetWaitingRoomChallengeResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetWaitingRoomChallengeResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13473,6 +15619,156 @@ func (r ReceiveWeChatPayNotificationResponse) ContentType() string {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
+}
+
+// CreateDropWithBodyWithResponse Create a drop
+//
+// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+// sold through one waiting room (`waiting_room`, the settings of a
+// SKU's room), with `per_user_limit` units per shopper over all of
+// them: 201 with the drop. Its id is its first SKU's (the smallest
+// id given). The SKUs (1 to 50) must exist, have no room of their
+// own and one bucket, share one sale window that has not started,
+// and belong to no drop; a SKU's drop never changes. The same body
+// again answers the drop, 200. Refusals, each writing nothing: 400
+// `invalid_request` (a field missing or out of range, unknown
+// fields, a SKU given twice, SKUs of different windows or split in
+// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+// `sku_in_drop` (a SKU is in a drop already, or in this one made
+// with other settings), `sku_has_room`, `sale_started`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+func (c *ClientWithResponses) CreateDropWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDropResponse, error) {
+	rsp, err := c.CreateDropWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDropResponse(rsp)
+}
+
+// CreateDropWithResponse Create a drop
+//
+// Makes existing SKUs the sizes of one drop (docs/shop/drops.md),
+// sold through one waiting room (`waiting_room`, the settings of a
+// SKU's room), with `per_user_limit` units per shopper over all of
+// them: 201 with the drop. Its id is its first SKU's (the smallest
+// id given). The SKUs (1 to 50) must exist, have no room of their
+// own and one bucket, share one sale window that has not started,
+// and belong to no drop; a SKU's drop never changes. The same body
+// again answers the drop, 200. Refusals, each writing nothing: 400
+// `invalid_request` (a field missing or out of range, unknown
+// fields, a SKU given twice, SKUs of different windows or split in
+// buckets, `opens_at` after the start); 404 `unknown_sku`; 409
+// `sku_in_drop` (a SKU is in a drop already, or in this one made
+// with other settings), `sku_has_room`, `sale_started`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops (the `CreateDrop` operationId).
+func (c *ClientWithResponses) CreateDropWithResponse(ctx context.Context, body CreateDropJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDropResponse, error) {
+	rsp, err := c.CreateDrop(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDropResponse(rsp)
+}
+
+// GetDropRoomControlsWithResponse Read a drop's waiting room controls
+//
+// getRoomControls, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/drops/{id}/room (the `GetDropRoomControls` operationId).
+func (c *ClientWithResponses) GetDropRoomControlsWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomControlsResponse, error) {
+	rsp, err := c.GetDropRoomControls(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropRoomControlsResponse(rsp)
+}
+
+// ControlDropRoomWithBodyWithResponse Pause, resume, rate or close a drop's waiting room
+//
+// controlRoom, for a drop, but for `open`, refused 409
+// `open_not_for_drops`: each buy of a drop carries a pass, which is
+// what keeps a shopper to the drop's limit over its SKUs; raise the
+// rate instead. 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+func (c *ClientWithResponses) ControlDropRoomWithBodyWithResponse(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ControlDropRoomResponse, error) {
+	rsp, err := c.ControlDropRoomWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseControlDropRoomResponse(rsp)
+}
+
+// ControlDropRoomWithResponse Pause, resume, rate or close a drop's waiting room
+//
+// controlRoom, for a drop, but for `open`, refused 409
+// `open_not_for_drops`: each buy of a drop carries a pass, which is
+// what keeps a shopper to the drop's limit over its SKUs; raise the
+// rate instead. 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops/{id}/room (the `ControlDropRoom` operationId).
+func (c *ClientWithResponses) ControlDropRoomWithResponse(ctx context.Context, id DropIdParam, body ControlDropRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlDropRoomResponse, error) {
+	rsp, err := c.ControlDropRoom(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseControlDropRoomResponse(rsp)
+}
+
+// GetDropRoomCodesWithResponse Count a drop's waiting room's priority codes
+//
+// getRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/drops/{id}/room/codes (the `GetDropRoomCodes` operationId).
+func (c *ClientWithResponses) GetDropRoomCodesWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomCodesResponse, error) {
+	rsp, err := c.GetDropRoomCodes(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropRoomCodesResponse(rsp)
+}
+
+// CreateDropRoomCodesWithBodyWithResponse Make priority codes for a drop's waiting room
+//
+// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+func (c *ClientWithResponses) CreateDropRoomCodesWithBodyWithResponse(ctx context.Context, id DropIdParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDropRoomCodesResponse, error) {
+	rsp, err := c.CreateDropRoomCodesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDropRoomCodesResponse(rsp)
+}
+
+// CreateDropRoomCodesWithResponse Make priority codes for a drop's waiting room
+//
+// createRoomCodes, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/drops/{id}/room/codes (the `CreateDropRoomCodes` operationId).
+func (c *ClientWithResponses) CreateDropRoomCodesWithResponse(ctx context.Context, id DropIdParam, body CreateDropRoomCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDropRoomCodesResponse, error) {
+	rsp, err := c.CreateDropRoomCodes(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDropRoomCodesResponse(rsp)
 }
 
 // AdminListEventsWithResponse List the deliveries of order events, by status and receiver
@@ -14271,6 +16567,108 @@ func (c *ClientWithResponses) SetStockWithResponse(ctx context.Context, id SKUId
 	return ParseSetStockResponse(rsp)
 }
 
+// GetDropWithResponse Get a drop
+//
+// A drop (docs/shop/drops.md): one product sold as several SKUs, its
+// sizes, through one waiting room. Its SKUs with the units left of
+// each in Redis, the units left of them all, and its waiting room.
+// `state` is the drop's as a whole: `sold_out` once every SKU is. No
+// shopper identity needed. 404 `unknown_drop`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/drops/{id} (the `GetDrop` operationId).
+func (c *ClientWithResponses) GetDropWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropResponse, error) {
+	rsp, err := c.GetDrop(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropResponse(rsp)
+}
+
+// GetDropRoomDrawWithResponse The published draw of a drop's waiting room
+//
+// getWaitingRoomDraw, for a drop (its `sku` is the drop's id); 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/drops/{id}/draw (the `GetDropRoomDraw` operationId).
+func (c *ClientWithResponses) GetDropRoomDrawWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomDrawResponse, error) {
+	rsp, err := c.GetDropRoomDraw(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropRoomDrawResponse(rsp)
+}
+
+// GetDropRoomStatusWithResponse Look at the shopper's place in a drop's waiting room
+//
+// getWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/drops/{id}/queue (the `GetDropRoomStatus` operationId).
+func (c *ClientWithResponses) GetDropRoomStatusWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomStatusResponse, error) {
+	rsp, err := c.GetDropRoomStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropRoomStatusResponse(rsp)
+}
+
+// JoinDropRoomWithResponse Join a drop's waiting room
+//
+// joinWaitingRoom, for a drop: one ticket per shopper for all the
+// drop's SKUs, whose pass buys any one of them (`POST
+// /api/v1/orders` with the SKU's `sku_id`), once, up to the drop's
+// `per_user_limit` units. The room admits as long as the valid
+// unused passes stay at most the units left of all the drop's SKUs
+// times `overbook`, and its waiting tickets are `sold_out` once
+// every SKU is. The same room answers on `/api/v1/skus/{id}/queue`
+// for any SKU of the drop. Refusals as joinWaitingRoom's, and 404
+// `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/drops/{id}/queue (the `JoinDropRoom` operationId).
+func (c *ClientWithResponses) JoinDropRoomWithResponse(ctx context.Context, id DropIdParam, params *JoinDropRoomParams, reqEditors ...RequestEditorFn) (*JoinDropRoomResponse, error) {
+	rsp, err := c.JoinDropRoom(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinDropRoomResponse(rsp)
+}
+
+// GetDropRoomChallengeWithResponse Get a proof of work to join a drop's waiting room
+//
+// getWaitingRoomChallenge, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/drops/{id}/queue/challenge (the `GetDropRoomChallenge` operationId).
+func (c *ClientWithResponses) GetDropRoomChallengeWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*GetDropRoomChallengeResponse, error) {
+	rsp, err := c.GetDropRoomChallenge(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDropRoomChallengeResponse(rsp)
+}
+
+// StreamDropRoomStatusWithResponse Follow the shopper's place in a drop's waiting room as a stream
+//
+// streamWaitingRoomStatus, for a drop; 404 `unknown_drop` for an id that is no drop's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/drops/{id}/queue/events (the `StreamDropRoomStatus` operationId).
+func (c *ClientWithResponses) StreamDropRoomStatusWithResponse(ctx context.Context, id DropIdParam, reqEditors ...RequestEditorFn) (*StreamDropRoomStatusResponse, error) {
+	rsp, err := c.StreamDropRoomStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamDropRoomStatusResponse(rsp)
+}
+
 // ListOrdersWithResponse List the shopper's own orders
 //
 // The calling shopper's orders, newest first (by `created_at`, then
@@ -14666,9 +17064,13 @@ func (c *ClientWithResponses) JoinWaitingRoomWithResponse(ctx context.Context, i
 // no-store`). A solver in JavaScript is `web/pow/solve.js`
 // (docs/shop/waiting-room.md#proof-of-work).
 //
-// Refusals: 400 bad id; 401 no shopper identity; 404 `unknown_sku` /
+// A challenge is given from the room's `opens_at` until the sale
+// ends, so that no proof is solved before the room opens.
+//
+// Refusals: 400 bad id; 401 no shopper identity; 403
+// `room_not_open` before `opens_at`; 404 `unknown_sku` /
 // `no_waiting_room` / `no_pow` (the room asks for no proof of work);
-// 503 `unavailable`.
+// 409 `sale_ended`; 503 `unavailable`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15175,6 +17577,425 @@ func (c *ClientWithResponses) ReceiveWeChatPayNotificationWithResponse(ctx conte
 		return nil, err
 	}
 	return ParseReceiveWeChatPayNotificationResponse(rsp)
+}
+
+// ParseCreateDropResponse parses an HTTP response from a CreateDropWithResponse call
+func ParseCreateDropResponse(rsp *http.Response) (*CreateDropResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDropResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Drop
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Drop
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CreateDropResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDropRoomControlsResponse parses an HTTP response from a GetDropRoomControlsWithResponse call
+func ParseGetDropRoomControlsResponse(rsp *http.Response) (*GetDropRoomControlsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropRoomControlsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomControls
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDropRoomControlsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseControlDropRoomResponse parses an HTTP response from a ControlDropRoomWithResponse call
+func ParseControlDropRoomResponse(rsp *http.Response) (*ControlDropRoomResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ControlDropRoomResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomControls
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ControlDropRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDropRoomCodesResponse parses an HTTP response from a GetDropRoomCodesWithResponse call
+func ParseGetDropRoomCodesResponse(rsp *http.Response) (*GetDropRoomCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropRoomCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RoomCodes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDropRoomCodesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDropRoomCodesResponse parses an HTTP response from a CreateDropRoomCodesWithResponse call
+func ParseCreateDropRoomCodesResponse(rsp *http.Response) (*CreateDropRoomCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDropRoomCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RoomCodes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CreateDropRoomCodesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseAdminListEventsResponse parses an HTTP response from a AdminListEventsWithResponse call
@@ -16982,6 +19803,473 @@ func ParseSetStockResponse(rsp *http.Response) (*SetStockResponse, error) {
 	return response, nil
 }
 
+// ParseGetDropResponse parses an HTTP response from a GetDropWithResponse call
+func ParseGetDropResponse(rsp *http.Response) (*GetDropResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Drop
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDropResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDropRoomDrawResponse parses an HTTP response from a GetDropRoomDrawWithResponse call
+func ParseGetDropRoomDrawResponse(rsp *http.Response) (*GetDropRoomDrawResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropRoomDrawResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Draw
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDropRoomDrawResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDropRoomStatusResponse parses an HTTP response from a GetDropRoomStatusWithResponse call
+func ParseGetDropRoomStatusResponse(rsp *http.Response) (*GetDropRoomStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropRoomStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetDropRoomStatusResponse200Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDropRoomStatusResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseJoinDropRoomResponse parses an HTTP response from a JoinDropRoomWithResponse call
+func ParseJoinDropRoomResponse(rsp *http.Response) (*JoinDropRoomResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JoinDropRoomResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers JoinDropRoomResponse200Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinDropRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDropRoomChallengeResponse parses an HTTP response from a GetDropRoomChallengeWithResponse call
+func ParseGetDropRoomChallengeResponse(rsp *http.Response) (*GetDropRoomChallengeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDropRoomChallengeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PowChallenge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetDropRoomChallengeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamDropRoomStatusResponse parses an HTTP response from a StreamDropRoomStatusWithResponse call
+func ParseStreamDropRoomStatusResponse(rsp *http.Response) (*StreamDropRoomStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamDropRoomStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers StreamDropRoomStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamDropRoomStatusResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListOrdersResponse parses an HTTP response from a ListOrdersWithResponse call
 func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17758,12 +21046,26 @@ func ParseGetWaitingRoomChallengeResponse(rsp *http.Response) (*GetWaitingRoomCh
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable

@@ -185,7 +185,7 @@ func (a *App) build() error {
 			WebhookSecrets: cfg.Payment.Stripe.WebhookSecrets(), APIBase: cfg.Payment.Stripe.APIBase})
 		co.Gateway = a.stripe
 	}
-	a.closer = order.NewCloser(a.Orders, a.Stock, co)
+	a.closer = order.NewCloser(a.Orders, a.Stock, a.cache, co)
 	a.clock = clockcheck.New(a.Redis, cfg.Redis.KeyPrefix, a.Registry, clockcheck.Options{Log: a.Log})
 	return nil
 }

@@ -61,7 +61,7 @@ func TestARebuildStoppedPartWayIsMadeAgainWhole(t *testing.T) {
 	r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), "", nil)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.EqualValues(t, 2, fired.Load(), "bucket 0's rebuild failed once, then ran again")
-	st, ok, err := s.apps[0].Stock.Sum(t.Context(), sku, 3)
+	st, ok, err := s.apps[0].Stock.Sum(t.Context(), stock.Layout{SKU: sku, Buckets: 3})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.EqualValues(t, 30, st.Total, "the buckets' totals add up to the stock")
@@ -126,7 +126,7 @@ func sellThroughAndStopARebuild(t *testing.T, s *deployment) uint64 {
 	s.apps[0].Redis.AddHook(failRebuild{key: fmt.Sprintf("%s{sku:%d}:stock", prefix, sku), times: 5, fired: &fired})
 	r := s.do(0, "POST", fmt.Sprintf("/admin/skus/%d/reconcile", sku), "", nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-	st, ok, err := s.apps[0].Stock.Sum(t.Context(), sku, buckets)
+	st, ok, err := s.apps[0].Stock.Sum(t.Context(), stock.Layout{SKU: sku, Buckets: buckets})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Greater(t, st.Total, int64(30), "bucket 0 was not rebuilt, the others were")
@@ -136,7 +136,7 @@ func sellThroughAndStopARebuild(t *testing.T, s *deployment) uint64 {
 // requireTotals fails unless the buckets' totals of sku add up to total.
 func requireTotals(t *testing.T, s *deployment, sku uint64, total int64) {
 	t.Helper()
-	st, ok, err := s.apps[0].Stock.Sum(t.Context(), sku, 3)
+	st, ok, err := s.apps[0].Stock.Sum(t.Context(), stock.Layout{SKU: sku, Buckets: 3})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, total, st.Total, "the buckets' totals add up to the stock")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // Cache keeps SKUs in memory for ttl so the buy path reads a SKU's window,
@@ -116,3 +118,18 @@ func (c *Cache) put(id uint64, sku *SKU) {
 }
 
 func key(id uint64) string { return strconv.FormatUint(id, 10) }
+
+// PartOf returns the part of SKU sku's stock order orderID was taken from,
+// as the SKU's layout places it (a SKU of a drop keeps its stock under the
+// drop's tag); for a SKU the catalog does not know, the part the order id
+// names.
+func (c *Cache) PartOf(ctx context.Context, sku uint64, orderID string) (stock.Part, error) {
+	s, err := c.Get(ctx, sku)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return stock.PartOf(sku, orderID), nil
+	case err != nil:
+		return stock.Part{}, err
+	}
+	return s.Layout().Of(orderID), nil
+}

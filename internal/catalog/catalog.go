@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/seckill/seckill/internal/stock"
 )
 
 // Errors.
@@ -62,8 +64,29 @@ type SKU struct {
 	EndsAt               time.Time `gorm:"column:ends_at"`
 	CreatedAt            time.Time `gorm:"column:created_at"`
 	UpdatedAt            time.Time `gorm:"column:updated_at"`
-	// Room is the SKU's waiting room, if it has one (Room.On).
+	// Room is the SKU's waiting room, if it has one (Room.On); the first
+	// SKU of a drop keeps the drop's.
 	Room Room `gorm:"embedded"`
+	// Drop is the drop the SKU belongs to (drop.go), 0 for none: the id of
+	// the drop's first SKU.
+	Drop uint64 `gorm:"column:drop_id"`
+	// Group is the drop whose first SKU this is, as Store.Get reads it;
+	// nil for any other SKU.
+	Group *Drop `gorm:"-"`
+}
+
+// Layout is how the SKU's stock is laid out in Redis.
+func (s *SKU) Layout() stock.Layout {
+	return stock.Layout{SKU: s.ID, Buckets: s.Buckets, Drop: s.Drop}
+}
+
+// RoomID is the SKU whose waiting room gates the SKU's buys: its drop's
+// first SKU, or itself.
+func (s *SKU) RoomID() uint64 {
+	if s.Drop > 0 {
+		return s.Drop
+	}
+	return s.ID
 }
 
 // TableName is skus.

@@ -152,8 +152,9 @@ func (s *Spec) New(now time.Time) (SKU, error) {
 // they are. It refuses, changing nothing, a field out of range or an ID
 // other than cur's (ErrInvalid), a window it moves that would not end after
 // it starts or that would open a drawn waiting room again (ErrInvalid, see
-// reopens), a bucket count other than cur's (ErrBucketsFixed) and a stock
-// below what cur has sold (ErrBelowSold).
+// reopens), a bucket count other than cur's (ErrBucketsFixed), a window
+// moved for a SKU of a drop (ErrInDrop) and a stock below what cur has sold
+// (ErrBelowSold).
 func (s *Spec) Apply(cur SKU, now time.Time) (SKU, error) {
 	if err := s.Validate(); err != nil {
 		return SKU{}, err
@@ -196,6 +197,9 @@ func (s *Spec) Apply(cur SKU, now time.Time) (SKU, error) {
 	// (EndSale) keeps a window of no length, before its room's opening,
 	// and its other fields may still change.
 	moved := s.StartsAt != nil || s.EndsAt != nil
+	if cur.Drop != 0 && (!next.StartsAt.Equal(cur.StartsAt) || !next.EndsAt.Equal(cur.EndsAt)) {
+		return SKU{}, fmt.Errorf("%w: sku %d is in drop %d, whose skus share one sale window", ErrInDrop, cur.ID, cur.Drop)
+	}
 	if moved && !next.EndsAt.After(next.StartsAt) {
 		return SKU{}, invalidf("ends_at must be after starts_at: the sale would run from %s to %s (times are kept to the millisecond)",
 			next.StartsAt.Format(time.RFC3339Nano), next.EndsAt.Format(time.RFC3339Nano))

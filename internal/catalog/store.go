@@ -24,7 +24,8 @@ func NewStore(db *gorm.DB, now func() time.Time) *Store {
 	return &Store{db: db, now: now}
 }
 
-// Get returns the SKU or ErrNotFound.
+// Get returns the SKU or ErrNotFound; the first SKU of a drop with its
+// Group.
 func (s *Store) Get(ctx context.Context, id uint64) (*SKU, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
@@ -36,6 +37,11 @@ func (s *Store) Get(ctx context.Context, id uint64) (*SKU, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: get %d: %w", id, err)
+	}
+	if sku.Drop == sku.ID {
+		if sku.Group, err = readDrop(s.db.WithContext(ctx), id); err != nil {
+			return nil, err
+		}
 	}
 	return &sku, nil
 }
@@ -308,7 +314,8 @@ func update(tx *gorm.DB, cur *SKU, spec Spec, now time.Time) (*SKU, error) {
 // operation of any other error.
 func wrapWrite(op string, err error) error {
 	if errors.Is(err, ErrBelowSold) || errors.Is(err, ErrBucketsFixed) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) ||
-		errors.Is(err, ErrIDTaken) {
+		errors.Is(err, ErrIDTaken) || errors.Is(err, ErrInDrop) || errors.Is(err, ErrHasRoom) || errors.Is(err, ErrStarted) ||
+		errors.Is(err, ErrDropNotFound) {
 		return err
 	}
 	return fmt.Errorf("catalog: %s: %w", op, err)

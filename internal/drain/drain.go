@@ -121,7 +121,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 		if err == nil {
 			listed := make(map[stock.Part]bool, len(skus))
 			for _, sku := range skus {
-				for _, p := range stock.Parts(sku.ID, sku.Buckets) {
+				for _, p := range sku.Layout().Parts() {
 					listed[p] = true
 					d.start(ctx, &wg, p)
 				}
@@ -149,7 +149,8 @@ func (d *Drainer) start(ctx context.Context, wg *sync.WaitGroup, p stock.Part) {
 	if d.o.Watch != nil {
 		d.o.Watch(q)
 	}
-	c := queue.NewConsumer(q, d.handle, queue.ConsumerOptions{
+	handle := func(ctx context.Context, tasks []*queue.Claimed) []error { return d.handle(ctx, p, tasks) }
+	c := queue.NewConsumer(q, handle, queue.ConsumerOptions{
 		Workers:   d.o.Workers,
 		BatchSize: d.o.BatchSize,
 		Lease:     d.o.Lease,
@@ -212,10 +213,10 @@ func (d *Drainer) stopFinished(ctx context.Context, listed map[stock.Part]bool) 
 	}
 }
 
-// handle is the queue handler: the orders of every order.create task
-// claimed are written in one transaction, those of order.expire tasks one
-// by one.
-func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
+// handle is the handler of part p's queue: the orders of every
+// order.create task claimed are written in one transaction, those of
+// order.expire tasks one by one.
+func (d *Drainer) handle(ctx context.Context, p stock.Part, tasks []*queue.Claimed) []error {
 	errs := make([]error, len(tasks))
 	var creates []stock.OrderTask
 	var createIdx []int
@@ -240,7 +241,7 @@ func (d *Drainer) handle(ctx context.Context, tasks []*queue.Claimed) []error {
 		var err error
 		for start := 0; start < len(creates) && err == nil; start += d.o.BatchSize {
 			chunk := creates[start:min(start+d.o.BatchSize, len(creates))]
-			err = d.retrySQL(ctx, func() error { return d.persist(ctx, chunk) })
+			err = d.retrySQL(ctx, func() error { return d.persist(ctx, p, chunk) })
 		}
 		for _, i := range createIdx {
 			if err != nil {

@@ -19,7 +19,7 @@ import (
 // batch delivered again after a rebuild that did not complete finds its
 // failed rows written and runs the rebuild again. Then it schedules each
 // order's payment deadline.
-func (d *Drainer) persist(ctx context.Context, tasks []stock.OrderTask) error {
+func (d *Drainer) persist(ctx context.Context, p stock.Part, tasks []stock.OrderTask) error {
 	now := d.o.Now().UTC()
 	rows := make([]order.Order, 0, len(tasks))
 	for _, t := range tasks {
@@ -54,27 +54,22 @@ func (d *Drainer) persist(ctx context.Context, tasks []stock.OrderTask) error {
 	if d.o.Pace != nil {
 		d.o.Pace.Add(len(fresh))
 	}
-	return d.scheduleDeadlines(ctx, rows)
+	return d.scheduleDeadlines(ctx, p, rows)
 }
 
 func (d *Drainer) row(t stock.OrderTask, now time.Time) order.Order {
 	return order.FromTask(t, d.o.PaymentTimeout, now)
 }
 
-// scheduleDeadlines enqueues the payment deadlines of a batch's orders
-// (enqueueing one again is a no-op; a deadline that finds its order paid
-// does nothing).
-func (d *Drainer) scheduleDeadlines(ctx context.Context, rows []order.Order) error {
-	// In the queue of the bucket each order was taken from.
-	byPart := map[stock.Part][]order.Order{}
-	for _, o := range rows {
-		p := stock.PartOf(o.SKU, o.OrderID)
-		byPart[p] = append(byPart[p], o)
+// scheduleDeadlines enqueues the payment deadlines of a batch's orders in
+// the queue of part p, which their orders came from (enqueueing one again
+// is a no-op; a deadline that finds its order paid does nothing).
+func (d *Drainer) scheduleDeadlines(ctx context.Context, p stock.Part, rows []order.Order) error {
+	if len(rows) == 0 {
+		return nil
 	}
-	for p, os := range byPart {
-		if _, err := d.store.Queue(p).EnqueueBatch(ctx, order.Deadlines(os)); err != nil {
-			return fmt.Errorf("drain: schedule payment deadlines: %w", err)
-		}
+	if _, err := d.store.Queue(p).EnqueueBatch(ctx, order.Deadlines(rows)); err != nil {
+		return fmt.Errorf("drain: schedule payment deadlines: %w", err)
 	}
 	return nil
 }

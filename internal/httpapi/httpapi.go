@@ -35,6 +35,8 @@ type Deps struct {
 	Sales Sales // nil: no shopper routes on SKUs
 	Rooms Rooms // nil: no waiting room routes
 	Admin Admin // nil: no admin routes
+	// Drops serves drops (nil: no drop routes); their rooms need Rooms.
+	Drops Drops
 	// RoomStreams serves the shoppers' streams of their room statuses,
 	// at most MaxRoomStreams at once (default 10,000); nil: no stream
 	// route.

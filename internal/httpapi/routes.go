@@ -43,16 +43,26 @@ func routes(r *gin.Engine, d Deps, m *httpMetrics) {
 	}
 	if d.Rooms != nil {
 		as := shopper(d.Tokens, d.Log)
-		api.POST("/skus/:id/queue", as(handleRoom(join(d.Rooms), d.Log)))
-		api.GET("/skus/:id/queue", as(handleRoom(peek(d.Rooms), d.Log)))
-		api.GET("/skus/:id/queue/challenge", as(handleChallenge(d.Rooms, d.Log)))
+		var stream gin.HandlerFunc
 		if d.RoomStreams != nil {
 			open := &streams{max: cmp.Or(d.MaxRoomStreams, 10_000), open: map[streamKey]*streamSlot{}}
 			// An event has as long as an answer to be written.
-			api.GET("/skus/:id/queue/events", as(handleRoomStream(cmp.Or(d.Closing, context.Background()), d.RoomStreams, open,
-				cmp.Or(d.HTTP.WriteTimeout, 10*time.Second), d.Log)))
+			stream = as(handleRoomStream(cmp.Or(d.Closing, context.Background()), d.RoomStreams, open,
+				cmp.Or(d.HTTP.WriteTimeout, 10*time.Second), d.Log))
 		}
-		api.GET("/skus/:id/draw", handleDraw(d.Rooms, d.Log))
+		room := func(g *gin.RouterGroup) {
+			g.POST("/queue", as(handleRoom(join(d.Rooms), d.Log)))
+			g.GET("/queue", as(handleRoom(peek(d.Rooms), d.Log)))
+			g.GET("/queue/challenge", as(handleChallenge(d.Rooms, d.Log)))
+			if stream != nil {
+				g.GET("/queue/events", stream)
+			}
+			g.GET("/draw", handleDraw(d.Rooms, d.Log))
+		}
+		room(api.Group("/skus/:id"))
+		if d.Drops != nil {
+			dropRoutes(api, d, room)
+		}
 	}
 	if d.Payments != nil && d.Webhooks != nil {
 		r.POST("/webhooks/payments", handlePaymentWebhook(d.Payments, d.Webhooks, d.Log))
@@ -112,9 +122,18 @@ func skuAdmin(g *gin.RouterGroup, d Deps) {
 	g.POST("/skus/:id/dead/:task_id/requeue", handleDeadLetter(d.Log, "requeued", d.Admin.RequeueDead))
 	g.DELETE("/skus/:id/dead/:task_id", handleDeadLetter(d.Log, "deleted", d.Admin.DeleteDead))
 	if d.Rooms != nil {
-		g.GET("/skus/:id/room", handleRoomControls(d.Rooms, d.Log))
-		g.POST("/skus/:id/room", handleRoomControl(d.Rooms, d.Log))
-		g.GET("/skus/:id/room/codes", handleCodeCounts(d.Rooms, d.Log))
-		g.POST("/skus/:id/room/codes", handleCreateCodes(d.Rooms, d.Log))
+		room := func(g *gin.RouterGroup) {
+			g.GET("/room", handleRoomControls(d.Rooms, d.Log))
+			g.POST("/room", handleRoomControl(d.Rooms, d.Log))
+			g.GET("/room/codes", handleCodeCounts(d.Rooms, d.Log))
+			g.POST("/room/codes", handleCreateCodes(d.Rooms, d.Log))
+		}
+		room(g.Group("/skus/:id"))
+		if d.Drops != nil {
+			room(g.Group("/drops/:id", dropOnly(d.Drops, d.Log)))
+		}
+	}
+	if d.Drops != nil {
+		g.POST("/drops", handleCreateDrop(d.Drops, d.Log))
 	}
 }

@@ -20,6 +20,7 @@ type Closer struct {
 	db      *gorm.DB
 	rows    *Store
 	store   *stock.Store
+	parts   Parts
 	gateway Gateway
 	metrics *Metrics
 	now     func() time.Time
@@ -39,12 +40,18 @@ type CloserOptions struct {
 
 // NewCloser returns a Closer writing to rows and giving units back in
 // store.
-func NewCloser(rows *Store, store *stock.Store, o CloserOptions) *Closer {
+func NewCloser(rows *Store, store *stock.Store, parts Parts, o CloserOptions) *Closer {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Closer{db: rows.db, rows: rows, store: store, gateway: o.Gateway, metrics: o.Metrics, now: o.Now,
+	return &Closer{db: rows.db, rows: rows, store: store, parts: parts, gateway: o.Gateway, metrics: o.Metrics, now: o.Now,
 		log: cmp.Or(o.Log, slog.Default())}
+}
+
+// Parts finds the part of its SKU's stock an order was taken from
+// (catalog.Cache).
+type Parts interface {
+	PartOf(ctx context.Context, sku uint64, orderID string) (stock.Part, error)
 }
 
 // Expire expires the order if it is still unpaid at due; an order that is
@@ -114,7 +121,11 @@ func (c *Closer) Close(ctx context.Context, orderID, to string, due time.Time) (
 		// call that stopped between SQL and Redis): the payment deadline
 		// runs this for every order, so units never stay taken for good.
 		// Returning them announces it to every instance's seller.
-		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), stock.PartOf(o.SKU, o.OrderID), o.OrderID, o.User, o.Qty, stock.ReturnClosed)
+		p, err := c.parts.PartOf(ctx, o.SKU, o.OrderID)
+		if err != nil {
+			return nil, err
+		}
+		returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), p, o.OrderID, o.User, o.Qty, stock.ReturnClosed)
 		if err != nil {
 			return nil, err
 		}

@@ -117,11 +117,11 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 		return nil, err
 	}
 	homes := make([]stock.Part, len(skus))
-	buckets := make(map[uint64]int, len(skus))
+	homeOf := make(map[uint64]stock.Part, len(skus))
 	keeps := make(map[uint64]bool, len(skus))
 	for i := range skus {
-		homes[i] = stock.Home(skus[i].ID, skus[i].Buckets, user)
-		buckets[skus[i].ID] = skus[i].Buckets
+		homes[i] = skus[i].Layout().Home(user)
+		homeOf[skus[i].ID] = homes[i]
 		keeps[skus[i].ID] = skus[i].LimitCountsCancelled
 	}
 	held, err := s.store.Held(ctx, user, homes)
@@ -157,7 +157,7 @@ func (s *Service) queuedOrders(ctx context.Context, user string) (map[string]Vie
 		if units <= open[sku] {
 			continue // every unit held is in SQL: nothing of theirs is queued
 		}
-		tasks, _, err := s.store.QueuedOrders(ctx, stock.Home(sku, buckets[sku], user))
+		tasks, _, err := s.store.QueuedOrders(ctx, homeOf[sku])
 		if err != nil {
 			return nil, err
 		}

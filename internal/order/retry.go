@@ -66,7 +66,11 @@ func (s *Service) settled(ctx context.Context, user, orderID string) (found bool
 	if made, _ := orderid.Made(orderID); made.After(s.o.Now().Add(time.Minute)) {
 		return false, fmt.Errorf("%w: request_id names an order not made yet", ErrInvalid)
 	}
-	queued, err := s.store.Outcome(ctx, orderID, user)
+	p, _, err := s.partOf(ctx, orderID)
+	if err != nil {
+		return false, err
+	}
+	queued, err := s.store.Outcome(ctx, p, orderID, user)
 	if err != nil || queued {
 		return queued, err
 	}
@@ -101,7 +105,7 @@ func (s *Service) refuse(ctx context.Context, sku *catalog.SKU, user string, in 
 	if aerr := s.admit(ctx, in); aerr != nil {
 		return Placed{}, aerr
 	}
-	id, ok, lost, lerr := s.store.RequestOrder(ctx, stock.Home(sku.ID, sku.Buckets, user), user, in.RequestID)
+	id, ok, lost, lerr := s.store.RequestOrder(ctx, sku.Layout().Home(user), user, in.RequestID)
 	if lerr != nil {
 		return Placed{}, lerr
 	}

@@ -59,7 +59,7 @@ type Passes interface {
 // Seller).
 type Seller interface {
 	SoldOut(sku uint64) bool
-	Buy(ctx context.Context, sku uint64, buckets int, r stock.Request) (stock.Result, error)
+	Buy(ctx context.Context, l stock.Layout, r stock.Request) (stock.Result, error)
 }
 
 // Service runs a shopper's operations on their orders.
@@ -170,8 +170,19 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 		// Known here already: no order id to make, no Redis call.
 		return s.refuse(ctx, sku, user, in, stock.ErrSoldOut)
 	}
+	if sku.Drop != 0 {
+		// One pass of the drop's room buys once, so no shopper takes more
+		// than the drop's limit over its SKUs.
+		lead, err := s.cache.Get(ctx, sku.Drop)
+		if err != nil {
+			return Placed{}, err
+		}
+		if lead.Group != nil && in.Qty > lead.Group.PerUserLimit {
+			return s.refuse(ctx, sku, user, in, fmt.Errorf("%w: at most %d per shopper over drop %d", ErrLimitExceeded, lead.Group.PerUserLimit, sku.Drop))
+		}
+	}
 	var pass stock.Pass
-	if sku.Room.On() {
+	if sku.Room.On() || sku.Drop != 0 {
 		if s.o.Passes == nil {
 			return s.refuse(ctx, sku, user, in, ErrNoPasses)
 		}
@@ -187,7 +198,7 @@ func (s *Service) place(ctx context.Context, user string, in PlaceInput) (Placed
 	if p, ok, err := s.replayServer(ctx, sku.ID, user, in.RequestID); ok || err != nil {
 		return p, err
 	}
-	res, err := s.seller.Buy(ctx, sku.ID, sku.Buckets, stock.Request{
+	res, err := s.seller.Buy(ctx, sku.Layout(), stock.Request{
 		User: user, Qty: in.Qty, RequestID: in.RequestID,
 		PriceCents: sku.PriceCents * int64(in.Qty), Created: now, Pass: pass,
 	})
@@ -237,9 +248,9 @@ func (s *Service) admit(ctx context.Context, in PlaceInput) error {
 // Get returns the user's order: from SQL once it is there, from its SKU's
 // queue (status queued) before. Another user's order is ErrNotFound.
 func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) {
-	sku, bucket, batch, ok := orderid.Parse(orderID)
-	if !ok {
-		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
+	part, batch, err := s.partOf(ctx, orderID)
+	if err != nil {
+		return nil, err
 	}
 	o, err := find(ctx, s.db, orderID)
 	if err == nil {
@@ -251,7 +262,7 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	t, err := s.queued(ctx, stock.Part{SKU: sku, Bucket: bucket}, batch, orderID)
+	t, err := s.queued(ctx, part, batch, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
 		if o, err2 := find(ctx, s.db, orderID); err2 == nil && o.User == user {
@@ -266,6 +277,18 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 	}
 	v := s.taskView(t)
 	return &v, nil
+}
+
+// partOf returns the part of its SKU's stock order orderID was taken from
+// (the SKU's layout says where a SKU of a drop keeps it) and its batch:
+// ErrNotFound for a malformed id.
+func (s *Service) partOf(ctx context.Context, orderID string) (stock.Part, string, error) {
+	sku, _, batch, ok := orderid.Parse(orderID)
+	if !ok {
+		return stock.Part{}, "", fmt.Errorf("%w: malformed order id", ErrNotFound)
+	}
+	p, err := s.cache.PartOf(ctx, sku, orderID)
+	return p, batch, err
 }
 
 // taskView is an order still in its SKU's queue, as its shopper sees it.

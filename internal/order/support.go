@@ -94,9 +94,9 @@ func (s *Service) queuedView(t stock.OrderTask) AdminView {
 // there, from its SKU's queue (status queued) before. Errors: ErrNotFound
 // for a malformed or unknown id.
 func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, error) {
-	sku, bucket, batch, ok := orderid.Parse(orderID)
-	if !ok {
-		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
+	part, batch, err := s.partOf(ctx, orderID)
+	if err != nil {
+		return nil, err
 	}
 	r, err := take[supportRow](ctx, s.db, orderID)
 	if err == nil {
@@ -106,7 +106,7 @@ func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, e
 	if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	t, err := s.queued(ctx, stock.Part{SKU: sku, Bucket: bucket}, batch, orderID)
+	t, err := s.queued(ctx, part, batch, orderID)
 	if errors.Is(err, ErrNotFound) {
 		// The drain may have moved it between the two reads.
 		if r, err2 := take[supportRow](ctx, s.db, orderID); err2 == nil {
@@ -253,7 +253,11 @@ func (c *Closer) cancelBySupport(ctx context.Context, orderID, reason string) (*
 // however often it is called (as Close does), and counts the transition the
 // call that gives them back.
 func (c *Closer) giveBack(ctx context.Context, o *Order) error {
-	returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), stock.PartOf(o.SKU, o.OrderID), o.OrderID, o.User, o.Qty, stock.ReturnClosed)
+	p, err := c.parts.PartOf(ctx, o.SKU, o.OrderID)
+	if err != nil {
+		return err
+	}
+	returned, err := c.store.ReturnWhenFree(context.WithoutCancel(ctx), p, o.OrderID, o.User, o.Qty, stock.ReturnClosed)
 	if err != nil {
 		return err
 	}

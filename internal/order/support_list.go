@@ -13,7 +13,6 @@ import (
 
 	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/orderid"
-	"github.com/seckill/seckill/internal/stock"
 )
 
 // SupportQuery is what support staff look for among all orders; a field
@@ -165,7 +164,7 @@ func (s *Service) supportQueued(ctx context.Context, q SupportQuery, cursor *Cur
 		return nil, err
 	}
 	queued := map[string]AdminView{}
-	for _, p := range stock.Parts(sku.ID, sku.Buckets) {
+	for _, p := range sku.Layout().Parts() {
 		tasks, _, err := s.store.QueuedOrders(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("order: queued orders of sku %d: %w", sku.ID, err)

@@ -308,7 +308,7 @@ func (b *Board) tick(id uint64, s *standing) {
 // (the room forgotten by the board).
 func (b *Board) refresh(id uint64, s *standing) bool {
 	now := b.room.o.Now()
-	sku, err := b.room.skus.Get(b.ctx, id)
+	sku, err := b.room.roomSKU(b.ctx, id)
 	if err == nil && sku.Room.On() && now.Before(sku.EndsAt) &&
 		now.Sub(time.Unix(0, s.visited.Load())) < b.o.Idle {
 		// Long enough for the draw of a large pre-queue, which the first

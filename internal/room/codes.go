@@ -87,7 +87,7 @@ func (r *Room) CreateCodes(ctx context.Context, id uint64, n int) (Codes, error)
 	if err := (CodeCount{Count: n}).Validate(); err != nil {
 		return Codes{}, err
 	}
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return Codes{}, err
 	}
@@ -98,14 +98,14 @@ func (r *Room) CreateCodes(ctx context.Context, id uint64, n int) (Codes, error)
 	if !now.Before(sku.EndsAt) {
 		return Codes{}, ErrSaleOver
 	}
-	out := Codes{SKU: id, Codes: make([]string, n)}
+	out := Codes{SKU: sku.ID, Codes: make([]string, n)}
 	args := make([]any, 0, 4+n)
 	args = append(args, "add", now.UnixMilli(), sku.EndsAt.Add(r.o.Keep).UnixMilli(), MaxCodes)
 	for i := range out.Codes {
 		out.Codes[i] = newCode()
 		args = append(args, codeHash(out.Codes[i]))
 	}
-	raw, err := r.runCodes(ctx, id, args)
+	raw, err := r.runCodes(ctx, sku.ID, args)
 	if err != nil {
 		return Codes{}, err
 	}
@@ -122,21 +122,21 @@ func (r *Room) CreateCodes(ctx context.Context, id uint64, n int) (Codes, error)
 // CodeCounts answers how many priority codes the room of the SKU with id
 // holds and how many were used.
 func (r *Room) CodeCounts(ctx context.Context, id uint64) (Codes, error) {
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return Codes{}, err
 	}
 	if !sku.Room.On() {
 		return Codes{}, ErrNoRoom
 	}
-	k := r.keys(id)
+	k := r.keys(sku.ID)
 	pipe := r.rdb.Pipeline()
 	total, used := pipe.HLen(ctx, k.codes), pipe.HGet(ctx, k.meta, "pseq")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Codes{}, fmt.Errorf("room: codes of sku %d: %w", id, err)
 	}
 	n, _ := used.Int64()
-	return Codes{SKU: id, Total: total.Val(), Used: n}, nil
+	return Codes{SKU: sku.ID, Total: total.Val(), Used: n}, nil
 }
 
 // JoinWithCode joins user to the room of the SKU with id with a priority
@@ -156,7 +156,7 @@ func (r *Room) JoinWithCode(ctx context.Context, id uint64, user, code string) (
 	if closed != nil {
 		return *closed, nil
 	}
-	raw, err := r.runCodes(ctx, id, []any{"use", now.UnixMilli(), sku.EndsAt.Add(r.o.Keep).UnixMilli(),
+	raw, err := r.runCodes(ctx, sku.ID, []any{"use", now.UnixMilli(), sku.EndsAt.Add(r.o.Keep).UnixMilli(),
 		user, newTicket(), codeHash(code)})
 	if err != nil {
 		return Status{}, err
@@ -174,7 +174,7 @@ func (r *Room) JoinWithCode(ctx context.Context, id uint64, user, code string) (
 	if toInt(raw[2]) == 1 {
 		r.o.Metrics.issue(sku.ID)
 	}
-	return r.look(ctx, id, user, "peek", "")
+	return r.look(ctx, sku.ID, user, "peek", "")
 }
 
 func (r *Room) runCodes(ctx context.Context, id uint64, args []any) ([]any, error) {

@@ -63,6 +63,10 @@ var (
 	ErrRoomClosed = errors.New("the waiting room is closed")
 	// ErrTooManyChanges: the room recorded MaxChanges changes already.
 	ErrTooManyChanges = errors.New("the waiting room's controls changed too many times")
+	// ErrOpenDrop: open asked of a drop's room. Its passes are what keep a
+	// shopper to the drop's limit over all its SKUs, so its buys always
+	// need one; a higher rate lets the line in faster.
+	ErrOpenDrop = errors.New("a drop's waiting room cannot be opened: each of its buys needs a pass, which keeps a shopper to the drop's limit over its skus; raise its rate instead")
 	// ErrSaleOver: the sale has ended; its room changes no more.
 	ErrSaleOver = errors.New("the sale has ended: its waiting room changes no more")
 )
@@ -120,12 +124,15 @@ func (r *Room) Control(ctx context.Context, id uint64, c Command) (Controls, err
 	if err := c.Validate(); err != nil {
 		return Controls{}, err
 	}
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return Controls{}, err
 	}
 	if !sku.Room.On() {
 		return Controls{}, ErrNoRoom
+	}
+	if c.Action == ActionOpen && sku.Group != nil {
+		return Controls{}, ErrOpenDrop
 	}
 	now := r.o.Now()
 	if !now.Before(sku.EndsAt) {
@@ -199,7 +206,7 @@ func decodeControls(raw []any) (Controls, error) {
 // Controls returns the controls of the room of the SKU with id: ErrNoRoom
 // for a SKU without one.
 func (r *Room) Controls(ctx context.Context, id uint64) (Controls, error) {
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return Controls{}, err
 	}

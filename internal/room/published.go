@@ -56,7 +56,7 @@ const (
 // built from (lost and made again, or joined late through an instance
 // that did not know the sale had ended).
 func (r *Room) Published(ctx context.Context, id uint64) ([]byte, error) {
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func (r *Room) look(ctx context.Context, id uint64, user, op, proof string) (Sta
 // now; a SKU whose sale has ended answers its closed status, with no
 // visit needed.
 func (r *Room) open(ctx context.Context, id uint64) (*catalog.SKU, time.Time, *Status, error) {
-	sku, err := r.skus.Get(ctx, id)
+	sku, err := r.roomSKU(ctx, id)
 	if err != nil {
 		return nil, time.Time{}, nil, err
 	}
@@ -317,9 +317,14 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 		}
 		args = append(args, u.user, ticket, u.proof, u.expires)
 	}
-	cmd, err := r.scripts.Run(ctx, roomScript,
-		[]string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, sku.ID), k.valid, k.control, k.pow,
-			k.prio, k.prioat}, args...)
+	keys := []string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, stock.Part{SKU: sku.ID}), k.valid,
+		k.control, k.pow, k.prio, k.prioat}
+	if sku.Group != nil {
+		for _, id := range sku.Group.SKUs[1:] {
+			keys = append(keys, stock.HashKey(r.o.Prefix, stock.Part{SKU: id, Drop: sku.ID}))
+		}
+	}
+	cmd, err := r.scripts.Run(ctx, roomScript, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("room: sku %d: %w", sku.ID, err)
 	}
@@ -332,8 +337,12 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 	case -2:
 		return nil, errDrawDue
 	case -3:
-		r.stateLost(sku.ID)
-		return nil, fmt.Errorf("%w: sku %d", ErrStateLost, sku.ID)
+		lost := sku.ID
+		if i := int(toInt(raw[len(raw)-1])) - 13; i >= 0 && sku.Group != nil && i+1 < len(sku.Group.SKUs) {
+			lost = sku.Group.SKUs[i+1]
+		}
+		r.stateLost(lost)
+		return nil, fmt.Errorf("%w: sku %d", ErrStateLost, lost)
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
@@ -392,22 +401,34 @@ func (r *Room) answer(sku *catalog.SKU, user string, rep *reply, s shopperReply,
 
 // CheckPass returns the pass if it is a valid pass of user for sku now, in
 // process: ErrPassRequired without one, ErrPassInvalid for one that is
-// not. Whether it is spent is for the buy script to say. A buy without a
-// pass of an open room (Open) is let in with the zero Pass, as for a SKU
-// without a room; whether the room is open is read from Redis at most
-// every openFresh per SKU.
+// not. A SKU of a drop takes a pass of the drop's room. Whether it is
+// spent is for the buy script to say. A buy without a pass of an open room
+// (Open) is let in with the zero Pass, as for a SKU without a room;
+// whether the room is open is read from Redis at most every openFresh per
+// SKU. A drop's room is never open (Control).
 func (r *Room) CheckPass(ctx context.Context, sku *catalog.SKU, user, pass string) (stock.Pass, error) {
 	if pass == "" {
-		if r.isOpen(ctx, sku.ID) {
+		if sku.Drop == 0 && r.isOpen(ctx, sku.ID) {
 			return stock.Pass{}, nil
 		}
 		return stock.Pass{}, ErrPassRequired
 	}
-	ticket, exp, err := r.signer.Check(pass, sku.ID, user, r.o.Now())
+	ticket, exp, err := r.signer.Check(pass, sku.RoomID(), user, r.o.Now())
 	if err != nil {
 		return stock.Pass{}, err
 	}
 	return stock.Pass{Ticket: ticket, Expires: exp}, nil
+}
+
+// roomSKU finds the SKU whose room gates the SKU with id: the first SKU of
+// its drop (whose row keeps the drop's room, and whose Group lists the
+// drop's SKUs), or itself.
+func (r *Room) roomSKU(ctx context.Context, id uint64) (*catalog.SKU, error) {
+	sku, err := r.skus.Get(ctx, id)
+	if err != nil || sku.RoomID() == sku.ID {
+		return sku, err
+	}
+	return r.skus.Get(ctx, sku.RoomID())
 }
 
 // stateLost starts OnStateLost for sku unless it is running already.

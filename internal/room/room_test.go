@@ -37,6 +37,8 @@ type fixture struct {
 	room  *Room
 	stock *stock.Store
 	sku   *catalog.SKU
+	// sizes are the other SKUs of a drop whose room is sku's (drop_test.go).
+	sizes map[uint64]*catalog.SKU
 }
 
 func newFixture(t testing.TB, units int64, limit int, r catalog.Room) *fixture {
@@ -76,6 +78,9 @@ func newFixtureOn(t testing.TB, rdb redis.UniversalClient, prefix string, units 
 
 // Get is the fixture's SKU, as the catalog would have it.
 func (f *fixture) Get(_ context.Context, id uint64) (*catalog.SKU, error) {
+	if s, ok := f.sizes[id]; ok {
+		return s, nil
+	}
 	if id != f.sku.ID {
 		return nil, catalog.ErrNotFound
 	}

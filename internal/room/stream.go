@@ -131,6 +131,7 @@ func (b *Board) Follow(ctx context.Context, sku uint64, user string) (*Follower,
 		f.last = *closed
 		return f, nil
 	}
+	f.sku = s.ID // the room's: a SKU of a drop is followed in the drop's room
 	f.s = b.standing(s.ID, now)
 	if f.last, err = f.read(ctx); err != nil {
 		return nil, err

@@ -90,7 +90,7 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		return nil, err // catalog.ErrNotFound before any Redis read
 	}
 	r := &Report{SKU: id, Violations: []string{}}
-	parts := stock.Parts(id, known.Buckets)
+	parts := known.Layout().Parts()
 	sts, oks, err := s.store.States(ctx, parts)
 	if err != nil {
 		return nil, err

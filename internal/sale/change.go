@@ -113,7 +113,7 @@ func (s *Service) raise(ctx context.Context, sh *shift, sku *catalog.SKU) (int64
 			return 0, err
 		}
 		var err error
-		if left, _, err = s.store.Left(ctx, sh.cur.ID, sh.cur.Buckets); err != nil {
+		if left, _, err = s.store.Left(ctx, sh.cur.Layout()); err != nil {
 			return 0, err
 		}
 	}
@@ -131,7 +131,7 @@ func (s *Service) mendTotals(ctx context.Context, sku *catalog.SKU) error {
 	if sku.Buckets <= 1 {
 		return nil
 	}
-	st, ok, err := s.store.Sum(ctx, sku.ID, sku.Buckets)
+	st, ok, err := s.store.Sum(ctx, sku.Layout())
 	if err != nil || !ok || st.Total == sku.StockTotal {
 		return err
 	}

@@ -111,7 +111,7 @@ func (s *Service) computeList(ctx context.Context) ([]SKUView, error) {
 			continue
 		}
 		g.Go(func() error {
-			n, ok, err := s.store.Left(gctx, sku.ID, sku.Buckets)
+			n, ok, err := s.store.Left(gctx, sku.Layout())
 			if err != nil {
 				return err
 			}
@@ -184,51 +184,76 @@ func (s *Service) AdminSKUs(ctx context.Context, after uint64, limit int) ([]Adm
 // EndSale ends SKU id's sale now; a sale that has ended is left as it is.
 // Redis holds the end before SQL does and before EndSale returns, so no buy
 // is accepted after it returns, on any instance, whatever window their
-// caches hold. Errors: catalog.ErrNotFound, stock.ErrBusy.
+// caches hold. A SKU of a drop ends with every SKU of the drop, which
+// share one window (and its first SKU's is the drop room's). Errors:
+// catalog.ErrNotFound, stock.ErrBusy.
 func (s *Service) EndSale(ctx context.Context, id uint64) (*SKUView, error) {
+	ids := []uint64{id}
+	if cur, err := s.skus.Get(ctx, id); err == nil && cur.Drop != 0 {
+		lead, err := s.skus.Get(ctx, cur.Drop)
+		if err != nil {
+			return nil, err
+		}
+		if lead.Group != nil {
+			ids = lead.Group.SKUs
+		}
+	}
 	var view *SKUView
-	err := s.exclusive(ctx, id, func(ctx context.Context) error {
-		defer s.cache.Forget(id)
-		cur, err := s.skus.Get(ctx, id)
-		if err != nil {
-			return err
-		}
+	err := s.exclusiveAll(ctx, ids, func(ctx context.Context) error {
 		now := s.o.Now().UTC().Truncate(time.Millisecond)
-		next := *cur
-		if now.Before(cur.EndsAt) {
-			if err := s.mendTotals(ctx, cur); err != nil {
+		for _, other := range ids {
+			v, err := s.end(ctx, other, now)
+			if err != nil {
 				return err
 			}
-			next.EndsAt = now
-			if now.Before(cur.StartsAt) {
-				next.StartsAt = now
-			}
-			// Redis first: from here no buy is accepted, not even one of a
-			// batch whose time was read before now (stock.EndedEarly). When
-			// Redis has lost the SKU's state, no buy is accepted until it is
-			// rebuilt from SQL, which by then holds the end.
-			cfg := s.config(&next)
-			cfg.Ends = stock.EndedEarly
-			if _, err := s.store.Configure(ctx, id, cfg, false); err != nil && !errors.Is(err, stock.ErrStateLost) {
-				return err
-			}
-			if err := s.skus.End(ctx, id, next.StartsAt, next.EndsAt); err != nil {
-				return fmt.Errorf("order: end sku %d: %w", id, err)
+			if other == id {
+				view = v
 			}
 		}
-		n, ok, err := s.store.Left(ctx, id, next.Buckets)
-		if err != nil {
-			return err
-		}
-		left := max(0, next.StockTotal-next.Sold)
-		if ok {
-			left = n
-		}
-		view = s.skuView(&next, left)
 		return nil
 	})
 	s.forgetList()
 	return view, err
+}
+
+// end ends SKU id's sale at now, as EndSale. Run it under exclusive.
+func (s *Service) end(ctx context.Context, id uint64, now time.Time) (*SKUView, error) {
+	defer s.cache.Forget(id)
+	cur, err := s.skus.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	next := *cur
+	if now.Before(cur.EndsAt) {
+		if err := s.mendTotals(ctx, cur); err != nil {
+			return nil, err
+		}
+		next.EndsAt = now
+		if now.Before(cur.StartsAt) {
+			next.StartsAt = now
+		}
+		// Redis first: from here no buy is accepted, not even one of a
+		// batch whose time was read before now (stock.EndedEarly). When
+		// Redis has lost the SKU's state, no buy is accepted until it is
+		// rebuilt from SQL, which by then holds the end.
+		cfg := s.config(&next)
+		cfg.Ends = stock.EndedEarly
+		if _, err := s.store.Configure(ctx, id, cfg, false); err != nil && !errors.Is(err, stock.ErrStateLost) {
+			return nil, err
+		}
+		if err := s.skus.End(ctx, id, next.StartsAt, next.EndsAt); err != nil {
+			return nil, fmt.Errorf("order: end sku %d: %w", id, err)
+		}
+	}
+	n, ok, err := s.store.Left(ctx, next.Layout())
+	if err != nil {
+		return nil, err
+	}
+	left := max(0, next.StockTotal-next.Sold)
+	if ok {
+		left = n
+	}
+	return s.skuView(&next, left), nil
 }
 
 // forgetList makes the next list read the stores.

@@ -79,7 +79,7 @@ func (s *Service) Queue(ctx context.Context, sku uint64, n int) (*QueueReport, e
 	n = min(max(n, 0), queue.MaxList)
 	r := &QueueReport{SKU: sku, Next: []TaskView{}}
 	var next []queue.Info
-	parts := stock.Parts(sku, k.Buckets)
+	parts := k.Layout().Parts()
 	for _, p := range parts {
 		q := s.store.Lookup(p)
 		st, deadlines, err := q.StatsApart(ctx, order.TaskExpire)
@@ -116,7 +116,7 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 	}
 	offset, n = max(offset, 0), min(max(n, 0), queue.MaxList)
 	out := make([]TaskView, 0, n)
-	for _, p := range stock.Parts(sku, k.Buckets) {
+	for _, p := range k.Layout().Parts() {
 		if len(out) >= n {
 			break
 		}
@@ -145,29 +145,32 @@ func (s *Service) DeadLetters(ctx context.Context, sku uint64, offset, n int) ([
 	return out, nil
 }
 
-// partOfTask is the bucket of sku (of buckets) whose queue holds task id:
+// partOfTask is the part of a SKU laid out as l whose queue holds task id:
 // an order task's id is its batch id, which names the bucket
 // ("<sku>.<bucket>-…"), and a payment deadline's names its first order
-// after a prefix.
-func partOfTask(sku uint64, buckets int, id string) stock.Part {
+// after a prefix. A SKU of a drop has one part.
+func partOfTask(l stock.Layout, id string) stock.Part {
+	if l.Drop > 0 {
+		return l.Parts()[0]
+	}
 	if i := strings.LastIndexByte(id, ':'); i >= 0 {
 		id = id[i+1:]
 	}
 	if j := strings.IndexByte(id, '-'); j > 0 {
-		if got, b, ok := orderid.ParseHead(id[:j]); ok && got == sku && b < buckets {
-			return stock.Part{SKU: sku, Bucket: b}
+		if got, b, ok := orderid.ParseHead(id[:j]); ok && got == l.SKU && b < l.Buckets {
+			return stock.Part{SKU: l.SKU, Bucket: b}
 		}
 	}
-	return stock.Part{SKU: sku}
+	return stock.Part{SKU: l.SKU}
 }
 
 // RequeueDead puts a dead letter back in work with fresh attempts.
 func (s *Service) RequeueDead(ctx context.Context, sku uint64, id string) error {
-	buckets := 1
+	l := stock.Layout{SKU: sku, Buckets: 1}
 	if k, err := s.skus.Get(ctx, sku); err == nil {
-		buckets = k.Buckets
+		l = k.Layout()
 	}
-	err := s.store.Lookup(partOfTask(sku, buckets, id)).RequeueDead(ctx, id)
+	err := s.store.Lookup(partOfTask(l, id)).RequeueDead(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return fmt.Errorf("%w: no dead letter %q", ErrTaskNotFound, id)
 	}
@@ -191,7 +194,7 @@ func (s *Service) DeleteDead(ctx context.Context, sku uint64, id string) error {
 		return err
 	}
 	return s.exclusive(ctx, sku, func(ctx context.Context) error {
-		return s.deleteDead(ctx, sku, partOfTask(sku, k.Buckets, id), id)
+		return s.deleteDead(ctx, sku, partOfTask(k.Layout(), id), id)
 	})
 }
 
@@ -249,7 +252,7 @@ func (s *Service) deleteDead(ctx context.Context, sku uint64, p stock.Part, id s
 	}
 	var stranded error
 	for _, t := range dropped {
-		if _, err := s.store.ReturnWhenFree(ctx, stock.PartOf(t.SKU, t.OrderID), t.OrderID, t.User, t.Qty, stock.ReturnVoid); err != nil {
+		if _, err := s.store.ReturnWhenFree(ctx, p, t.OrderID, t.User, t.Qty, stock.ReturnVoid); err != nil {
 			stranded = err
 			break
 		}

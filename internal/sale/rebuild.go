@@ -47,7 +47,7 @@ func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts := stock.Parts(id, sku.Buckets)
+	parts := sku.Layout().Parts()
 	// A rebuild that a stalled Redis stops part-way leaves the buckets it
 	// wrote holding their shoppers' units and bucket 0 as it was: nothing
 	// oversells, but the buckets' totals no longer add up to SQL's, and a
@@ -73,7 +73,7 @@ func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 		}
 	}
 	s.o.Log.Info("redis state rebuilt from sql", "sku", id)
-	if err := s.rescheduleDeadlines(ctx, id); err != nil {
+	if err := s.rescheduleDeadlines(ctx, sku); err != nil {
 		return nil, err
 	}
 	return s.Audit(ctx, id)
@@ -84,15 +84,15 @@ func (s *Service) reconcile(ctx context.Context, id uint64) (*Report, error) {
 // its data lost them, which would leave those orders unpaid and their units
 // taken for good. A deadline still queued stays; an order in it and in a new
 // one is expired once (expiring is idempotent).
-func (s *Service) rescheduleDeadlines(ctx context.Context, id uint64) error {
+func (s *Service) rescheduleDeadlines(ctx context.Context, sku *catalog.SKU) error {
 	var rows []order.Order
 	if err := s.db.WithContext(ctx).Model(&order.Order{}).Select("order_id, expires_at").
-		Where("sku_id = ? AND status = ?", id, order.StatusPendingPayment).Order("expires_at").Scan(&rows).Error; err != nil {
+		Where("sku_id = ? AND status = ?", sku.ID, order.StatusPendingPayment).Order("expires_at").Scan(&rows).Error; err != nil {
 		return fmt.Errorf("sale: reschedule payment deadlines: %w", err)
 	}
 	byPart := map[stock.Part][]order.Order{}
 	for _, o := range rows {
-		p := stock.PartOf(id, o.OrderID)
+		p := sku.Layout().Of(o.OrderID)
 		byPart[p] = append(byPart[p], o)
 	}
 	for p, os := range byPart {
@@ -239,7 +239,7 @@ func (s *Service) RebuildMissing(ctx context.Context) error {
 		return err
 	}
 	for _, sku := range skus {
-		if _, ok, err := s.store.Sum(ctx, sku.ID, sku.Buckets); err != nil {
+		if _, ok, err := s.store.Sum(ctx, sku.Layout()); err != nil {
 			return err
 		} else if ok {
 			continue

@@ -91,8 +91,11 @@ type SKUView struct {
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
 	State        string    `json:"state"`
-	// WaitingRoom is the SKU's waiting room, if it has one.
+	// WaitingRoom is the SKU's waiting room, if it has one of its own.
 	WaitingRoom *RoomView `json:"waiting_room,omitempty"`
+	// Drop is the drop the SKU belongs to, whose waiting room it is sold
+	// through; 0, left out: none.
+	Drop uint64 `json:"drop,omitempty"`
 }
 
 // RoomView is a SKU's waiting room as shoppers see it: its settings, the
@@ -144,7 +147,7 @@ func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
 	if err != nil {
 		return nil, err
 	}
-	left, ok, err := s.store.Left(ctx, id, sku.Buckets)
+	left, ok, err := s.store.Left(ctx, sku.Layout())
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +159,15 @@ func (s *Service) SKU(ctx context.Context, id uint64) (*SKUView, error) {
 }
 
 func (s *Service) skuView(sku *catalog.SKU, left int64) *SKUView {
-	return &SKUView{
+	v := &SKUView{
 		ID: sku.ID, Name: sku.Name, PriceCents: sku.PriceCents, Stock: sku.StockTotal, StockTotal: sku.StockTotal,
 		StockLeft: left, PerUserLimit: sku.PerUserLimit, StartsAt: sku.StartsAt.UTC(), EndsAt: sku.EndsAt.UTC(),
-		State: sku.State(s.o.Now(), left), WaitingRoom: roomView(sku, s.o.Now()),
+		State: sku.State(s.o.Now(), left), Drop: sku.Drop,
 	}
+	if sku.Drop == 0 { // a drop's room is shown with the drop
+		v.WaitingRoom = roomView(sku, s.o.Now())
+	}
+	return v
 }
 
 // UpsertSKU creates the SKU spec describes, or changes the one spec.ID
@@ -329,8 +336,8 @@ func (s *Service) SetStock(ctx context.Context, id uint64, stock int64) (*SKUVie
 
 // config is what Redis needs of sku.
 func (s *Service) config(sku *catalog.SKU) stock.Config {
-	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Buckets: sku.Buckets, Expires: s.stateExpiry(sku), Ends: sku.EndsAt,
-		LimitCountsCancelled: sku.LimitCountsCancelled}
+	return stock.Config{Total: sku.StockTotal, Limit: sku.PerUserLimit, Buckets: sku.Buckets, Drop: sku.Drop, Expires: s.stateExpiry(sku),
+		Ends: sku.EndsAt, LimitCountsCancelled: sku.LimitCountsCancelled}
 }
 
 // stateExpiry is when sku's Redis state may expire: StateRetention after

@@ -101,14 +101,14 @@ func TestAnUnknownOutcomeAfterABorrowIsNotBusy(t *testing.T) {
 			seller := NewSeller(ctx, rdb, store, locks, SellerOptions{Strategy: StrategyAtomic, BatchMax: 1})
 			t.Cleanup(seller.Close)
 			// Bucket 0 sells its unit; bucket 1 keeps one to lend.
-			_, err = seller.Buy(ctx, b.sku, 2, Request{User: b.userIn(0, "first"), Qty: 1, Created: time.Now()})
+			_, err = seller.Buy(ctx, Layout{SKU: b.sku, Buckets: 2}, Request{User: b.userIn(0, "first"), Qty: 1, Created: time.Now()})
 			require.NoError(t, err)
 
 			// The next buy in bucket 0: its first run is refused, a unit moves
 			// in, and the reply of the second run is lost.
 			rdb.AddHook(&timeoutAfter{sha: buyScript.Hash(), nth: 2, err: tc.err})
 			user := b.userIn(0, "second")
-			_, err = seller.Buy(ctx, b.sku, 2, Request{User: user, Qty: 1, RequestID: "r1", Created: time.Now()})
+			_, err = seller.Buy(ctx, Layout{SKU: b.sku, Buckets: 2}, Request{User: user, Qty: 1, RequestID: "r1", Created: time.Now()})
 			require.Error(t, err)
 			assert.NotErrorIs(t, err, ErrBusy, "busy says nothing happened: %v", err)
 			assert.True(t, storeerr.Unavailable(err), "an unknown outcome: %v", err)

@@ -46,13 +46,13 @@ func newBucketSale(t *testing.T, strategy string, total int64, limit, buckets in
 
 // buy buys qty units as user through seller i.
 func (b *bucketSale) buy(i int, user string, qty int) (Result, error) {
-	return b.sellers[i%len(b.sellers)].Buy(b.ctx, b.sku, b.buckets, Request{User: user, Qty: qty, Created: time.Now()})
+	return b.sellers[i%len(b.sellers)].Buy(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets}, Request{User: user, Qty: qty, Created: time.Now()})
 }
 
 // state adds up the buckets' state and the orders queued in each.
 func (b *bucketSale) state(t *testing.T) (State, int64) {
 	t.Helper()
-	st, ok, err := b.store.Sum(b.ctx, b.sku, b.buckets)
+	st, ok, err := b.store.Sum(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets})
 	require.NoError(t, err)
 	require.True(t, ok)
 	var queued int64

@@ -29,7 +29,7 @@ func TestLeftCountsAUnitMovingBetweenBucketsOnce(t *testing.T) {
 	}
 	seen := map[int64]int{}
 	for range 400 {
-		left, ok, err := b.store.Left(b.ctx, b.sku, b.buckets)
+		left, ok, err := b.store.Left(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets})
 		require.NoError(t, err)
 		require.True(t, ok)
 		seen[left]++
@@ -53,7 +53,7 @@ func TestLeftDoesNotCountUnitsARebuildHasNotReachedYet(t *testing.T) {
 	buyer := b.userIn(2, "big")
 	_, err = b.buy(0, buyer, int(10+n))
 	require.NoError(t, err, "bucket 2's own units and those it received")
-	before, ok, err := b.store.Left(b.ctx, b.sku, b.buckets)
+	before, ok, err := b.store.Left(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 20-n, before)
@@ -64,7 +64,7 @@ func TestLeftDoesNotCountUnitsARebuildHasNotReachedYet(t *testing.T) {
 		Buyers: map[string]int64{buyer: 10 + n}}
 	r.Total = 10 + n
 	require.NoError(t, b.store.Rebuild(b.ctx, parts[2], token, r))
-	mid, ok, err := b.store.Left(b.ctx, b.sku, b.buckets)
+	mid, ok, err := b.store.Left(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.LessOrEqual(t, mid, before, "a bucket rebuilt, the others not yet")

@@ -20,17 +20,78 @@ const MaxBuckets = 64
 // hash tag, so the buckets of one SKU land on different Cluster slots.
 // Bucket 0 carries the SKU's tag, "{sku:42}": a SKU of one bucket is laid
 // out as one that is not split. Bucket b > 0 carries "{sku:42:b}".
+//
+// A SKU of a drop (Drop, the id of the drop's first SKU) has one bucket,
+// whose keys carry the drop's tag: "{sku:40}:sku:42", so that one script
+// spends a pass of the drop's room (kept under "{sku:40}") with any of its
+// SKUs' units, in one Redis Cluster slot.
 type Part struct {
 	SKU    uint64
 	Bucket int
+	Drop   uint64
 }
 
-// Tag is the part's hash tag.
+// Tag is the part's hash tag, and the start of the name of each of its
+// keys.
 func (p Part) Tag() string {
-	if p.Bucket == 0 {
+	switch {
+	case p.Drop > 0 && p.Drop != p.SKU:
+		return "{sku:" + strconv.FormatUint(p.Drop, 10) + "}:sku:" + strconv.FormatUint(p.SKU, 10)
+	case p.Bucket == 0:
 		return "{sku:" + strconv.FormatUint(p.SKU, 10) + "}"
 	}
 	return "{sku:" + strconv.FormatUint(p.SKU, 10) + ":" + strconv.Itoa(p.Bucket) + "}"
+}
+
+// Room is the SKU whose waiting room gates the part's buys, and whose tag
+// the room's keys carry: the drop's first SKU, or the part's own.
+func (p Part) Room() uint64 {
+	if p.Drop > 0 {
+		return p.Drop
+	}
+	return p.SKU
+}
+
+// Layout is how a SKU's stock is laid out in Redis: in Buckets parts, or,
+// for a SKU of a drop, in one part under the tag of the drop (Part).
+type Layout struct {
+	SKU     uint64
+	Buckets int
+	Drop    uint64
+}
+
+// Parts lists the layout's parts, bucket 0 first.
+func (l Layout) Parts() []Part {
+	if l.Drop > 0 {
+		return []Part{l.only()}
+	}
+	return Parts(l.SKU, l.Buckets)
+}
+
+// Home is the part user buys from (see Home).
+func (l Layout) Home(user string) Part {
+	if l.Drop > 0 {
+		return l.only()
+	}
+	return Home(l.SKU, l.Buckets, user)
+}
+
+// Of returns the part an order of the SKU was taken from (see PartOf).
+func (l Layout) Of(orderID string) Part {
+	if l.Drop > 0 {
+		return l.only()
+	}
+	return PartOf(l.SKU, orderID)
+}
+
+// only is the one part of a SKU of a drop. The drop's first SKU keeps its
+// own tag, the drop's: its part names no drop, so that it equals the part
+// any other code of the SKU makes.
+func (l Layout) only() Part {
+	if l.Drop == l.SKU {
+		return Part{SKU: l.SKU}
+	}
+	return Part{SKU: l.SKU, Drop: l.Drop}
 }
 
 // Home is the bucket of sku's stock (of buckets) user buys from: always
@@ -89,13 +150,14 @@ func newKeys(prefix string, p Part) keys {
 }
 
 // RoomPrefix is the prefix of the names of sku's waiting room state, under
-// the SKU's tag (a SKU with a waiting room has one bucket): the buy script
-// spends a pass in RoomPrefix + "valid" with the stock.
+// the SKU's tag (a SKU with a waiting room has one bucket; the room of a
+// drop is its first SKU's): the buy script spends a pass in RoomPrefix +
+// "valid" with the stock of any SKU the room gates (Part.Room).
 func RoomPrefix(prefix string, sku uint64) string { return prefix + Tag(sku) + ":room:" }
 
-// HashKey is the name of sku's stock hash (bucket 0's), whose "left" a
-// waiting room reads.
-func HashKey(prefix string, sku uint64) string { return newKeys(prefix, Part{SKU: sku}).stock }
+// HashKey is the name of part p's stock hash, whose "left" a waiting room
+// reads.
+func HashKey(prefix string, p Part) string { return newKeys(prefix, p).stock }
 
 // stockBackChannel carries the id of a SKU whose units came back, so every
 // instance clears its sold-out flag for it.

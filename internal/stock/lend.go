@@ -248,8 +248,8 @@ const leftReads = 8
 // received while its lender still counts them as moving: Left then leaves
 // moving units out, and counts at most what the SKU had before the
 // rebuild.
-func (s *Store) Left(ctx context.Context, sku uint64, buckets int) (int64, bool, error) {
-	parts := Parts(sku, buckets)
+func (s *Store) Left(ctx context.Context, l Layout) (int64, bool, error) {
+	parts := l.Parts()
 	if len(parts) == 1 {
 		r, err := s.readBuckets(ctx, parts)
 		if err != nil || r.lost {

@@ -58,10 +58,11 @@ func forRequest(err error, i int) error {
 // user. When it does not, the batch can no longer run: either it ran and
 // its orders are in SQL (or it did not accept this one), or it never ran.
 // When Redis has no state for the order's part (it lost its data), only
-// SQL can tell: queued is false. Errors: ErrBusy when the batch was made
-// after now (a clock ahead of this one's made it: retry later).
-func (s *Store) Outcome(ctx context.Context, orderID, user string) (queued bool, err error) {
-	sku, bucket, batch, ok := orderid.Parse(orderID)
+// SQL can tell: queued is false. p is the part the order would be of (the
+// SKU's Layout.Of). Errors: ErrBusy when the batch was made after now (a
+// clock ahead of this one's made it: retry later).
+func (s *Store) Outcome(ctx context.Context, p Part, orderID, user string) (queued bool, err error) {
+	_, _, batch, ok := orderid.Parse(orderID)
 	made, ok2 := orderid.Made(orderID)
 	if !ok || !ok2 {
 		return false, fmt.Errorf("stock: outcome of %q: not an order id", orderID)
@@ -69,7 +70,6 @@ func (s *Store) Outcome(ctx context.Context, orderID, user string) (queued bool,
 	if wait := made.Sub(s.o.Now()); wait > 0 {
 		return false, fmt.Errorf("%w: order %s was made %s ahead of this clock", ErrBusy, orderID, wait.Round(time.Millisecond))
 	}
-	p := Part{SKU: sku, Bucket: bucket}
 	q := s.Lookup(p).EnqueueKeys() // ready, data, meta, wake
 	keys := []string{newKeys(s.o.Prefix, p).stock, q[2], q[1]}
 	cmd, err := s.o.Replicas.Run(ctx, outcomeScript, keys, batch, made.UnixMilli())

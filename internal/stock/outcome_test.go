@@ -24,15 +24,15 @@ func TestOutcomeFindsAQueuedOrderForItsShopper(t *testing.T) {
 	require.NoError(t, res[0].Err)
 	require.ErrorIs(t, res[1].Err, ErrSoldOut)
 
-	queued, err := store.Outcome(ctx, res[0].OrderID, "a")
+	queued, err := store.Outcome(ctx, PartOf(sku, res[0].OrderID), res[0].OrderID, "a")
 	require.NoError(t, err)
 	assert.True(t, queued, "a's order is queued")
-	queued, err = store.Outcome(ctx, res[0].OrderID, "b")
+	queued, err = store.Outcome(ctx, PartOf(sku, res[0].OrderID), res[0].OrderID, "b")
 	require.NoError(t, err)
 	assert.False(t, queued, "not for another shopper")
 	_, _, batch, _ := orderid.Parse(res[0].OrderID)
 	refused := batch + res[0].OrderID[len(batch):len(batch)+2] + "zzzzzz" // same batch, another order
-	queued, err = store.Outcome(ctx, refused, "b")
+	queued, err = store.Outcome(ctx, PartOf(sku, refused), refused, "b")
 	require.NoError(t, err)
 	assert.False(t, queued, "b's request was refused in that batch")
 }
@@ -47,7 +47,7 @@ func TestABatchSettledBeforeItRanNeverRuns(t *testing.T) {
 	ctx, store := testStore(t, StoreOptions{Now: func() time.Time { return made }}, map[uint64]Config{sku: {Total: 5, Limit: 5, Expires: time.Now().Add(time.Hour)}})
 	stalled := orderid.NewBatch(sku, 0, made, 1).Order(0)
 
-	queued, err := store.Outcome(ctx, stalled, "a")
+	queued, err := store.Outcome(ctx, PartOf(sku, stalled), stalled, "a")
 	require.NoError(t, err)
 	require.False(t, queued)
 

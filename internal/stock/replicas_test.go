@@ -56,7 +56,7 @@ func TestAMoveBetweenShardsWaitsForTheLendersReplica(t *testing.T) {
 	// Every bucket but q sells its unit to one of its own shoppers.
 	for bucket := range 6 {
 		if bucket != q {
-			_, err := seller.Buy(ctx, b.sku, 6, Request{User: b.userIn(bucket, "own"), Qty: 1, Created: time.Now()})
+			_, err := seller.Buy(ctx, Layout{SKU: b.sku, Buckets: 6}, Request{User: b.userIn(bucket, "own"), Qty: 1, Created: time.Now()})
 			require.NoError(t, err, "bucket %d", bucket)
 		}
 	}
@@ -64,7 +64,7 @@ func TestAMoveBetweenShardsWaitsForTheLendersReplica(t *testing.T) {
 	lenderReplica := cl.Node(cl.ReplicaOf(masterOf(q)))
 	lenderReplica.Freeze()
 	user := b.userIn(p, "buyer")
-	_, err = seller.Buy(ctx, b.sku, 6, Request{User: user, Qty: 1, RequestID: "r", Created: time.Now()})
+	_, err = seller.Buy(ctx, Layout{SKU: b.sku, Buckets: 6}, Request{User: user, Qty: 1, RequestID: "r", Created: time.Now()})
 	lenderReplica.Thaw()
 	require.Error(t, err, "not accepted on a lend the lender's replica does not have")
 	assert.ErrorIs(t, err, replica.ErrNotReplicated)
@@ -76,10 +76,10 @@ func TestAMoveBetweenShardsWaitsForTheLendersReplica(t *testing.T) {
 
 	testsvc.WaitReplicas(t, cl.Client(masterOf(q)), 1, 30*time.Second)
 	require.Eventually(t, func() bool {
-		_, err := seller.Buy(ctx, b.sku, 6, Request{User: user, Qty: 1, RequestID: "r", Created: time.Now()})
+		_, err := seller.Buy(ctx, Layout{SKU: b.sku, Buckets: 6}, Request{User: user, Qty: 1, RequestID: "r", Created: time.Now()})
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "once the replica is back the unit sells")
-	total, ok, err := store.Sum(ctx, b.sku, 6)
+	total, ok, err := store.Sum(ctx, Layout{SKU: b.sku, Buckets: 6})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Zero(t, total.Left)

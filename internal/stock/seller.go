@@ -145,11 +145,12 @@ func (s *Seller) clearSoldOut(sku uint64) {
 // few units left, units are moved to it from the other buckets (Borrow), so
 // a shopper is told sold out only when the SKU as a whole had fewer units
 // than asked for at one instant during the request.
-func (s *Seller) Buy(ctx context.Context, sku uint64, buckets int, req Request) (Result, error) {
-	if s.SoldOut(sku) {
+func (s *Seller) Buy(ctx context.Context, l Layout, req Request) (Result, error) {
+	if s.SoldOut(l.SKU) {
 		return Result{}, ErrSoldOut
 	}
-	home := Home(sku, buckets, req.User)
+	buckets := l.Buckets
+	home := l.Home(req.User)
 	if s.o.BatchMax <= 1 {
 		res, err := s.execute(ctx, home, buckets, []Request{req}, nil)
 		if err != nil {

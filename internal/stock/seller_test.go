@@ -44,7 +44,7 @@ func TestIdleLinesStopAndRequestsStillGetAnswers(t *testing.T) {
 					n++
 					user := fmt.Sprintf("u%d-%d", round, i)
 					wg.Go(func() {
-						res, err := s.Buy(ctx, sku, 1, Request{User: user, Qty: 1, Created: time.Now()})
+						res, err := s.Buy(ctx, Layout{SKU: sku}, Request{User: user, Qty: 1, Created: time.Now()})
 						assert.NoError(t, err)
 						gotSKU, _, _, ok := orderid.Parse(res.OrderID)
 						assert.True(t, ok && gotSKU == sku, res.OrderID)
@@ -127,7 +127,7 @@ func TestLinesKeepTheLockAcrossBatchesAndShareIt(t *testing.T) {
 		wg.Go(func() {
 			n := i % 2
 			user := fmt.Sprintf("u%d", i)
-			_, err := sellers[n].Buy(ctx, sku, 1, Request{User: user, Qty: 1, Created: time.Now()})
+			_, err := sellers[n].Buy(ctx, Layout{SKU: sku}, Request{User: user, Qty: 1, Created: time.Now()})
 			if assert.NoError(t, err) {
 				accepted[n].Add(1)
 			}
@@ -196,7 +196,7 @@ func TestRequestsQueuedBehindTheEndCostNoScript(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Go(func() {
-			_, err := s.Buy(ctx, sku, 1, Request{User: fmt.Sprintf("u%d", i), Qty: 1, Created: time.Now()})
+			_, err := s.Buy(ctx, Layout{SKU: sku}, Request{User: fmt.Sprintf("u%d", i), Qty: 1, Created: time.Now()})
 			switch {
 			case err == nil:
 				accepted.Add(1)

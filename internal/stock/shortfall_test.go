@@ -30,7 +30,7 @@ func TestABucketedCrowdGetsEveryUnit(t *testing.T) {
 			buy := func(i, u int, rid string) {
 				req := Request{User: fmt.Sprintf("s%d", u), Qty: 1, RequestID: rid, Created: time.Now()}
 				for {
-					res, err := b.sellers[i%2].Buy(b.ctx, b.sku, b.buckets, req)
+					res, err := b.sellers[i%2].Buy(b.ctx, Layout{SKU: b.sku, Buckets: b.buckets}, req)
 					switch {
 					case errors.Is(err, ErrBusy):
 						busy.Add(1)

@@ -22,6 +22,8 @@ type Config struct {
 	// Buckets is how many parts the stock is split into, each under its
 	// own hash tag (see Part); 0 or 1: one. Fixed when the SKU is created.
 	Buckets int
+	// Drop is the drop of a SKU of one (see Part), 0 for none.
+	Drop uint64
 	// Expires is when the SKU's state may go: its sale and payment window
 	// are long over.
 	Expires time.Time
@@ -74,11 +76,12 @@ func (c Config) endsMs() int64 {
 // bucket is computed from the buckets' totals, so they must add up to the
 // SKU's stock (sale rebuilds a SKU whose totals do not first).
 func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created bool) (int64, error) {
-	if c.Buckets <= 1 {
-		left, _, err := s.configure(ctx, Part{SKU: sku}, c, configSet, c.Total, created)
+	l := Layout{SKU: sku, Buckets: c.Buckets, Drop: c.Drop}
+	parts := l.Parts()
+	if len(parts) == 1 {
+		left, _, err := s.configure(ctx, parts[0], c, configSet, c.Total, created)
 		return left, err
 	}
-	parts := Parts(sku, c.Buckets)
 	if created {
 		var left int64
 		n := int64(len(parts))
@@ -95,7 +98,7 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 		}
 		return left, nil
 	}
-	st, ok, err := s.Sum(ctx, sku, c.Buckets)
+	st, ok, err := s.Sum(ctx, l)
 	switch {
 	case err != nil:
 		return 0, err
@@ -113,7 +116,7 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 				return 0, err
 			}
 		}
-		return s.left(ctx, sku, c.Buckets)
+		return s.left(ctx, l)
 	}
 	want := -delta
 	cut := make([]int64, len(parts))
@@ -129,18 +132,18 @@ func (s *Store) Configure(ctx context.Context, sku uint64, c Config, created boo
 		if err := s.giveBack(ctx, parts, c, cut); err != nil {
 			return 0, err
 		}
-		left, err := s.left(ctx, sku, c.Buckets)
+		left, err := s.left(ctx, l)
 		return left, errors.Join(err, fmt.Errorf("%w: sku %d", ErrBelowTaken, sku))
 	}
-	return s.left(ctx, sku, c.Buckets)
+	return s.left(ctx, l)
 }
 
 // left is Left of a SKU Configure just wrote: ErrStateLost when a bucket
 // is gone (Redis lost its data meanwhile).
-func (s *Store) left(ctx context.Context, sku uint64, buckets int) (int64, error) {
-	left, ok, err := s.Left(ctx, sku, buckets)
+func (s *Store) left(ctx context.Context, l Layout) (int64, error) {
+	left, ok, err := s.Left(ctx, l)
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: sku %d", ErrStateLost, sku)
+		err = fmt.Errorf("%w: sku %d", ErrStateLost, l.SKU)
 	}
 	return left, err
 }
@@ -277,10 +280,10 @@ func (s *Store) States(ctx context.Context, parts []Part) ([]State, []bool, erro
 	return sts, oks, nil
 }
 
-// Sum reads the state of every bucket of sku (of buckets) and adds them
+// Sum reads the state of every part of a SKU laid out as l and adds them
 // up; ok is false when Redis has no state for one of them.
-func (s *Store) Sum(ctx context.Context, sku uint64, buckets int) (st State, ok bool, err error) {
-	sts, oks, err := s.States(ctx, Parts(sku, buckets))
+func (s *Store) Sum(ctx context.Context, l Layout) (st State, ok bool, err error) {
+	sts, oks, err := s.States(ctx, l.Parts())
 	if err != nil {
 		return st, false, err
 	}

@@ -276,7 +276,7 @@ func (s *Store) buy(ctx context.Context, p Part, reqs []Request, g Guard, now ti
 		passExp := int64(0)
 		if r.Pass.Ticket != "" {
 			if passesIndex == 0 { // one key for the batch: its requests are of one SKU
-				keys = append(keys, RoomPrefix(s.o.Prefix, sku)+"valid")
+				keys = append(keys, RoomPrefix(s.o.Prefix, p.Room())+"valid")
 				passesIndex = len(keys)
 				args[10] = passesIndex
 			}

@@ -40,6 +40,9 @@
 -- KEYS[12] prioat HASH: ticket -> the line's cursor when the priority
 --         ticket was admitted (its place among the line's admissions, as
 --         the published draw tells it)
+-- KEYS[13..] the stock hashes of the other SKUs of a drop, whose room
+--         this is (KEYS[7] is its first SKU's): the room admits to the
+--         units left of them all
 -- ARGV[1] 'join', 'peek' or 'tick'
 -- ARGV[2] now, Unix ms
 -- ARGV[3] starts_at, Unix ms
@@ -59,8 +62,9 @@
 --          then per shopper: found, status, place, ahead, ticket, pass
 --          expiry, issued, priority}
 --   code    1 done; -2 the draw is due (random mode, starts_at passed,
---           pre-queue not drawn yet); -3 the SKU's stock hash is missing
---           (its state is lost). Nothing is written with -2 or -3.
+--           pre-queue not drawn yet); -3 a stock hash is missing (its
+--           SKU's state is lost), followed by its index in KEYS. Nothing
+--           is written with -2 or -3.
 --   cursor  tickets admitted so far: a ticket at place p is admitted once
 --           p <= cursor
 --   epoch   the room's epoch ('' before its first ticket)
@@ -101,7 +105,15 @@ if now >= starts then
   end
   left = tonumber(redis.call('HGET', stock, 'left'))
   if not left then
-    return {-3}
+    return {-3, 7}
+  end
+  -- A drop's room admits to the units left of all its SKUs.
+  for i = 13, #KEYS do
+    local n = tonumber(redis.call('HGET', KEYS[i], 'left'))
+    if not n then
+      return {-3, i}
+    end
+    left = left + n
   end
 end
 
