@@ -177,7 +177,7 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 		}
 	}
 
-	if sku.Room.On() && s.o.Rooms != nil {
+	if (sku.Room.On() || sku.Drop != 0) && s.o.Rooms != nil {
 		if r.WaitingRoom, err = s.auditRoom(ctx, sku, queued); err != nil {
 			return nil, err
 		}
@@ -225,8 +225,9 @@ func (s *Service) audit(ctx context.Context, id uint64) (*Report, error) {
 	return r, nil
 }
 
-// auditRoom checks sku's waiting room against its buyers: the shoppers of
-// its orders in SQL and of queued.
+// auditRoom checks the waiting room that gates sku (its own, or its
+// drop's) against sku's buyers: the shoppers of its orders in SQL and of
+// queued.
 func (s *Service) auditRoom(ctx context.Context, sku *catalog.SKU, queued []stock.OrderTask) (*room.Report, error) {
 	last, err := order.LastOrders(s.db.WithContext(ctx), sku.ID)
 	if err != nil {
@@ -239,7 +240,13 @@ func (s *Service) auditRoom(ctx context.Context, sku *catalog.SKU, queued []stoc
 	for _, t := range queued {
 		buyers = append(buyers, room.Buyer{User: t.User, Last: time.UnixMilli(t.CreatedMS)})
 	}
-	return s.o.Rooms.Audit(ctx, sku, buyers)
+	gate := sku
+	if sku.RoomID() != sku.ID {
+		if gate, err = s.skus.Get(ctx, sku.RoomID()); err != nil {
+			return nil, fmt.Errorf("sale: audit: %w", err)
+		}
+	}
+	return s.o.Rooms.Audit(ctx, gate, buyers)
 }
 
 // auditBuckets checks each bucket of a split SKU: the units taken in its
