@@ -28,7 +28,19 @@ func TestWaitingRoomSurvivesKill(t *testing.T) {
 	d := sharedDeployment(t, map[string]string{"SECKILL_ROOM_PASS_KEYS": roomPassKey})
 	victim := d.serve("api-0", "serve")
 	d.serve("api-1", "serve")
-	roomSale(t, d, func() {
+	roomSale(t, d, 1, func() {
+		victim.Kill()
+		time.Sleep(time.Second)
+		victim.start()
+	})
+}
+
+// The room of a drop of four sizes, as TestWaitingRoomSurvivesKill.
+func TestADropsRoomSurvivesKill(t *testing.T) {
+	d := sharedDeployment(t, map[string]string{"SECKILL_ROOM_PASS_KEYS": roomPassKey})
+	victim := d.serve("api-0", "serve")
+	d.serve("api-1", "serve")
+	roomSale(t, d, 4, func() {
 		victim.Kill()
 		time.Sleep(time.Second)
 		victim.start()
@@ -38,7 +50,8 @@ func TestWaitingRoomSurvivesKill(t *testing.T) {
 // With redis.wait_replicas 1, the Sentinel primary holding a waiting room
 // is killed while the room admits; a replica is promoted and the room goes
 // on from what the replicas acknowledged: every ticket and pass a shopper
-// was given is kept.
+// was given is kept. The room is a drop's, of two sizes, whose stock is
+// kept under the room's tag: a SKU's own room is its first size's.
 func TestWaitingRoomSurvivesFailover(t *testing.T) {
 	testutil.SkipShort(t, "starts seckill, redis-server and Sentinel processes")
 	primary := testsvc.StartRedisServer(t, testsvc.Replicated...)
@@ -60,7 +73,7 @@ func TestWaitingRoomSurvivesFailover(t *testing.T) {
 	t.Cleanup(func() { _ = d.rdb.Close() })
 	d.serve("api-0", "serve")
 	d.serve("api-1", "serve")
-	roomSale(t, d, func() {
+	roomSale(t, d, 2, func() {
 		primary.Kill()
 		promotion(t, sentinels, primary.Addr(), replicas)
 	})
@@ -69,26 +82,32 @@ func TestWaitingRoomSurvivesFailover(t *testing.T) {
 // roomSale sells 20 units to 60 shoppers through a waiting room on d's
 // instances, running fault once four shoppers were admitted, and to 6
 // holders of priority codes, 3 joining before the sale and 3 as the fault
-// starts. No ticket changes, every code is used once, the holders who
-// joined before the sale buy, exactly the stock is sold, one order per
-// shopper, and the audit finds no buyer the room did not admit.
-func roomSale(t *testing.T, d *deployment, fault func()) {
+// starts. With sizes over 1 the room is a drop's, whose units are split
+// over its sizes: a shopper buys a size of their own and, when it is sold
+// out, tries the others with the same pass. No ticket changes, every code
+// is used once, the holders who joined before the sale buy, exactly the
+// stock is sold, one order per shopper, and the audit finds no buyer the
+// room did not admit.
+func roomSale(t *testing.T, d *deployment, sizes int, fault func()) {
 	const units, shoppers, prio = 20, 60, 6
 	now := time.Now().UTC()
-	var a answer
-	for range 50 { // the first write may meet a Redis still settling
-		a = d.call(d.live().URL(), "POST", "/admin/skus", "", map[string]any{"name": "Sneaker", "price_cents": 12000, "stock": units, "per_user_limit": 1,
-			"starts_at": now.Add(3 * time.Second), "ends_at": now.Add(time.Hour),
-			"waiting_room": map[string]any{"opens_at": now.Add(-time.Second), "admit_per_second": 4, "pass_ttl": "20s", "overbook": 1}})
-		if a.Err == nil && a.Status == http.StatusCreated {
-			break
+	room := map[string]any{"opens_at": now.Add(-time.Second), "admit_per_second": 4, "pass_ttl": "20s", "overbook": 1}
+	skus := make([]uint64, sizes)
+	for k := range skus {
+		body := map[string]any{"name": fmt.Sprintf("Sneaker %d", k), "price_cents": 12000, "stock": units / sizes, "per_user_limit": 1,
+			"starts_at": now.Add(3 * time.Second), "ends_at": now.Add(time.Hour)}
+		if sizes == 1 {
+			body["waiting_room"] = room
 		}
-		time.Sleep(100 * time.Millisecond)
+		skus[k] = uint64(d.created("/admin/skus", body).Num("id"))
 	}
-	require.Equal(t, http.StatusCreated, a.Status, a.Raw)
-	sku := uint64(a.Num("id"))
-	queue := fmt.Sprintf("/api/v1/skus/%d/queue", sku)
-	codesPath := fmt.Sprintf("/admin/skus/%d/room/codes", sku)
+	queue := fmt.Sprintf("/api/v1/skus/%d/queue", skus[0])
+	codesPath := fmt.Sprintf("/admin/skus/%d/room/codes", skus[0])
+	if sizes > 1 {
+		drop := uint64(d.created("/admin/drops", map[string]any{"name": "Sneaker", "skus": skus, "per_user_limit": 1, "waiting_room": room}).Num("id"))
+		queue = fmt.Sprintf("/api/v1/drops/%d/queue", drop)
+		codesPath = fmt.Sprintf("/admin/drops/%d/room/codes", drop)
+	}
 	made, _ := d.admin("POST", codesPath, map[string]any{"count": prio}, http.StatusCreated).Body["codes"].([]any)
 	require.Len(t, made, prio)
 
@@ -169,16 +188,20 @@ func roomSale(t *testing.T, d *deployment, fault func()) {
 			switch r.Str("status") {
 			case "admitted":
 				admitted.Add(1)
-				b := send(rand.IntN(2), "POST", "/api/v1/orders", user,
-					map[string]any{"sku_id": sku, "qty": 1, "request_id": "room-" + user, "pass": r.Str("pass")}, "")
-				if b.Err == nil && b.Status == http.StatusAccepted {
-					orders[i] = b.Str("order_id")
-					return
+				for k := range skus {
+					sku := skus[(i+k)%len(skus)]
+					b := send(rand.IntN(2), "POST", "/api/v1/orders", user,
+						map[string]any{"sku_id": sku, "qty": 1, "request_id": fmt.Sprintf("room-%s-%d", user, sku), "pass": r.Str("pass")}, "")
+					if b.Err == nil && b.Status == http.StatusAccepted {
+						orders[i] = b.Str("order_id")
+						return
+					}
+					if b.Err != nil || b.Status != http.StatusConflict {
+						t.Errorf("%s buys with their pass: %v %s", user, b.Err, b.Raw)
+						return
+					}
+					// sold out: the next size, with the same pass
 				}
-				if b.Err == nil && b.Status == http.StatusConflict {
-					return // sold out
-				}
-				t.Errorf("%s buys with their pass: %v %s", user, b.Err, b.Raw)
 				return
 			case "sold_out", "closed":
 				return
@@ -213,12 +236,38 @@ func roomSale(t *testing.T, d *deployment, fault func()) {
 	assert.Equal(t, units, bought, "exactly the stock sold")
 	codes := d.admin("GET", codesPath, nil, http.StatusOK)
 	assert.EqualValues(t, prio, codes.Num("used"), "every code used once: %s", codes.Raw)
-	rep := d.drained(sku, 60*time.Second)
-	assert.EqualValues(t, units, rep.Sold)
-	require.NotNil(t, rep.WaitingRoom)
-	assert.Zero(t, rep.WaitingRoom.NotAdmitted, "%+v", rep.WaitingRoom)
-	assert.EqualValues(t, len(users), rep.WaitingRoom.Joined)
+	sold := int64(0)
+	for _, sku := range skus {
+		rep := d.drained(sku, 60*time.Second)
+		sold += rep.Sold
+		require.NotNil(t, rep.WaitingRoom)
+		assert.Zero(t, rep.WaitingRoom.NotAdmitted, "sku %d: %+v", sku, rep.WaitingRoom)
+		assert.EqualValues(t, len(users), rep.WaitingRoom.Joined)
+	}
+	assert.EqualValues(t, units, sold)
+	in := strings.TrimSuffix(strings.Repeat("?,", len(skus)), ",")
+	args := make([]any, len(skus))
+	for k, sku := range skus {
+		args[k] = sku
+	}
 	var most int
-	require.NoError(t, d.db.QueryRow("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM orders WHERE sku_id = ? GROUP BY user_id) u", sku).Scan(&most))
-	assert.Equal(t, 1, most, "one order per shopper")
+	require.NoError(t, d.db.QueryRow("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM orders WHERE sku_id IN ("+in+") GROUP BY user_id) u",
+		args...).Scan(&most))
+	assert.Equal(t, 1, most, "one order per shopper over the sizes")
+}
+
+// created posts body to path on a live instance until it is answered 201
+// (the first writes may meet a Redis still settling) and returns the answer.
+func (d *deployment) created(path string, body map[string]any) answer {
+	d.t.Helper()
+	var a answer
+	for range 50 {
+		a = d.call(d.live().URL(), "POST", path, "", body)
+		if a.Err == nil && a.Status == http.StatusCreated {
+			return a
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(d.t, http.StatusCreated, a.Status, a.Raw)
+	return a
 }
