@@ -3658,6 +3658,13 @@ type ClientInterface interface {
 	// row of the file names. The file is at most `http.max_body_bytes`
 	// (16 KiB by default).
 	//
+	// A YAML file may also be a mapping `{skus: […], drops: […]}`, whose
+	// drops are the objects `POST /admin/drops` takes: they are judged
+	// with the SKUs, against the SKUs as the file leaves them (a refusal
+	// names the drop's line and writes nothing), and made once the SKUs
+	// are written, each as `POST /admin/drops` makes one (the same drop
+	// again changes nothing).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
@@ -5284,6 +5291,13 @@ func (c *RawClient) AdminListPayments(ctx context.Context, params *AdminListPaym
 // field, and nothing is written. A row without an `id` gets an id no
 // row of the file names. The file is at most `http.max_body_bytes`
 // (16 KiB by default).
+//
+// A YAML file may also be a mapping `{skus: […], drops: […]}`, whose
+// drops are the objects `POST /admin/drops` takes: they are judged
+// with the SKUs, against the SKUs as the file leaves them (a refusal
+// names the drop's line and writes nothing), and made once the SKUs
+// are written, each as `POST /admin/drops` makes one (the same drop
+// again changes nothing).
 //
 // Takes any type of body and a specified content type.
 //
@@ -9824,6 +9838,13 @@ type ClientWithResponsesInterface interface {
 	// row of the file names. The file is at most `http.max_body_bytes`
 	// (16 KiB by default).
 	//
+	// A YAML file may also be a mapping `{skus: […], drops: […]}`, whose
+	// drops are the objects `POST /admin/drops` takes: they are judged
+	// with the SKUs, against the SKUs as the file leaves them (a refusal
+	// names the drop's line and writes nothing), and made once the SKUs
+	// are written, each as `POST /admin/drops` makes one (the same drop
+	// again changes nothing).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
@@ -12123,6 +12144,7 @@ type SeedSKUsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		Drops []Drop `json:"drops"`
 		Items []struct {
 			// Created true for a new SKU, false for one updated.
 			Created bool `json:"created"`
@@ -12155,6 +12177,7 @@ type SeedSKUsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r SeedSKUsResponse) GetJSON200() *struct {
+	Drops []Drop `json:"drops"`
 	Items []struct {
 		// Created true for a new SKU, false for one updated.
 		Created bool `json:"created"`
@@ -16009,6 +16032,13 @@ func (c *ClientWithResponses) AdminListPaymentsWithResponse(ctx context.Context,
 // row of the file names. The file is at most `http.max_body_bytes`
 // (16 KiB by default).
 //
+// A YAML file may also be a mapping `{skus: […], drops: […]}`, whose
+// drops are the objects `POST /admin/drops` takes: they are judged
+// with the SKUs, against the SKUs as the file leaves them (a refusal
+// names the drop's line and writes nothing), and made once the SKUs
+// are written, each as `POST /admin/drops` makes one (the same drop
+// again changes nothing).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/seed (the `SeedSKUs` operationId).
@@ -18521,6 +18551,7 @@ func ParseSeedSKUsResponse(rsp *http.Response) (*SeedSKUsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			Drops []Drop `json:"drops"`
 			Items []struct {
 				// Created true for a new SKU, false for one updated.
 				Created bool `json:"created"`

@@ -220,3 +220,39 @@ func TestADropIsRefusedWhatItCannotBe(t *testing.T) {
 	r = s.do(0, "GET", "/api/v1/drops/0", "", nil)
 	assert.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
 }
+
+// A YAML seed file's mapping form makes SKUs and the drops of them: a drop
+// refused (a size on sale already) names its line and writes nothing, the
+// file fixed is written whole, and sent again it changes nothing.
+func TestSeedADrop(t *testing.T) {
+	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
+	starts := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
+	file := func(start time.Time) string {
+		return fmt.Sprintf(`skus:
+  - {id: 8101, name: Runner 41, price_cents: 12000, stock: 2, per_user_limit: 1, starts_at: %[1]s, ends_at: %[2]s}
+  - {id: 8102, name: Runner 42, price_cents: 12000, stock: 3, per_user_limit: 1, starts_at: %[1]s, ends_at: %[2]s}
+drops:
+  - name: Runner
+    skus: [8101, 8102]
+    per_user_limit: 1
+    waiting_room: {opens_at: %[3]s}
+`, start.Format(time.RFC3339), starts.Add(time.Hour).Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	}
+	r := s.seedFile("application/yaml", file(time.Now().UTC().Add(-time.Minute)))
+	assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
+	assert.Equal(t, "sale_started", r.Str("error"))
+	assert.Contains(t, r.Str("detail"), `line 5 (drop "Runner")`)
+	assert.Zero(t, s.skuCount(), "nothing written")
+
+	for range 2 {
+		r = s.seedFile("application/yaml", file(starts))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		drops, _ := r.Body["drops"].([]any)
+		require.Len(t, drops, 1, r.Raw)
+		assert.EqualValues(t, 8101, drops[0].(map[string]any)["id"])
+		assert.EqualValues(t, 5, drops[0].(map[string]any)["stock_left"])
+	}
+	v := s.do(0, "GET", "/api/v1/drops/8101", "", nil)
+	require.Equal(t, http.StatusOK, v.Status, v.Raw)
+	assert.Equal(t, "Runner", v.Str("name"))
+}

@@ -175,6 +175,21 @@ func sameDrop(tx *gorm.DB, spec DropSpec, skus []SKU) (*Drop, error) {
 	return d, nil
 }
 
+// CheckDrop checks spec, valid already (DropSpec.Validate), against skus,
+// its SKUs in its order, as CreateDrop would at now: nil when they may
+// make the drop, or make it already (CreateDrop then tells whether with
+// other settings).
+func CheckDrop(spec DropSpec, skus []SKU, now time.Time) error {
+	same := true
+	for _, sku := range skus {
+		same = same && sku.Drop == skus[0].ID
+	}
+	if same {
+		return nil
+	}
+	return fits(spec, skus, now)
+}
+
 // fits checks the SKUs of a new drop: none in a drop, none with a room of
 // its own or split in buckets, one sale window not yet started, and a room
 // that opens by then.

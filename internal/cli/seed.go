@@ -84,7 +84,7 @@ window that would start after now is refused: create a new SKU instead.`,
   seckill seed --file configs/skus.example.csv    # a CSV file with a header row`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var rows []seedfile.Row
+			var seed seedfile.File
 			if file != "" {
 				for _, name := range skuFlags {
 					if cmd.Flags().Changed(name) {
@@ -92,7 +92,7 @@ window that would start after now is refused: create a new SKU instead.`,
 					}
 				}
 				var err error
-				if rows, err = readRows(file); err != nil {
+				if seed, err = readFile(file); err != nil {
 					return usageError{err}
 				}
 			} else {
@@ -100,8 +100,9 @@ window that would start after now is refused: create a new SKU instead.`,
 				if err != nil {
 					return usageError{err}
 				}
-				rows = []seedfile.Row{{Spec: spec}}
+				seed.Rows = []seedfile.Row{{Spec: spec}}
 			}
+			rows := seed.Rows
 			specs := make([]catalog.Spec, len(rows))
 			for i := range rows {
 				if err := rows[i].Spec.Validate(); err != nil {
@@ -127,7 +128,7 @@ window that would start after now is refused: create a new SKU instead.`,
 				return err
 			}
 			defer a.Close()
-			seeded, err := a.Sales.Seed(cmd.Context(), rows)
+			seeded, drops, err := a.Sales.Seed(cmd.Context(), seed)
 			if errors.Is(err, catalog.ErrInvalid) {
 				return usageError{withFile(file, err)}
 			}
@@ -137,6 +138,9 @@ window that would start after now is refused: create a new SKU instead.`,
 			enc := json.NewEncoder(e.stdout)
 			for _, s := range seeded {
 				_ = enc.Encode(s)
+			}
+			for _, d := range drops {
+				_ = enc.Encode(map[string]any{"drop": d})
 			}
 			return nil
 		},
@@ -202,16 +206,16 @@ func (in *flagSKU) spec(changed func(string) bool) (catalog.Spec, error) {
 	return s, nil
 }
 
-// readRows reads the SKUs of a seed file: a YAML list or a CSV file with a
-// header row (seedfile.Read).
-func readRows(path string) ([]seedfile.Row, error) {
+// readFile reads the SKUs and drops of a seed file: YAML, or a CSV file
+// with a header row (seedfile.Read).
+func readFile(path string) (seedfile.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return seedfile.File{}, err
 	}
 	defer func() { _ = f.Close() }()
-	rows, err := seedfile.Read(f, seedfile.FormatOf(path))
-	return rows, withFile(path, err)
+	file, err := seedfile.Read(f, seedfile.FormatOf(path))
+	return file, withFile(path, err)
 }
 
 // withFile names the seed file path in err, whose lines it names; nil

@@ -13,6 +13,10 @@ import (
 // A seed file gives a SKU a waiting room: YAML as the API's body, CSV with
 // room_ columns; room_ columns without room_opens_at are refused.
 func TestSeedFileWaitingRoom(t *testing.T) {
+	readRows := func(path string) ([]seedfile.Row, error) {
+		f, err := readFile(path)
+		return f.Rows, err
+	}
 	opens := "2030-01-02T03:00:00Z"
 	yamlRows, err := readRows(writeFile(t, "room.yaml", `
 - {id: 4, name: A, waiting_room: {opens_at: `+opens+`, mode: fifo, admit_per_second: 50, pass_ttl: 90s, overbook: 1.1}}

@@ -20,7 +20,7 @@ import (
 // Admin is what the admin endpoints need.
 type Admin interface {
 	UpsertSKU(ctx context.Context, spec catalog.Spec) (*sale.SeededSKU, bool, error)
-	Seed(ctx context.Context, rows []seedfile.Row) ([]sale.Seeded, error)
+	Seed(ctx context.Context, f seedfile.File) ([]sale.Seeded, []sale.DropView, error)
 	UpdateSKU(ctx context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error)
 	SetStock(ctx context.Context, id uint64, stock int64) (*sale.SKUView, error)
 	Audit(ctx context.Context, id uint64) (*sale.Report, error)

@@ -47,16 +47,16 @@ func handleSeed(admin Admin, log *slog.Logger) gin.HandlerFunc {
 			writeError(c, log, err)
 			return
 		}
-		rows, err := seedfile.Read(bytes.NewReader(body), format)
+		file, err := seedfile.Read(bytes.NewReader(body), format)
 		if err != nil {
 			writeError(c, log, invalid(err.Error()))
 			return
 		}
-		seeded, err := admin.Seed(c.Request.Context(), rows)
+		seeded, drops, err := admin.Seed(c.Request.Context(), file)
 		if err != nil {
 			writeError(c, log, err)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"items": seeded})
+		c.JSON(http.StatusOK, gin.H{"items": seeded, "drops": drops})
 	}
 }

@@ -129,16 +129,16 @@ func (stubAdmin) UpsertSKU(_ context.Context, spec catalog.Spec) (*sale.SeededSK
 	return stubSeeded(sku), spec.ID == 0, nil
 }
 
-func (a stubAdmin) Seed(ctx context.Context, rows []seedfile.Row) ([]sale.Seeded, error) {
+func (a stubAdmin) Seed(ctx context.Context, f seedfile.File) ([]sale.Seeded, []sale.DropView, error) {
 	var out []sale.Seeded
-	for _, r := range rows {
+	for _, r := range f.Rows {
 		v, created, err := a.UpsertSKU(ctx, r.Spec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, sale.Seeded{Created: created, SKU: v})
 	}
-	return out, nil
+	return out, []sale.DropView{}, nil
 }
 
 func (stubAdmin) UpdateSKU(_ context.Context, id uint64, spec catalog.Spec) (*sale.SeededSKU, error) {

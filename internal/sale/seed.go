@@ -38,31 +38,59 @@ type Seeded struct {
 // reconciled). Sending the same file again changes nothing in SQL and
 // brings Redis to it, but for its rows without an id, which create SKUs
 // again. Errors also: those of UpsertSKU.
-func (s *Service) Seed(ctx context.Context, rows []seedfile.Row) ([]Seeded, error) {
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("%w: the seed has no sku", catalog.ErrInvalid)
+//
+// The file's drops are judged with its rows, against the SKUs as the rows
+// leave them, and made once the rows are written, each as CreateDrop makes
+// one: a drop refused then (another admin made one of its SKUs part of a
+// drop meanwhile) names its row, with the rows written.
+func (s *Service) Seed(ctx context.Context, f seedfile.File) ([]Seeded, []DropView, error) {
+	rows := f.Rows
+	if len(rows) == 0 && len(f.Drops) == 0 {
+		return nil, nil, fmt.Errorf("%w: the seed has no sku", catalog.ErrInvalid)
 	}
 	for i := range rows {
 		if err := rows[i].Spec.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", rows[i].Name(), err)
+			return nil, nil, fmt.Errorf("%s: %w", rows[i].Name(), err)
 		}
 	}
-	for try := 1; ; try++ {
-		out, err := s.seed(ctx, rows)
+	for i := range f.Drops {
+		if err := f.Drops[i].Spec.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Drops[i].Name(), err)
+		}
+	}
+	out := []Seeded{}
+	for try := 1; len(rows) > 0; try++ {
+		var err error
+		out, err = s.seed(ctx, rows, f.Drops)
 		if errors.Is(err, catalog.ErrIDTaken) && try < idTries {
 			continue // a create without an id took an id of the file: judge it again
 		}
-		return out, taken(err)
+		if err != nil {
+			return nil, nil, taken(err)
+		}
+		break
 	}
+	drops := make([]DropView, 0, len(f.Drops))
+	for _, d := range f.Drops {
+		v, _, err := s.CreateDrop(ctx, d.Spec)
+		if err != nil {
+			return out, drops, fmt.Errorf("%s: %w", d.Name(), err)
+		}
+		drops = append(drops, *v)
+	}
+	return out, drops, nil
 }
 
-// seed is one attempt of Seed.
-func (s *Service) seed(ctx context.Context, rows []seedfile.Row) ([]Seeded, error) {
+// seed is one attempt of Seed's rows, judging drops with them.
+func (s *Service) seed(ctx context.Context, rows []seedfile.Row, drops []seedfile.DropRow) ([]Seeded, error) {
 	var ids []uint64
 	for _, r := range rows {
 		if r.Spec.ID != 0 {
 			ids = append(ids, r.Spec.ID)
 		}
+	}
+	for _, d := range drops {
+		ids = append(ids, d.Spec.SKUs...)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -81,6 +109,9 @@ func (s *Service) seed(ctx context.Context, rows []seedfile.Row) ([]Seeded, erro
 		}
 		next, err := judgeSeed(rows, stored, s.o.Now())
 		if err != nil {
+			return err
+		}
+		if err := judgeDrops(drops, stored, next, s.o.Now()); err != nil {
 			return err
 		}
 		var shifts []*shift
@@ -196,6 +227,29 @@ func (s *Service) seededViews(written []catalog.Written, left map[uint64]int64) 
 		out[i] = Seeded{Created: w.Created, SKU: s.seededView(w.SKU, max(0, w.SKU.StockTotal-taken))}
 	}
 	return out
+}
+
+// judgeDrops checks drops against the SKUs as the seed leaves them (next,
+// or stored for those it does not name), writing nothing: the first drop
+// refused is the error, naming it.
+func judgeDrops(drops []seedfile.DropRow, stored map[uint64]*catalog.SKU, next map[uint64]catalog.SKU, now time.Time) error {
+	for _, d := range drops {
+		skus := make([]catalog.SKU, 0, len(d.Spec.SKUs))
+		for _, id := range d.Spec.SKUs {
+			sku, ok := next[id]
+			if !ok && stored[id] != nil {
+				sku, ok = *stored[id], true
+			}
+			if !ok {
+				return fmt.Errorf("%s: %w: %d", d.Name(), catalog.ErrNotFound, id)
+			}
+			skus = append(skus, sku)
+		}
+		if err := catalog.CheckDrop(d.Spec, skus, now); err != nil {
+			return fmt.Errorf("%s: %w", d.Name(), err)
+		}
+	}
+	return nil
 }
 
 // judgeSeed applies rows, each valid already, in order to the SKUs they

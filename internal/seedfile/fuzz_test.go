@@ -16,6 +16,7 @@ var seedYAML = []string{
 	"- {id: 1, name: Phone, price_cents: 99900, stock: 10, per_user_limit: 1, starts_at: 2026-11-11T00:00:00Z, ends_at: 2026-11-11T01:00:00Z}\n",
 	"- {id: 2, buckets: 4, hidden: true, limit_counts_cancelled: false}\n",
 	"- {id: 3, waiting_room: {opens_at: 2026-11-10T23:30:00Z, mode: fifo, admit_per_second: 50, pass_ttl: 90s, overbook: 1.5}}\n",
+	"skus: [{id: 4}]\ndrops: [{name: Runner, skus: [4, 5], per_user_limit: 1, waiting_room: {opens_at: 2026-11-10T23:30:00Z}}]\n",
 	"- {price_cents: 0.99, stock: 10.9, per_user_limit: 1.7}\n",
 	"- {stock: 9223372036854775807, price_cents: -9223372036854775808, id: 18446744073709551615}\n",
 	"- {stock: 9223372036854775808, buckets: 2147483648}\n",
@@ -53,13 +54,20 @@ func FuzzReadCSV(f *testing.F) {
 // (or says the file is empty), and every row read names its line and, once
 // it passes the SKU's checks, holds only values the SKU may keep.
 func checkRead(t *testing.T, text string, f Format) {
-	rows, err := Read(strings.NewReader(text), f)
+	file, err := Read(strings.NewReader(text), f)
 	if err != nil {
 		if msg := err.Error(); !strings.Contains(msg, "line ") && !strings.HasPrefix(msg, "the file is empty") {
 			t.Fatalf("%q: an error that names no line: %v", text, err)
 		}
 		return
 	}
+	for _, d := range file.Drops {
+		if d.Line < 1 || len(d.Spec.SKUs) > catalog.MaxDropSKUs {
+			t.Fatalf("%q: a drop of no line or too many skus: %+v", text, d)
+		}
+		_ = d.Spec.Validate()
+	}
+	rows := file.Rows
 	start := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
 	for _, r := range rows {
 		if r.Line < 1 {

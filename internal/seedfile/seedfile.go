@@ -84,12 +84,13 @@ var (
 		"room_opens_at", "room_mode", "room_admit_per_second", "room_pass_ttl", "room_overbook", "room_pow_bits"}
 )
 
-// Read reads the SKUs of a seed file in form f, each with the line it
-// starts on. The error of a file it refuses names the line and the field,
-// and nothing is read from it.
-func Read(r io.Reader, f Format) ([]Row, error) {
+// Read reads the SKUs and drops of a seed file in form f, each with the
+// line it starts on (a CSV file has no drops). The error of a file it
+// refuses names the line and the field, and nothing is read from it.
+func Read(r io.Reader, f Format) (File, error) {
 	if f == CSV {
-		return readCSV(r)
+		rows, err := readCSV(r)
+		return File{Rows: rows}, err
 	}
 	return readYAML(r)
 }

@@ -1,6 +1,7 @@
 package seedfile
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +20,16 @@ func specs(rows []Row) []catalog.Spec {
 	return out
 }
 
+// readRows reads the SKUs of a seed file.
+func readRows(r io.Reader, f Format) ([]Row, error) {
+	file, err := Read(r, f)
+	return file.Rows, err
+}
+
 func TestReadCSVAndYAMLGiveTheSameSKUs(t *testing.T) {
-	fromCSV, err := Read(strings.NewReader("id,name,stock,starts_at\n1,Phone X Pro,,\n2,,500,2026-11-11T00:00:00Z\n"), CSV)
+	fromCSV, err := readRows(strings.NewReader("id,name,stock,starts_at\n1,Phone X Pro,,\n2,,500,2026-11-11T00:00:00Z\n"), CSV)
 	require.NoError(t, err)
-	fromYAML, err := Read(strings.NewReader("- {id: 1, name: Phone X Pro}\n- {id: 2, stock: 500, starts_at: 2026-11-11T00:00:00Z}\n"), YAML)
+	fromYAML, err := readRows(strings.NewReader("- {id: 1, name: Phone X Pro}\n- {id: 2, stock: 500, starts_at: 2026-11-11T00:00:00Z}\n"), YAML)
 	require.NoError(t, err)
 	require.Len(t, fromCSV, 2)
 	assert.Equal(t, specs(fromYAML), specs(fromCSV))
@@ -36,7 +43,7 @@ func TestReadCSVAndYAMLGiveTheSameSKUs(t *testing.T) {
 // Every field of a YAML seed file, the waiting room's included, as the
 // same SKU's CSV row gives it; a key null, as one left out, is not given.
 func TestReadEveryField(t *testing.T) {
-	fromYAML, err := Read(strings.NewReader(`
+	fromYAML, err := readRows(strings.NewReader(`
 - id: 7
   name: Phone X
   price_cents: 99900
@@ -52,7 +59,7 @@ func TestReadEveryField(t *testing.T) {
 `), YAML)
 	require.NoError(t, err)
 	require.Len(t, fromYAML, 2)
-	fromCSV, err := Read(strings.NewReader(strings.Join(Columns, ",")+"\n"+
+	fromCSV, err := readRows(strings.NewReader(strings.Join(Columns, ",")+"\n"+
 		"7,Phone X,99900,10,2,2026-11-11T00:00:00.5Z,2026-11-11T01:00:00+08:00,1,false,2026-11-10T23:30:00Z,fifo,50,90s,1.5,12\n"+
 		"8,,,,,,,,,,,,,,\n"), CSV)
 	require.NoError(t, err)
@@ -67,7 +74,7 @@ func TestReadEveryField(t *testing.T) {
 // YAML anchors and merges share fields between SKUs; a row's own field
 // wins over a merged one.
 func TestReadYAMLMerges(t *testing.T) {
-	rows, err := Read(strings.NewReader(`
+	rows, err := readRows(strings.NewReader(`
 - &base {id: 1, name: Phone, price_cents: 100, stock: 10}
 - <<: *base
   id: 2
@@ -113,8 +120,13 @@ func TestReadRefusals(t *testing.T) {
 		"empty yaml":     {"", YAML, "the file is empty: a seed file is a list of skus"},
 		"comments only":  {"# skus\n", YAML, "the file is empty"},
 		"null yaml":      {"~\n", YAML, "the file is empty"},
-		"yaml mapping":   {"id: 1\nname: Phone\n", YAML, "line 1: a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, not a mapping"},
-		"yaml scalar":    {"skus\n", YAML, `line 1: a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, not "skus"`},
+		"yaml mapping":   {"id: 1\nname: Phone\n", YAML, `line 1: unknown field "id": a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, or a mapping of its skus and drops`},
+		"yaml scalar":    {"skus\n", YAML, `line 1: a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, or a mapping {skus: […], drops: […]}, not "skus"`},
+		"drops not list": {"skus: [{id: 1}]\ndrops: {name: x}\n", YAML, "line 2: drops is a list, not a mapping"},
+		"drop field":     {"drops: [{name: x, size: 42}]\n", YAML, `line 1: unknown field "size": a drop's fields are name, skus, per_user_limit, waiting_room`},
+		"drop skus":      {"drops: [{name: x, skus: [1, -2]}]\n", YAML, "line 1: skus: want sku ids from 1 to 9223372036854775807, not -2"},
+		"drop room":      {"drops: [{name: x, waiting_room: {opens: 1}}]\n", YAML, `line 1: unknown field "waiting_room.opens"`},
+		"nothing":        {"skus: []\ndrops: ~\n", YAML, "line 1: the file names no sku and no drop"},
 		"item a list":    {"- [1, 2]\n", YAML, "line 1: a sku is a mapping of its fields, such as {id: 1, name: Phone X}, not a list"},
 		"yaml syntax":    {"- {id: 1\n", YAML, "line 1: did not find expected ',' or '}'"},
 		"two documents":  {"- {id: 1}\n---\n- {id: 2}\n", YAML, "line 2: a second YAML document: a seed file is one document"},
@@ -148,16 +160,41 @@ func TestReadRefusals(t *testing.T) {
 		"name a list":    {"- {name: [a]}\n", YAML, "line 1: name: want text, not a list"},
 		"merge a list":   {"- {<<: [1], id: 1}\n", YAML, "line 1: << merges a mapping, not 1"},
 	} {
-		_, err := Read(strings.NewReader(tc.text), tc.f)
+		_, err := readRows(strings.NewReader(tc.text), tc.f)
 		if assert.Error(t, err, name) {
 			assert.Contains(t, err.Error(), tc.err, name)
 		}
 	}
 }
 
+// The mapping form of a YAML file gives SKUs and the drops made of them,
+// each with its line.
+func TestReadDrops(t *testing.T) {
+	f, err := Read(strings.NewReader(`
+skus:
+  - {id: 41, name: Runner 2 size 41}
+  - {id: 42, name: Runner 2 size 42}
+drops:
+  - name: Runner 2
+    skus: [41, 42]
+    per_user_limit: 1
+    waiting_room: {opens_at: 2026-11-10T23:30:00Z, admit_per_second: 50}
+`), YAML)
+	require.NoError(t, err)
+	require.Len(t, f.Rows, 2)
+	require.Len(t, f.Drops, 1)
+	d := f.Drops[0]
+	assert.Equal(t, 6, d.Line)
+	assert.Equal(t, "Runner 2", d.Spec.Name)
+	assert.Equal(t, []uint64{41, 42}, d.Spec.SKUs)
+	assert.Equal(t, 1, d.Spec.PerUserLimit)
+	assert.Equal(t, 50, d.Spec.WaitingRoom.AdmitPerSecond)
+	assert.Equal(t, `line 6 (drop "Runner 2")`, d.Name())
+}
+
 // A number that is negative zero is zero: for overbook, not given.
 func TestReadNegativeZero(t *testing.T) {
-	rows, err := Read(strings.NewReader("- {waiting_room: {opens_at: 2026-11-11T00:00:00Z, overbook: -0.0}, stock: -0}\n"), YAML)
+	rows, err := readRows(strings.NewReader("- {waiting_room: {opens_at: 2026-11-11T00:00:00Z, overbook: -0.0}, stock: -0}\n"), YAML)
 	require.NoError(t, err)
 	assert.Zero(t, rows[0].Spec.WaitingRoom.Overbook)
 	assert.Equal(t, int64(0), *rows[0].Spec.Stock)
@@ -188,6 +225,6 @@ func TestRowNameAndNeedsAll(t *testing.T) {
 
 // A mapping that merges itself, many times over, is refused at once.
 func TestReadYAMLMergeOfItself(t *testing.T) {
-	_, err := Read(strings.NewReader("- &a {id: 1, <<: [*a, *a, *a, *a, *a, *a, *a, *a]}\n"), YAML)
+	_, err := readRows(strings.NewReader("- &a {id: 1, <<: [*a, *a, *a, *a, *a, *a, *a, *a]}\n"), YAML)
 	assert.ErrorContains(t, err, "line 1: a mapping that merges itself")
 }

@@ -17,48 +17,45 @@ import (
 	"github.com/seckill/seckill/internal/catalog"
 )
 
-// readYAML reads a YAML seed file: one document, a list of mappings.
-func readYAML(r io.Reader) ([]Row, error) {
+// readYAML reads a YAML seed file: one document, a list of mappings (the
+// SKUs), or a mapping of the SKUs and the drops (File).
+func readYAML(r io.Reader) (File, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, err
+		return File{}, err
 	}
 	if err := checkText(data); err != nil {
-		return nil, err
+		return File{}, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the file is empty: a seed file is a list of skus, such as - {id: 1, name: Phone X, …}")
+			return File{}, errors.New("the file is empty: a seed file is a list of skus, such as - {id: 1, name: Phone X, …}")
 		}
-		return nil, yamlError(err)
+		return File{}, yamlError(err)
 	}
 	var more yaml.Node
 	switch err := dec.Decode(&more); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, yamlError(err)
+		return File{}, yamlError(err)
 	default:
-		return nil, fmt.Errorf("line %d: a second YAML document: a seed file is one document, one list of every sku", more.Line)
+		return File{}, fmt.Errorf("line %d: a second YAML document: a seed file is one document, one list of every sku", more.Line)
 	}
-	list := deref(doc.Content[0])
-	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
-		return nil, errors.New("the file is empty: a seed file is a list of skus, such as - {id: 1, name: Phone X, …}")
-	}
-	if list.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, not %s", list.Line, describe(list))
-	}
+	top := deref(doc.Content[0])
 	d := decoder{merged: map[*yaml.Node][]pair{}, reading: map[*yaml.Node]bool{}}
-	rows := make([]Row, 0, len(list.Content))
-	for _, item := range list.Content {
-		s, err := d.spec(deref(item))
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, Row{Spec: s, Line: item.Line})
+	switch {
+	case top.Kind == yaml.ScalarNode && top.Tag == "!!null":
+		return File{}, errors.New("the file is empty: a seed file is a list of skus, such as - {id: 1, name: Phone X, …}")
+	case top.Kind == yaml.MappingNode:
+		return d.file(top)
+	case top.Kind != yaml.SequenceNode:
+		return File{}, fmt.Errorf("line %d: a seed file is a list of skus, each item - {id: 1, name: Phone X, …}, or a mapping {skus: […], drops: […]}, not %s",
+			top.Line, describe(top))
 	}
-	return rows, nil
+	rows, err := d.rows(top)
+	return File{Rows: rows}, err
 }
 
 // yamlError is err of the YAML parser, naming its line: the parser names
