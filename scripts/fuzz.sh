@@ -26,6 +26,7 @@ targets=(
 	"./internal/httpapi FuzzEventsQuery"
 	"./internal/httpapi FuzzRoomCommand"
 	"./internal/httpapi FuzzCodeRequest"
+	"./internal/httpapi FuzzDropRequest"
 	"./internal/auth FuzzVerify"
 	"./internal/config FuzzLoadEnv"
 	"./internal/config FuzzLoadFile"
