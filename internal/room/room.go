@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -425,8 +424,11 @@ func (r *Room) stateLost(sku uint64) {
 func newTicket() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "t" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return "t" + ticketEncoding.EncodeToString(b[:])
 }
+
+// ticketEncoding is base32 in lower case.
+var ticketEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 func toInt(v any) int64 {
 	switch x := v.(type) {

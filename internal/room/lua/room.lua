@@ -173,7 +173,7 @@ for j = 1, #users do
     end
     if may then
       ticket = ARGV[a + 1]
-      issued[user] = 1
+      issued[user] = joined + 1
       if not seq then
         if not epoch then
           epoch = ticket
@@ -196,8 +196,15 @@ for j = 1, #users do
   end
   tickets[user] = ticket
 end
+-- Tickets issued into the line after its last one take its last places,
+-- in order: their places need no ZRANK each.
+local atEnd = false
 if joined > 0 then
   redis.call('HSET', who, unpack(newWho))
+  if into == line then
+    local top = redis.call('ZRANGE', line, -1, -1, 'WITHSCORES')
+    atEnd = not top[2] or tonumber(top[2]) < newLine[1]
+  end
   redis.call('ZADD', into, unpack(newLine))
   set[#set + 1], set[#set + 2] = 'seq', seq
   set[#set + 1], set[#set + 2] = 'joined', (tonumber(m[10]) or 0) + joined
@@ -297,7 +304,8 @@ local final = 0
 if mode == 'fifo' or drawn then
   final = 1
 end
-local waiting = (inLine or redis.call('ZCARD', line)) - cursor + pseq - pcursor
+inLine = inLine or redis.call('ZCARD', line)
+local waiting = inLine - cursor + pseq - pcursor
 if final == 0 then
   waiting = waiting + redis.call('ZCARD', pre)
 end
@@ -312,7 +320,12 @@ for j = 1, #users do
   else
     local status, place, ahead, expiry, priority = 2, 0, 0, 0, 0
     -- A line ticket has the priority tickets waiting ahead of it too.
-    local rank, before, extra = redis.call('ZRANK', line, ticket), cursor, pseq - pcursor
+    local rank, before, extra = nil, cursor, pseq - pcursor
+    if atEnd and issued[user] then
+      rank = inLine - joined + issued[user] - 1
+    else
+      rank = redis.call('ZRANK', line, ticket)
+    end
     if not rank and pseq > 0 then
       rank, before, extra = redis.call('ZRANK', prio, ticket), pcursor, 0
       if rank then
