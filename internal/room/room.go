@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -271,51 +270,28 @@ func (r *Room) script(ctx context.Context, sku *catalog.SKU, users []visitor, op
 
 var errDrawDue = errors.New("room: the draw is due")
 
-// reply is the room script's answer (lua/room.lua).
-type reply struct {
-	left int64
-	// admitted and expired: what this call admitted and found expired.
-	admitted, expired, waiting int64
-	cursor                     int64
-	// prio is how many priority tickets wait: ahead of the whole line.
-	prio  int64
-	epoch string
-	final bool
-	// now is the time the script ran at; rate the admissions per second
-	// in force; state the controls' state (Running, Paused, Open or
-	// Closed).
-	now   time.Time
-	rate  float64
-	state string
-	// shoppers are the answers for the users given, in their order.
-	shoppers []shopperReply
-}
-
-// shopperReply is the room script's answer for one shopper.
-type shopperReply struct {
-	found        bool // false: no ticket (a look, a join refused)
-	reused       bool // a join refused: its proof of work was used
-	status       string
-	place, ahead int64
-	ticket       string
-	expiry       int64
-	issued       bool
-	priority     bool // a priority code's ticket: place and ahead in their line
-}
-
 func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op string, now time.Time) (*reply, error) {
 	k := r.keys(sku.ID)
 	rate := r.rate(ctx, sku)
 	expire := sku.EndsAt.Add(r.o.Keep)
-	args := make([]any, 0, 8+4*len(users))
-	args = append(args, op, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
-		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli())
+	step := 2 // the proof of work only when a join needs one
 	for _, u := range users {
-		ticket := "" // a look issues none
-		if op == "join" {
-			ticket = newTicket()
+		if u.proof != "" {
+			step = 4
 		}
-		args = append(args, u.user, ticket, u.proof, u.expires)
+	}
+	args := make([]any, 0, 9+step*len(users))
+	args = append(args, op, now.UnixMilli(), sku.StartsAt.UnixMilli(), sku.Room.Mode, rate,
+		sku.Room.PassTTLMS, strconv.FormatFloat(sku.Room.Overbook, 'f', -1, 64), expire.UnixMilli(), step)
+	tickets := make([]string, len(users))
+	for i, u := range users {
+		if op == "join" { // a look issues none
+			tickets[i] = newTicket()
+		}
+		args = append(args, u.user, tickets[i])
+		if step == 4 {
+			args = append(args, u.proof, u.expires)
+		}
 	}
 	keys := []string{k.meta, k.who, k.pre, k.line, k.passes, k.expired, stock.HashKey(r.o.Prefix, stock.Part{SKU: sku.ID}), k.valid,
 		k.control, k.pow, k.prio, k.prioat}
@@ -346,7 +322,7 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 	default:
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
-	const head, each = 11, 8
+	const head, each = 11, 5
 	if len(raw) != head+each*len(users) {
 		return nil, fmt.Errorf("room: sku %d: reply %v", sku.ID, raw)
 	}
@@ -362,11 +338,12 @@ func (r *Room) run(ctx context.Context, sku *catalog.SKU, users []visitor, op st
 	issued := int64(0)
 	for i := range users {
 		v := raw[head+each*i : head+each*(i+1)]
-		status, _ := v[1].(string)
-		ticket, _ := v[4].(string)
-		s := shopperReply{found: toInt(v[0]) == 1, reused: toInt(v[0]) == 2, status: status, place: toInt(v[2]), ahead: toInt(v[3]),
-			ticket: ticket, expiry: toInt(v[5]), issued: toInt(v[6]) == 1, priority: toInt(v[7]) == 1}
+		s, err := shopper(toInt(v[0]), v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("room: sku %d: reply %v: %w", sku.ID, raw, err)
+		}
 		if s.issued {
+			s.ticket = tickets[i]
 			issued++
 		}
 		rep.shoppers[i] = s
@@ -447,8 +424,11 @@ func (r *Room) stateLost(sku uint64) {
 func newTicket() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "t" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return "t" + ticketEncoding.EncodeToString(b[:])
 }
+
+// ticketEncoding is base32 in lower case.
+var ticketEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 func toInt(v any) int64 {
 	switch x := v.(type) {
