@@ -4,11 +4,11 @@
 // pages (html/template, with a small script and stylesheet embedded in the
 // binary) and its live feed (server-sent events).
 //
-// The console is only a view: the changes its pages make (a sale created,
-// stock set, a sale ended, a dead letter requeued) are calls of the admin
-// API's own handlers, which httpapi mounts under /console/api behind the
-// console's session instead of the bearer token, so their validation and
-// their {"error","detail"} answers are the API's.
+// The console is only a view: the changes its pages make (a sale or a drop
+// created, stock set, a sale ended, a dead letter requeued, a room paused)
+// are calls of the admin API's own handlers, which httpapi mounts under
+// /console/api behind the console's session instead of the bearer token,
+// so their validation and their {"error","detail"} answers are the API's.
 //
 // Guarantees: the admin token is checked in constant time and never stored
 // in the browser or in a cookie; a session is an HttpOnly, SameSite=Strict
@@ -39,6 +39,8 @@ type Sales interface {
 	AdminSKUs(ctx context.Context, after uint64, limit int) ([]sale.AdminSKUView, uint64, error)
 	Queue(ctx context.Context, sku uint64, n int) (*sale.QueueReport, error)
 	Audit(ctx context.Context, id uint64) (*sale.Report, error)
+	// Drop is catalog.ErrDropNotFound for an id that is no drop's.
+	Drop(ctx context.Context, id uint64) (*sale.DropView, error)
 }
 
 // Options configure a Console. Zero durations and counts take the
@@ -138,6 +140,8 @@ func (c *Console) Routes(g *gin.RouterGroup, api func(*gin.RouterGroup)) {
 	g.GET("", c.guard(true), c.page("sales"))
 	g.GET("/new", c.guard(true), c.page("new"))
 	g.GET("/skus/:id", c.guard(true), c.salePage)
+	g.GET("/drops/new", c.guard(true), c.page("newdrop"))
+	g.GET("/drops/:id", c.guard(true), c.dropPage)
 	g.GET("/receivers", c.guard(true), c.receiversPage)
 	g.GET("/events", c.guard(false), c.events)
 	api(g.Group("/api", c.guard(false)))

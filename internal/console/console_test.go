@@ -35,8 +35,14 @@ func newTest(t *testing.T, token string, clock *testutil.Clock) (*Console, http.
 // newTestWith is newTest on options o.
 func newTestWith(t *testing.T, o Options) (*Console, http.Handler) {
 	t.Helper()
+	return newTestOn(t, nil, o)
+}
+
+// newTestOn is newTest on sales and options o.
+func newTestOn(t *testing.T, sales Sales, o Options) (*Console, http.Handler) {
+	t.Helper()
 	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(nil, o)
+	c, err := New(sales, o)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	gin.SetMode(gin.TestMode)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/catalog"
 	"github.com/seckill/seckill/internal/sale"
 )
 
@@ -31,6 +33,10 @@ func (fakeSales) Queue(_ context.Context, sku uint64, _ int) (*sale.QueueReport,
 
 func (fakeSales) Audit(_ context.Context, id uint64) (*sale.Report, error) {
 	return &sale.Report{SKU: id}, nil
+}
+
+func (fakeSales) Drop(_ context.Context, id uint64) (*sale.DropView, error) {
+	return nil, fmt.Errorf("%w: %d", catalog.ErrDropNotFound, id)
 }
 
 // A reload keeps the chart's history (docs/admin/console.md): the console

@@ -43,7 +43,7 @@ type asset struct {
 	version     string
 }
 
-var pageNames = []string{"login", "sales", "new", "sale", "missing", "receivers"}
+var pageNames = []string{"login", "sales", "new", "sale", "missing", "receivers", "newdrop", "drop"}
 
 func newPages() (*pages, error) {
 	p := &pages{templates: map[string]*template.Template{}, assets: map[string]asset{}}
@@ -72,7 +72,7 @@ func newPages() (*pages, error) {
 		"age":  age,
 	}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/parts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -91,13 +91,15 @@ type pageData struct {
 	Error string
 	// SKU is the sale page's SKU.
 	SKU *sale.AdminSKUView
+	// Drop is the drop page's drop, read at ReadAt.
+	Drop *sale.DropView
 	// Columns are the seed file's CSV columns, for the create page.
 	Columns []string
 	// Receivers are the order events page's receivers, read at ReadAt;
 	// EventsOff is set when events are off.
 	Receivers []outbox.Backlog
-	ReadAt    time.Time
 	EventsOff bool
+	ReadAt    time.Time
 }
 
 // render writes page name with status. Pages are never cached: they hold
@@ -119,7 +121,7 @@ func (c *Console) render(ctx *gin.Context, status int, name string, d pageData) 
 
 // page serves a page that needs nothing but the session.
 func (c *Console) page(name string) gin.HandlerFunc {
-	titles := map[string]string{"sales": "Sales", "new": "Create a sale"}
+	titles := map[string]string{"sales": "Sales", "new": "Create a sale", "newdrop": "Create a drop"}
 	return func(ctx *gin.Context) {
 		c.render(ctx, http.StatusOK, name, pageData{Title: titles[name], Columns: seedfile.Columns})
 	}

@@ -194,6 +194,10 @@ func (stubAdmin) RequeueDead(context.Context, uint64, string) error { return sal
 
 func (stubAdmin) DeleteDead(context.Context, uint64, string) error { return sale.ErrTaskNotFound }
 
+func (stubAdmin) Drop(_ context.Context, id uint64) (*sale.DropView, error) {
+	return nil, fmt.Errorf("%w: %d", catalog.ErrDropNotFound, id)
+}
+
 const testAdminToken = "test-admin-token-0123456789"
 
 // testHTTP is the configuration's HTTP section with its defaults.

@@ -4,72 +4,9 @@
 // token. It keeps nothing in browser storage.
 import uPlot from "uplot";
 
-const $ = (sel, root = document) => root.querySelector(sel);
-const csrf = () => $('meta[name="csrf-token"]')?.content ?? "";
-
-// call sends a request to the admin API under /console/api and returns
-// its status and decoded body; a lost session goes back to the login.
-async function call(method, path, body, contentType = "application/json") {
-  const headers = { "X-CSRF-Token": csrf(), Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = contentType;
-  let res;
-  try {
-    res = await fetch("/console/api" + path, { method, headers, body, credentials: "same-origin" });
-  } catch (e) {
-    return { ok: false, status: 0, data: { error: "network", detail: String(e) } };
-  }
-  let data = null;
-  try {
-    data = await res.json();
-  } catch {
-    data = null;
-  }
-  if (res.status === 401) location.assign("/console/login");
-  return { ok: res.ok, status: res.status, data };
-}
-
-// el makes an element with text and attributes.
-function el(tag, text, attrs = {}) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
-
-// show puts the API's answer to an action in box: a line that says what
-// happened, and the whole answer beneath it.
-function show(box, res, done) {
-  box.replaceChildren();
-  const line = res.ok
-    ? el("p", `${res.status} · ${done}`, { class: "ok" })
-    : el("p", `${res.status || "no answer"} · ${res.data?.error ?? "error"}: ${res.data?.detail ?? "no detail"}`, { class: "error", role: "alert" });
-  box.append(line);
-  if (res.data) {
-    const d = el("details");
-    d.append(el("summary", "The API's answer"), el("pre", JSON.stringify(res.data, null, 2)));
-    box.append(d);
-  }
-}
-
-// confirmed asks the question in the page's dialog.
-function confirmed(question) {
-  const d = $("#confirm");
-  $("#confirm-text").textContent = question;
-  d.returnValue = "";
-  d.showModal();
-  return new Promise((resolve) => d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true }));
-}
-
-// message is a table row of one cell spanning cols columns.
-function message(text, cols, cls = "muted") {
-  const tr = el("tr");
-  tr.append(el("td", text, { colspan: String(cols), class: cls }));
-  return tr;
-}
-
-const num = (v) => (v === null || v === undefined ? "–" : String(v));
-const rate = (v) => (v === null || v === undefined ? "–" : v.toFixed(1));
-const when = (iso) => iso.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1");
+import { dropPage, newDropPage } from "./drops.js";
+import { $, call, confirmed, el, members, message, num, problem, rate, show, when } from "./lib.js";
+import { roomCodes, roomControls, roomCounters, roomJSON } from "./room.js";
 
 function lag(seconds) {
   if (!seconds) return "none";
@@ -115,12 +52,6 @@ function live(url, handlers) {
   }
 }
 
-function problem(detail) {
-  const p = $("#problem");
-  p.hidden = !detail;
-  p.textContent = detail ?? "";
-}
-
 // The sales page: one row per SKU, updated in place.
 function salesPage() {
   const body = $("#sales tbody");
@@ -138,7 +69,8 @@ function salesPage() {
       const td = el(field === "id" ? "th" : "td", null, { "data-field": field, "data-label": label });
       if (field === "id") td.setAttribute("scope", "row");
       if (!["id", "name", "state", "window"].includes(field)) td.className = "num";
-      if (field === "name") td.append(el("a", null, { href: `/console/skus/${id}` }));
+      // A SKU of a drop names it, beside its own name.
+      if (field === "name") td.append(el("a", null, { href: `/console/skus/${id}` }), el("a", null, { class: "drop-tag", hidden: "" }));
       if (field === "state") td.append(el("span", null, { class: "badge" }));
       tr.append(td);
     }
@@ -163,6 +95,13 @@ function salesPage() {
         ordered.push(tr);
         set(tr, "id", s.id);
         set(tr, "name", s.name);
+        const tag = tr.querySelector(".drop-tag");
+        tag.hidden = !s.drop;
+        if (s.drop && tag.dataset.drop !== String(s.drop)) {
+          tag.dataset.drop = String(s.drop);
+          tag.textContent = `drop #${s.drop}`;
+          tag.href = `/console/drops/${s.drop}`;
+        }
         set(tr, "state", s.state).dataset.state = s.state;
         set(tr, "window", `${when(s.starts_at)} → ${when(s.ends_at)}`);
         set(tr, "stock", num(s.stock));
@@ -187,48 +126,21 @@ function salesPage() {
   });
 }
 
-// body reads the create form into the JSON the admin API takes. Whole
-// numbers are sent as written, so that a big id keeps every digit; any
-// other text is sent as a string, for the API to refuse in its own words.
+// skuBody reads the create form into the JSON the admin API takes.
 function skuBody(form) {
-  const parts = [];
-  const put = (key, raw) => parts.push(`${JSON.stringify(key)}:${raw}`);
-  const value = (name) => form.elements[name].value.trim();
-  const integer = (key, name = key) => {
-    const v = value(name);
-    if (v === "") return;
-    put(key, /^-?\d+$/.test(v) ? v : JSON.stringify(v));
-  };
-  const time = (key, name = key) => {
-    const v = value(name);
-    if (v === "") return;
-    const d = new Date(v);
-    put(key, JSON.stringify(Number.isNaN(d.getTime()) ? v : d.toISOString()));
-  };
-  integer("id");
-  if (value("name") !== "") put("name", JSON.stringify(value("name")));
-  integer("price_cents");
-  integer("stock");
-  integer("per_user_limit");
-  integer("buckets");
-  time("starts_at");
-  time("ends_at");
-  put("limit_counts_cancelled", form.elements.limit_counts_cancelled.checked ? "true" : "false");
-  if (form.elements.hidden.checked) put("hidden", "true");
-  if (form.elements.room.checked) {
-    // The room's fields are collected apart, then nested.
-    const sku = parts.splice(0);
-    time("opens_at", "room_opens_at");
-    if (value("room_mode") !== "") put("mode", JSON.stringify(value("room_mode")));
-    integer("admit_per_second", "room_admit_per_second");
-    if (value("room_pass_ttl") !== "") put("pass_ttl", JSON.stringify(value("room_pass_ttl")));
-    const ob = value("room_overbook");
-    if (ob !== "") put("overbook", /^\d+(\.\d+)?$/.test(ob) ? ob : JSON.stringify(ob));
-    integer("pow_bits", "room_pow_bits");
-    const room = parts.splice(0);
-    parts.push(...sku, `"waiting_room":{${room.join(",")}}`);
-  }
-  return `{${parts.join(",")}}`;
+  const m = members(form);
+  m.integer("id");
+  m.text("name");
+  m.integer("price_cents");
+  m.integer("stock");
+  m.integer("per_user_limit");
+  m.integer("buckets");
+  m.time("starts_at");
+  m.time("ends_at");
+  m.put("limit_counts_cancelled", form.elements.limit_counts_cancelled.checked ? "true" : "false");
+  if (form.elements.hidden.checked) m.put("hidden", "true");
+  if (form.elements.room.checked) m.put("waiting_room", roomJSON(form));
+  return m.json();
 }
 
 function newPage() {
@@ -342,14 +254,7 @@ function salePage() {
     status.textContent = r.consistent ? "Consistent: every unit is accounted for." : `${r.violations.length} violation(s):`;
     status.className = r.consistent ? "ok" : "error";
     $("#violations").replaceChildren(...r.violations.map((v) => el("li", v)));
-    const room = r.waiting_room;
-    if (room && $("#room-joined")) {
-      $("#room-joined").textContent = num(room.joined);
-      $("#room-admitted").textContent = num(room.admitted);
-      $("#room-waiting").textContent = num(room.waiting);
-      $("#room-valid").textContent = num(room.valid_passes);
-      $("#room-expired").textContent = num(room.expired_passes);
-    }
+    roomCounters(r.waiting_room);
   };
 
   const loadDead = async () => {
@@ -418,8 +323,8 @@ function salePage() {
     problem: (p) => problem(p.detail),
   });
 
-  if ($("#room-state")) roomControls(id, name);
-  if ($("#room-codes-form")) roomCodes(id, name);
+  if ($("#room-state")) roomControls(`/skus/${id}`, name, "the sale's own");
+  if ($("#room-codes-form")) roomCodes(`/skus/${id}`, name);
 
   $("#audit-now").addEventListener("click", async () => {
     const r = await call("GET", `/skus/${id}/audit`);
@@ -446,78 +351,5 @@ function salePage() {
   });
 }
 
-// roomControls shows the controls of the sale's waiting room and wires
-// its buttons: each asks first, then sends the command.
-function roomControls(id, name) {
-  const render = (c) => {
-    const state = $("#room-state");
-    state.textContent = c.state;
-    state.dataset.state = c.state;
-    $("#room-rate").textContent = c.admit_per_second ? `${c.admit_per_second} per second` : "none (the sale's own)";
-    const body = $("#room-changes tbody");
-    if (c.changes.length === 0) {
-      body.replaceChildren(message("No change yet.", 3));
-      return;
-    }
-    body.replaceChildren(...c.changes.map((ch) => {
-      const tr = el("tr");
-      tr.append(el("td", when(ch.at)), el("td", ch.action), el("td", ch.admit_per_second ?? "", { class: "num" }));
-      return tr;
-    }));
-  };
-  const send = async (body, done) => {
-    const r = await call("POST", `/skus/${id}/room`, JSON.stringify(body));
-    show($("#action-result"), r, done(r.data));
-    if (r.ok) render(r.data);
-  };
-  const questions = {
-    pause: () => `Pause the waiting room of ${name()}? Nobody is admitted until it is resumed; passes given stay valid.`,
-    resume: () => `Resume the waiting room of ${name()}? It admits at its rate again, and buys need a pass.`,
-    open: () => `Open ${name()} to every buyer? Buys need no pass until the room is resumed or paused.`,
-    close: () => `Close the waiting room of ${name()} for good? Nobody waiting is admitted any more; passes given stay valid.`,
-  };
-  for (const b of document.querySelectorAll("[data-room-action]")) {
-    const action = b.dataset.roomAction;
-    b.addEventListener("click", async () => {
-      if (!(await confirmed(questions[action]()))) return;
-      await send({ action }, (c) => `room ${c?.state}`);
-    });
-  }
-  $("#room-rate-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const v = $("#room-new-rate").value.trim();
-    if (!(await confirmed(`Admit ${v || "?"} per second in the waiting room of ${name()}?`))) return;
-    const n = /^\d+$/.test(v) ? Number(v) : v;
-    await send({ action: "rate", admit_per_second: n }, (c) => `rate set to ${c?.admit_per_second}`);
-  });
-  call("GET", `/skus/${id}/room`).then((r) => {
-    if (r.ok) render(r.data);
-    else $("#room-changes tbody").replaceChildren(message(`${r.data?.error}: ${r.data?.detail}`, 3, "error"));
-  });
-}
-
-// roomCodes shows how many priority codes the sale's waiting room holds
-// and makes more: the codes made are shown once, to be copied.
-function roomCodes(id, name) {
-  const counts = (c) => {
-    $("#room-codes-total").textContent = num(c.total);
-    $("#room-codes-used").textContent = num(c.used);
-  };
-  $("#room-codes-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const v = $("#room-codes-count").value.trim();
-    if (!(await confirmed(`Make ${v || "?"} priority codes for the waiting room of ${name()}? Each admits one shopper ahead of the line.`))) return;
-    const n = /^\d+$/.test(v) ? Number(v) : v;
-    const r = await call("POST", `/skus/${id}/room/codes`, JSON.stringify({ count: n }));
-    show($("#action-result"), r, `${r.data?.codes?.length} codes made`);
-    if (!r.ok) return;
-    counts(r.data);
-    $("#room-codes-made").value = r.data.codes.join("\n");
-  });
-  call("GET", `/skus/${id}/room/codes`).then((r) => {
-    if (r.ok) counts(r.data);
-  });
-}
-
-const pages = { sales: salesPage, new: newPage, sale: salePage };
+const pages = { sales: salesPage, new: newPage, sale: salePage, newdrop: newDropPage, drop: dropPage };
 pages[document.body.dataset.page]?.();
