@@ -191,6 +191,9 @@ func TestADropIsRefusedWhatItCannotBe(t *testing.T) {
 		r := s.do(0, "POST", "/admin/drops", "", c.body)
 		assert.Equal(t, c.status, r.Status, "%s: %s", name, r.Raw)
 		assert.Equal(t, c.code, r.Str("error"), "%s: %s", name, r.Raw)
+		if c.code == "invalid_request" && name != "unknown field" && name != "skus not a list" {
+			assert.Contains(t, r.Str("detail"), "invalid drop: ", "%s: the detail says it is the drop that is refused", name)
+		}
 	}
 	var drops int64
 	require.NoError(t, s.apps[0].DB.Raw("SELECT COUNT(*) FROM drops").Scan(&drops).Error)

@@ -57,7 +57,9 @@ type DropSpec struct {
 // Validate reports the first field out of range, wrapping ErrInvalid. It
 // trims the name, sorts the SKUs and cuts opens_at to the millisecond, so
 // that what it judges is what is kept.
-func (d *DropSpec) Validate() error {
+func (d *DropSpec) Validate() error { return ofDrop(d.validate()) }
+
+func (d *DropSpec) validate() error {
 	d.Name = strings.TrimSpace(d.Name)
 	switch {
 	case d.Name == "" || utf8.RuneCountInString(d.Name) > MaxNameLen || !utf8.ValidString(d.Name):
@@ -114,7 +116,7 @@ func (s *Store) CreateDrop(ctx context.Context, spec DropSpec) (_ *Drop, _ []SKU
 			return err
 		}
 		if err := fits(spec, skus, now); err != nil {
-			return err
+			return ofDrop(err)
 		}
 		room, err := spec.WaitingRoom.room()
 		if err != nil {
@@ -175,6 +177,23 @@ func sameDrop(tx *gorm.DB, spec DropSpec, skus []SKU) (*Drop, error) {
 	return d, nil
 }
 
+// dropError is an ErrInvalid that a drop's check gave: it says so.
+type dropError struct{ err error }
+
+func (e dropError) Error() string {
+	return "invalid drop: " + strings.TrimPrefix(e.err.Error(), ErrInvalid.Error()+": ")
+}
+
+func (e dropError) Unwrap() error { return e.err }
+
+// ofDrop is err, an ErrInvalid of a drop's check, saying it is a drop's.
+func ofDrop(err error) error {
+	if errors.Is(err, ErrInvalid) {
+		return dropError{err}
+	}
+	return err
+}
+
 // CheckDrop checks spec, valid already (DropSpec.Validate), against skus,
 // its SKUs in its order, as CreateDrop would at now: nil when they may
 // make the drop, or make it already (CreateDrop then tells whether with
@@ -187,7 +206,7 @@ func CheckDrop(spec DropSpec, skus []SKU, now time.Time) error {
 	if same {
 		return nil
 	}
-	return fits(spec, skus, now)
+	return ofDrop(fits(spec, skus, now))
 }
 
 // fits checks the SKUs of a new drop: none in a drop, none with a room of
