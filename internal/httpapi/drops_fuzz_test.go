@@ -14,8 +14,10 @@ import (
 // checkedDrops makes every drop it is asked for that is valid.
 type checkedDrops struct{}
 
-func (checkedDrops) Drop(context.Context, uint64) (*sale.DropView, error) { return nil, catalog.ErrDropNotFound }
-func (checkedDrops) IsDrop(context.Context, uint64) error                  { return catalog.ErrDropNotFound }
+func (checkedDrops) Drop(context.Context, uint64) (*sale.DropView, error) {
+	return nil, catalog.ErrDropNotFound
+}
+func (checkedDrops) IsDrop(context.Context, uint64) error { return catalog.ErrDropNotFound }
 func (checkedDrops) CreateDrop(_ context.Context, spec catalog.DropSpec) (*sale.DropView, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, false, err
