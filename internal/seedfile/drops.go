@@ -145,7 +145,7 @@ func ids(l *yaml.Node) ([]uint64, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("want sku ids from 1 to %d, not %s", uint64(catalog.MaxID), describe(deref(item)))
 		}
-		out = append(out, uint64(n))
+		out = append(out, uint64(n)) //nolint:gosec // at least 1, checked above
 	}
 	return out, nil
 }
