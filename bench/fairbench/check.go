@@ -41,17 +41,27 @@ func (b *bench) drained(id, orders int64, timeout time.Duration) error {
 	}
 }
 
-// sqlCount counts the SKU's orders in MySQL by class of shopper.
-func (b *bench) sqlCount(id int64, o *outcome) error {
-	rows, err := b.db.Query("SELECT user_id FROM orders WHERE sku_id = ?", id)
+// sqlCount counts the orders of the sale's SKUs in MySQL by class of
+// shopper, and the shoppers with more than one of them.
+func (b *bench) sqlCount(skus []int64, o *outcome) error {
+	ids := make([]any, len(skus))
+	for i, id := range skus {
+		ids[i] = id
+	}
+	q := "SELECT user_id FROM orders WHERE sku_id IN (?" + strings.Repeat(",?", len(skus)-1) + ")"
+	rows, err := b.db.Query(q, ids...)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = rows.Close() }()
+	orders := map[string]int{}
 	for rows.Next() {
 		var u string
 		if err := rows.Scan(&u); err != nil {
 			return err
+		}
+		if orders[u]++; orders[u] == 2 {
+			o.sqlTwice++
 		}
 		switch i := strings.LastIndexByte(u, '-'); {
 		case i >= 0 && strings.HasPrefix(u[i+1:], "b"):
@@ -69,6 +79,7 @@ func (b *bench) sqlCount(id int64, o *outcome) error {
 // seed against the commitment published before the start, every ticket
 // ours, and the buyers the head of the line the draw gives.
 func (b *bench) checkDraw(s *sale) (bool, string) {
+	// Ending a drop's first SKU ends the drop.
 	if status, data, err := b.adminDo(http.MethodPost, fmt.Sprintf("/admin/skus/%d/end", s.id), nil, nil); err != nil || status != http.StatusOK {
 		return false, fmt.Sprintf("POST /admin/skus/%d/end: %d %s %v", s.id, status, data, err)
 	}
@@ -83,14 +94,14 @@ func (b *bench) checkDraw(s *sale) (bool, string) {
 	var data []byte
 	var err error
 	for range 50 { // the end reaches the catalog cache at once here; a few tries in case
-		status, data, err = b.adminDo(http.MethodGet, fmt.Sprintf("/api/v1/skus/%d/draw", s.id), nil, &d)
+		status, data, err = b.adminDo(http.MethodGet, s.path()+"/draw", nil, &d)
 		if err != nil || status != http.StatusConflict {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil || status != http.StatusOK {
-		return false, fmt.Sprintf("GET /api/v1/skus/%d/draw: %d %.200s %v", s.id, status, data, err)
+		return false, fmt.Sprintf("GET %s/draw: %d %.200s %v", s.path(), status, data, err)
 	}
 	sum := sha256.Sum256([]byte(d.Seed))
 	if hex.EncodeToString(sum[:]) != d.SeedSHA256 || d.SeedSHA256 != s.seedSHA {

@@ -1,8 +1,8 @@
 // Command fairbench measures how fair a flash sale is to humans when bots
 // join it: the bots' share of the units with the SKU's waiting room, with
-// the room and a proof of work at its entrance, and without a room, against
-// one `seckill serve` over real HTTP (real Redis and MariaDB, the shipped
-// defaults, rate limits on).
+// the room and a proof of work at its entrance, without a room, and with a
+// drop of several sizes through one room, against one `seckill serve` over
+// real HTTP (real Redis and MariaDB, the shipped defaults, rate limits on).
 //
 // Each run creates a fresh SKU (-units units, per_user_limit 1) per mode and
 // lets -shoppers shoppers at it, -bots of them bots, held by bot operators
@@ -27,6 +27,12 @@
 //     from the start, retrying every -bot-min (-speedup times the humans'
 //     rate); humans arrive over the window and buy a moment (-human-min to
 //     -human-max) after the start, retrying as Retry-After says.
+//   - a drop (docs/shop/drops.md): -sizes SKUs sharing the -units, made the
+//     sizes of one product (per_user_limit 1 over them all) with the room's
+//     settings, met as with the room at the drop's queue. An admitted
+//     shopper buys a size chosen at random and, answered sold_out, tries
+//     the others in random order with the same pass (a human a moment
+//     before each, a bot at once).
 //
 // Units are counted per class from the 202 answers, checked against the
 // orders in MySQL after the drain; with a room, the published draw is
@@ -94,6 +100,8 @@ type config struct {
 	// humanHashes and botHashes are hashes per second: a human's device,
 	// and a bot operator's, shared by its identities.
 	humanHashes, botHashes float64
+	// sizes is the number of SKUs of a drop.
+	sizes int
 }
 
 func main() {
@@ -116,7 +124,8 @@ func main() {
 	flag.DurationVar(&cfg.humanMax, "human-max", time.Second, "a human's longest such delay")
 	flag.IntVar(&cfg.conns, "conns", 256, "HTTP connections to the server, at most, for the bots and for the humans each")
 	flag.DurationVar(&cfg.timeout, "run-timeout", 60*time.Second, "longest a sale runs after its start before its shoppers are stopped")
-	flag.StringVar(&cfg.modes, "modes", "room,pow,none", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room)")
+	flag.StringVar(&cfg.modes, "modes", "room,pow,none,drop", "modes to run, comma-separated: room (with the waiting room), pow (the room with a proof of work), none (no room), drop (a drop of -sizes SKUs through one room)")
+	flag.IntVar(&cfg.sizes, "sizes", 5, "SKUs of the drop mode, sharing the -units (the first get the remainder)")
 	flag.IntVar(&cfg.botIDs, "bot-ids", 30, "shopper identities each bot operator holds")
 	flag.IntVar(&cfg.powRuns, "pow-runs", 3, "runs of the pow mode, at most -runs, spread among them: each solves every shopper's proof here first (about a minute on 2 cores)")
 	flag.DurationVar(&cfg.powWindow, "pow-window", 30*time.Second, "the pow mode's pre-queue window: long beside a human's solve time, as docs/shop/waiting-room.md#proof-of-work advises")
@@ -167,17 +176,18 @@ const (
 	modeRoom mode = iota // the waiting room
 	modePow              // the waiting room, with a proof of work to join
 	modeNone             // no room
+	modeDrop             // a drop of several SKUs through one room
 )
 
-var modes = []mode{modeRoom, modePow, modeNone}
+var modes = []mode{modeRoom, modePow, modeNone, modeDrop}
 
 func (m mode) room() bool { return m != modeNone }
 
 // key names the mode in -modes and in the shoppers' ids.
-func (m mode) key() string { return [...]string{"room", "pow", "none"}[m] }
+func (m mode) key() string { return [...]string{"room", "pow", "none", "drop"}[m] }
 
 func (m mode) String() string {
-	return [...]string{"waiting room", "waiting room + proof of work", "no room"}[m]
+	return [...]string{"waiting room", "waiting room + proof of work", "no room", "drop"}[m]
 }
 
 // outcome is one sale's result.
@@ -189,6 +199,11 @@ type outcome struct {
 	sqlBots  int64
 	sqlHums  int64
 	sqlOther int64
+	// sqlTwice counts the shoppers with more than one order of the sale
+	// (of a drop: over its sizes).
+	sqlTwice int64
+	// sizes are the units sold of each SKU (more than one: a drop's).
+	sizes    []int64
 	timedOut bool
 	soldOut  time.Duration
 	late     [2]int // late joiners: bots, humans
@@ -220,6 +235,8 @@ func run(cfg config, out io.Writer) error {
 		return errors.New("want 0 <= -bots <= -shoppers, -shoppers > 0")
 	case cfg.runs <= 0 || cfg.units <= 0 || cfg.speedup <= 0 || cfg.botIDs <= 0:
 		return errors.New("-runs, -units, -speedup and -bot-ids must be positive")
+	case cfg.sizes < 1 || cfg.sizes > 50 || int64(cfg.sizes) > cfg.units:
+		return errors.New("want 1 <= -sizes <= 50 (a drop's most) and -sizes <= -units")
 	case cfg.powBits < 1 || cfg.powBits > 32 || cfg.humanHashes <= 0 || cfg.botHashes <= 0:
 		return errors.New("want 1 <= -pow-bits <= 32, -human-hashes and -bot-hashes positive")
 	}
@@ -227,7 +244,7 @@ func run(cfg config, out io.Writer) error {
 	for _, k := range strings.Split(cfg.modes, ",") {
 		i := slices.IndexFunc(modes, func(m mode) bool { return m.key() == k })
 		if i < 0 {
-			return fmt.Errorf("-modes: unknown mode %q (room, pow, none)", k)
+			return fmt.Errorf("-modes: unknown mode %q (room, pow, none, drop)", k)
 		}
 		chosen[modes[i]] = true
 	}

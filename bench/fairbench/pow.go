@@ -256,7 +256,7 @@ func (s *sale) prepare(deadline time.Time) (powStats, error) {
 
 // challenge fetches a proof-of-work challenge for sh's first join.
 func (s *sale) challenge(sh *shopper) (string, error) {
-	path := fmt.Sprintf("/api/v1/skus/%d/queue/challenge", s.id)
+	path := s.path() + "/queue/challenge"
 	for range 20 {
 		r := s.call(sh, http.MethodGet, path, nil, "", "challenge")
 		switch {

@@ -27,7 +27,13 @@ func (b *bench) printRun(out io.Writer, o outcome) {
 	if o.timedOut {
 		fmt.Fprintf(out, " (stopped after -run-timeout)")
 	}
+	if len(o.sizes) > 1 {
+		fmt.Fprintf(out, "; units per size %v", o.sizes)
+	}
 	fmt.Fprintf(out, "; SQL: %d bots, %d humans", o.sqlBots, o.sqlHums)
+	if o.sqlTwice > 0 {
+		fmt.Fprintf(out, ", %d shoppers with two orders", o.sqlTwice)
+	}
 	if o.sqlOther > 0 {
 		fmt.Fprintf(out, ", %d others", o.sqlOther)
 	}
@@ -79,6 +85,8 @@ func (b *bench) table(out io.Writer, results []outcome, skipped map[mode]int, ve
 			name = fmt.Sprintf("waiting room (random, %d/s, pass_ttl %s, overbook %g)", b.cfg.admit, b.cfg.passTTL, b.cfg.overbook)
 		case modePow:
 			name = fmt.Sprintf("the same room + proof of work (pow_bits %d, a %s pre-queue window)", b.cfg.powBits, b.cfg.powWindow)
+		case modeDrop:
+			name = fmt.Sprintf("a drop of %d sizes through one such room (per_user_limit 1 over them)", b.cfg.sizes)
 		default:
 			name, goal = "no waiting room", "— (measured)"
 		}
@@ -126,7 +134,9 @@ func (b *bench) table(out io.Writer, results []outcome, skipped map[mode]int, ve
 		}
 	}
 	fivexx, errs, sqlBad, drawBad, notSold := 0, 0, 0, 0, 0
+	var twice int64
 	for _, o := range results {
+		twice += o.sqlTwice
 		fivexx += o.fivexx
 		errs += o.errs
 		if o.sqlBots != o.botUnits || o.sqlHums != o.humUnits || o.sqlOther != 0 {
@@ -145,6 +155,7 @@ func (b *bench) table(out io.Writer, results []outcome, skipped map[mode]int, ve
 	}
 	add("every sale sold all its units to the shoppers", fmt.Sprintf("%d of %d sales not", notSold, len(results)), notSold == 0)
 	add("the 202s counted per class = the orders in MySQL per class", fmt.Sprintf("%d of %d sales differ", sqlBad, len(results)), sqlBad == 0)
+	add("no shopper with two orders (of a drop: over its sizes)", fmt.Sprintf("%d shoppers", twice), twice == 0)
 	add("room: the published draw checks out (seed vs commitment; the buyers are the head of the line)", fmt.Sprintf("%d sales failed", drawBad), drawBad == 0)
 	add("no 5xx answers, no transport errors", fmt.Sprintf("%d 5xx, %d transport errors", fivexx, errs), fivexx == 0 && errs == 0)
 	add("seckill verify: every SKU consistent", verified, strings.HasPrefix(verified, "ok"))

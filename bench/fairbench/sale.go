@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,14 +43,22 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 			roomOpens = opens
 		}
 		s = &sale{b: b, mode: m, opens: opens, roomOpens: roomOpens, starts: starts, units: cfg.units, shoppers: shoppers, stop: make(chan struct{})}
-		id, err := b.createSKU(fmt.Sprintf("fairbench run %d %s", run, m.key()), roomOpens, starts, m)
-		if err != nil {
-			return outcome{}, err
+		name := fmt.Sprintf("fairbench run %d %s", run, m.key())
+		if m == modeDrop {
+			if err := s.createDrop(name); err != nil {
+				return outcome{}, err
+			}
+		} else {
+			id, err := b.createSKU(name, roomOpens, starts, m)
+			if err != nil {
+				return outcome{}, err
+			}
+			s.id, s.sizes = id, []int64{id}
 		}
-		s.id = id
+		s.sold = make([]atomic.Int64, len(s.sizes))
 		if m != modePow {
 			if late := time.Since(opens); late > 0 {
-				return outcome{}, fmt.Errorf("creating the SKU took past its opening by %s: raise -lead", late)
+				return outcome{}, fmt.Errorf("creating the sale took past its opening by %s: raise -lead", late)
 			}
 			break
 		}
@@ -74,8 +83,8 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 			shoppers[i].proof = ""
 		}
 	}
-	id, opens := s.id, s.opens
-	b.skus = append(b.skus, id)
+	opens := s.opens
+	b.skus = append(b.skus, s.sizes...)
 	// The room publishes its seed's SHA-256 from its opening, the seed
 	// from the start: read the commitment in between.
 	var commit chan error
@@ -84,7 +93,7 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 		go func() {
 			time.Sleep(time.Until(opens.Add(b.window(m) / 10)))
 			var err error
-			s.seedSHA, err = b.seedCommitment(id)
+			s.seedSHA, err = b.seedCommitment(s.path())
 			commit <- err
 		}()
 	}
@@ -124,10 +133,13 @@ func (b *bench) sale(run int, m mode) (outcome, error) {
 		o.fivexx += s.tallies[i].fivexx
 		o.errs += s.tallies[i].errs
 	}
-	if err := b.drained(id, o.total(), 2*time.Minute); err != nil {
-		return o, err
+	for i, id := range s.sizes {
+		o.sizes = append(o.sizes, s.sold[i].Load())
+		if err := b.drained(id, o.sizes[i], 2*time.Minute); err != nil {
+			return o, err
+		}
 	}
-	if err := b.sqlCount(id, &o); err != nil {
+	if err := b.sqlCount(s.sizes, &o); err != nil {
 		return o, err
 	}
 	if m.room() {
@@ -178,25 +190,25 @@ func (b *bench) createSKU(name string, opens, starts time.Time, m mode) (int64, 
 	return v.ID, nil
 }
 
-// seedCommitment is the room's seed_sha256 as the SKU's public view gives
-// it between the room's opening and the start (when it must not give the
-// seed).
-func (b *bench) seedCommitment(id int64) (string, error) {
+// seedCommitment is the room's seed_sha256 as the public view at path (a
+// SKU's or a drop's) gives it between the room's opening and the start
+// (when it must not give the seed).
+func (b *bench) seedCommitment(path string) (string, error) {
 	var v struct {
 		WaitingRoom *struct {
 			SeedSHA256 string `json:"seed_sha256"`
 			Seed       string `json:"seed"`
 		} `json:"waiting_room"`
 	}
-	status, data, err := b.adminDo(http.MethodGet, fmt.Sprintf("/api/v1/skus/%d", id), nil, &v)
+	status, data, err := b.adminDo(http.MethodGet, path, nil, &v)
 	if err != nil {
 		return "", err
 	}
 	if status != http.StatusOK || v.WaitingRoom == nil || v.WaitingRoom.SeedSHA256 == "" {
-		return "", fmt.Errorf("GET /api/v1/skus/%d: %d %s: no waiting_room.seed_sha256", id, status, data)
+		return "", fmt.Errorf("GET %s: %d %s: no waiting_room.seed_sha256", path, status, data)
 	}
 	if v.WaitingRoom.Seed != "" {
-		return "", fmt.Errorf("GET /api/v1/skus/%d before the start gives the seed: %s", id, data)
+		return "", fmt.Errorf("GET %s before the start gives the seed: %s", path, data)
 	}
 	return v.WaitingRoom.SeedSHA256, nil
 }

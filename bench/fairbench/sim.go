@@ -108,8 +108,12 @@ func (t *tally) String() string {
 
 // sale is one run of one mode: a fresh SKU and its shoppers.
 type sale struct {
-	b     *bench
-	id    int64
+	b  *bench
+	id int64
+	// sizes are the SKUs sold: a drop's, its first (id) first, or id.
+	sizes []int64
+	// sold counts the 202s of each of sizes.
+	sold  []atomic.Int64
 	mode  mode
 	opens time.Time // when shoppers are let in: every shopper arrives after it
 	// roomOpens is the room's opens_at, at or before opens: the challenges
@@ -276,7 +280,7 @@ func (s *sale) roomShopper(sh *shopper, arrive time.Time) {
 	if !s.sleepUntil(arrive.Add(sh.solving)) {
 		return
 	}
-	path := fmt.Sprintf("/api/v1/skus/%d/queue", s.id)
+	path := s.path() + "/queue"
 	proof := sh.proof
 	var r reply
 	for {
@@ -306,7 +310,11 @@ func (s *sale) roomShopper(sh *shopper, arrive time.Time) {
 			if !sh.bot && !s.sleep(s.humanDelay()) {
 				return
 			}
-			s.buy(sh, r.pass)
+			if s.mode == modeDrop {
+				s.buyDrop(sh, r.pass)
+			} else {
+				s.buy(sh, 0, r.pass)
+			}
 			return
 		case r.status == http.StatusOK && (r.code == "sold_out" || r.code == "closed"):
 			return
@@ -334,13 +342,19 @@ func (s *sale) plainShopper(sh *shopper, arrive time.Time) {
 	if !s.sleepUntil(at) {
 		return
 	}
-	s.buy(sh, "")
+	s.buy(sh, 0, "")
 }
 
-// buy places sh's order (with the pass, if any), trying again after the
-// answers worth it, with the same request id.
-func (s *sale) buy(sh *shopper, pass string) {
-	req := map[string]any{"sku_id": s.id, "qty": 1, "request_id": sh.user}
+// buy places sh's order of sizes[size] (with the pass, if any), trying
+// again after the answers worth it, with the same request id, and returns
+// the last answer.
+func (s *sale) buy(sh *shopper, size int, pass string) reply {
+	id := s.sizes[size]
+	rid := sh.user
+	if len(s.sizes) > 1 {
+		rid = fmt.Sprintf("%s-%d", sh.user, id)
+	}
+	req := map[string]any{"sku_id": id, "qty": 1, "request_id": rid}
 	if pass != "" {
 		req["pass"] = pass
 	}
@@ -350,17 +364,18 @@ func (s *sale) buy(sh *shopper, pass string) {
 		switch {
 		case r.err == nil && (r.status == http.StatusAccepted || r.status == http.StatusOK):
 			sh.won = true
+			s.sold[size].Add(1)
 			if n := s.accepted.Add(1); n >= s.units {
 				s.soldOut.Store(int64(time.Since(s.starts)))
 				s.halt()
 			}
-			return
+			return r
 		case retryable(r):
 			if !s.sleep(s.errWait(sh, r)) {
-				return
+				return r
 			}
 		default:
-			return
+			return r
 		}
 	}
 }
