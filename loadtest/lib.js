@@ -43,7 +43,8 @@ const auditQueued = new Gauge('audit_queued');
 const auditRedisLeft = new Gauge('audit_redis_left');
 const drainWait = new Gauge('audit_drain_wait_ms');
 
-function adminParams(tag) {
+// adminParams are the parameters of an admin API call tagged tag.
+export function adminParams(tag) {
   return {
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     tags: { name: tag },
@@ -179,6 +180,19 @@ export function drainedAudit(skuID, timeoutSec) {
   }
   drainWait.add(Date.now() - start);
   return rep;
+}
+
+// sumAudits adds up the audits of several SKUs (a drop's sizes) into one
+// report for judgeAudit: null if any is missing.
+export function sumAudits(reps) {
+  if (reps.some((r) => r === null)) return null;
+  if (reps.length === 1) return reps[0];
+  const sum = { consistent: reps.every((r) => r.consistent === true), violations: [].concat(...reps.map((r) => r.violations || [])) };
+  for (const f of ['orders', 'sold', 'stock_total', 'queued', 'queued_orders', 'pending_payment', 'paid', 'dead_letters', 'duplicates']) {
+    sum[f] = reps.reduce((n, r) => n + r[f], 0);
+  }
+  sum.redis_left = reps.some((r) => r.redis_left === null) ? null : reps.reduce((n, r) => n + r.redis_left, 0);
+  return sum;
 }
 
 // judgeAudit records the audit as metrics and checks; expect may hold
