@@ -120,6 +120,7 @@ func (b *bench) table(out io.Writer, results []outcome, skipped map[mode]int, ve
 		fmt.Fprintf(out, "| %s | %s | %s | %s | %d of %d (%.1f%%) | %s | %s |\n", name, ran, spread(shares), spread(humans), botU, allU, pct(botU, allU), sold, goal)
 	}
 	fmt.Fprintln(out)
+	b.preQueue(out, results)
 	if b.cfg.bots > 0 && b.cfg.bots < b.cfg.shoppers {
 		// The bots' share of a fair draw of units from shoppers:
 		// hypergeometric.
@@ -198,4 +199,32 @@ func yes(ok bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// preQueue prints, per mode with a room, the bots' share of the tickets
+// drawn at the start and how many humans joined only after the draw: a
+// server too busy to answer the humans' joins within the window (a loaded
+// machine) lets the bots' early joins fill the pre-queue, and the draw,
+// fair to the tickets it is given, hands them more units.
+func (b *bench) preQueue(out io.Writer, results []outcome) {
+	for _, m := range modes {
+		var shares, late []float64
+		for _, o := range results {
+			if o.mode != m || !m.room() {
+				continue
+			}
+			bots := b.cfg.bots - o.notIn[0] - o.late[0]
+			hums := b.cfg.shoppers - b.cfg.bots - o.notIn[1] - o.late[1]
+			if bots+hums > 0 {
+				shares = append(shares, 100*float64(bots)/float64(bots+hums))
+			}
+			late = append(late, float64(o.late[1]))
+		}
+		if len(late) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "%s: the bots' share of the tickets drawn at the start %s; humans who joined after the draw: median %.0f (%.0f–%.0f)\n",
+			m, spread(shares), median(late), slices.Min(late), slices.Max(late))
+	}
+	fmt.Fprintln(out)
 }
