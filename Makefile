@@ -114,7 +114,7 @@ bench-events: ## the drain's SQL transaction with order events off, on, and on w
 		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done && \
 		$(GO) test -run '^$$' -bench 'BenchmarkEventsKeepUp|BenchmarkMassExpiry' -benchtime 1x -count 3 ./internal/outbox/ | grep -E 'keep-up|s-to-deliver'
 
-bench-fair: ## bots' share of units with the waiting room, with the room and a proof of work, and without: 10,000 shoppers (1,000 bots, 30 identities to an operator), 200 units; 20 runs per mode, 3 of them with the proof of work (RUNS=n, POW_RUNS=n to change; about 11 minutes)
+bench-fair: ## bots' share of units with the waiting room, with the room and a proof of work, without, and with a drop of 5 sizes through one room: 10,000 shoppers (1,000 bots, 30 identities to an operator), 200 units; 20 runs per mode, 3 of them with the proof of work (RUNS=n, POW_RUNS=n to change; about 16 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
 		cd bench && $(GO) run ./fairbench -runs $(or $(RUNS),20) -pow-runs $(or $(POW_RUNS),3)
 
