@@ -44,33 +44,41 @@ func (b *bench) drained(id, orders int64, timeout time.Duration) error {
 // sqlCount counts the orders of the sale's SKUs in MySQL by class of
 // shopper, and the shoppers with more than one of them.
 func (b *bench) sqlCount(skus []int64, o *outcome) error {
-	ids := make([]any, len(skus))
-	for i, id := range skus {
-		ids[i] = id
+	orders := map[string]int{}
+	for _, id := range skus {
+		if err := b.sqlUsers(id, orders); err != nil {
+			return err
+		}
 	}
-	q := "SELECT user_id FROM orders WHERE sku_id IN (?" + strings.Repeat(",?", len(skus)-1) + ")"
-	rows, err := b.db.Query(q, ids...)
+	for u, n := range orders {
+		if n > 1 {
+			o.sqlTwice++
+		}
+		switch i := strings.LastIndexByte(u, '-'); {
+		case i >= 0 && strings.HasPrefix(u[i+1:], "b"):
+			o.sqlBots += int64(n)
+		case i >= 0 && strings.HasPrefix(u[i+1:], "h"):
+			o.sqlHums += int64(n)
+		default:
+			o.sqlOther += int64(n)
+		}
+	}
+	return nil
+}
+
+// sqlUsers counts the orders of SKU id in MySQL per shopper into orders.
+func (b *bench) sqlUsers(id int64, orders map[string]int) error {
+	rows, err := b.db.Query("SELECT user_id FROM orders WHERE sku_id = ?", id)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = rows.Close() }()
-	orders := map[string]int{}
 	for rows.Next() {
 		var u string
 		if err := rows.Scan(&u); err != nil {
 			return err
 		}
-		if orders[u]++; orders[u] == 2 {
-			o.sqlTwice++
-		}
-		switch i := strings.LastIndexByte(u, '-'); {
-		case i >= 0 && strings.HasPrefix(u[i+1:], "b"):
-			o.sqlBots++
-		case i >= 0 && strings.HasPrefix(u[i+1:], "h"):
-			o.sqlHums++
-		default:
-			o.sqlOther++
-		}
+		orders[u]++
 	}
 	return rows.Err()
 }
