@@ -35,15 +35,19 @@
 //     before each, a bot at once).
 //
 // Units are counted per class from the 202 answers, checked against the
-// orders in MySQL after the drain; with a room, the published draw is
-// checked too (its seed against the commitment published before the start,
-// and the buyers against the head of the line it gives). At the end every
-// SKU is checked with `seckill verify`, and a markdown table gives the bots'
-// share of units and the time to sell out per mode (median and range over
-// the runs), and whether each room meets the goal (-goal).
+// orders in MySQL after the drain, where no shopper may have two (over a
+// drop's SKUs either); with a room, the published draw is checked too (its
+// seed against the commitment published before the start, and the buyers
+// against the head of the line it gives). At the end every SKU is checked
+// with `seckill verify`, and a markdown table gives the bots' share of
+// units and the time to sell out per mode (median and range over the
+// runs), and whether each room meets the goal (-goal); under it, per room,
+// the bots' share of the tickets drawn and how many humans joined after
+// the draw (many on a machine too busy to answer their joins in time).
 //
 //	cd bench && go run ./fairbench                # 20 runs per mode, 3 with proof of work
 //	cd bench && go run ./fairbench -runs 3 -modes pow,none
+//	cd bench && go run ./fairbench -modes room,drop -sizes 5
 package main
 
 import (
