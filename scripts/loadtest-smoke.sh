@@ -8,6 +8,7 @@
 #   scripts/loadtest-smoke.sh            # or: make loadtest-smoke
 #   VUS=1000 STOCK=50 scripts/loadtest-smoke.sh
 #   ROOM=1 scripts/loadtest-smoke.sh     # the crowd goes through a waiting room
+#   DROP=5 scripts/loadtest-smoke.sh     # ... the room of a drop of 5 sizes
 #
 # k6 is installed with `go install go.k6.io/k6@$K6_VERSION` into bin/, where
 # `make k6` puts it, when bin/k6 is missing or another version.
