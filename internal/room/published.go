@@ -80,8 +80,12 @@ func (r *Room) Published(ctx context.Context, id uint64) ([]byte, error) {
 		return doc, nil
 	}
 	// Every caller waits on the one build, which a caller giving up does
-	// not end for the others.
+	// not end for the others. A caller that missed the cache just before a
+	// build put its document there finds it then, rather than build again.
 	done := r.publishing.DoChan(fmt.Sprint(v), func() (any, error) {
+		if doc, ok := r.draws.get(v); ok {
+			return doc, nil
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drawTimeout)
 		defer cancel()
 		doc, err := r.encodeDraw(ctx, sku, k)
