@@ -248,9 +248,8 @@ func (s *Service) admit(ctx context.Context, in PlaceInput) error {
 // Get returns the user's order: from SQL once it is there, from its SKU's
 // queue (status queued) before. Another user's order is ErrNotFound.
 func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) {
-	part, batch, err := s.partOf(ctx, orderID)
-	if err != nil {
-		return nil, err
+	if _, _, _, ok := orderid.Parse(orderID); !ok {
+		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
 	o, err := find(ctx, s.db, orderID)
 	if err == nil {
@@ -260,6 +259,11 @@ func (s *Service) Get(ctx context.Context, user, orderID string) (*View, error) 
 		return o.View(), nil
 	}
 	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	// Not in SQL yet: in the queue of the part its SKU's layout names.
+	part, batch, err := s.partOf(ctx, orderID)
+	if err != nil {
 		return nil, err
 	}
 	t, err := s.queued(ctx, part, batch, orderID)

@@ -94,9 +94,8 @@ func (s *Service) queuedView(t stock.OrderTask) AdminView {
 // there, from its SKU's queue (status queued) before. Errors: ErrNotFound
 // for a malformed or unknown id.
 func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, error) {
-	part, batch, err := s.partOf(ctx, orderID)
-	if err != nil {
-		return nil, err
+	if _, _, _, ok := orderid.Parse(orderID); !ok {
+		return nil, fmt.Errorf("%w: malformed order id", ErrNotFound)
 	}
 	r, err := take[supportRow](ctx, s.db, orderID)
 	if err == nil {
@@ -104,6 +103,11 @@ func (s *Service) SupportGet(ctx context.Context, orderID string) (*AdminView, e
 		return &v, nil
 	}
 	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	// Not in SQL yet: in the queue of the part its SKU's layout names.
+	part, batch, err := s.partOf(ctx, orderID)
+	if err != nil {
 		return nil, err
 	}
 	t, err := s.queued(ctx, part, batch, orderID)
