@@ -72,10 +72,11 @@ type config struct {
 	sqlFloor     bool
 	floorRows    int
 	floorWorkers int
-	// room, roomRounds and roomBuys: the waiting-room run (room.go).
+	// room, roomRounds, roomBuys and roomLooks: the waiting-room run (room.go).
 	room       bool
 	roomRounds int
 	roomBuys   bool
+	roomLooks  bool
 	// cmdStats: print Redis's commands per accepted order of each in-stock
 	// run.
 	cmdStats bool
@@ -122,6 +123,7 @@ func main() {
 	flag.BoolVar(&cfg.room, "room", false, "run only the waiting-room run: a look at a room and a join against the sold-out answer and the ceiling, and a hot-SKU buy with and without a pass, in rounds")
 	flag.IntVar(&cfg.roomRounds, "room-rounds", 3, "rounds of the -room run")
 	flag.BoolVar(&cfg.roomBuys, "room-buys", false, "with -room, run only the hot-SKU buys with and without a pass, in rounds")
+	flag.BoolVar(&cfg.roomLooks, "room-looks", false, "with -room, run only the ceiling, the sold-out answer, the looks, the joins and the durable floor, in rounds (no buys)")
 	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print Redis's commands per accepted order (calls and µs, from INFO commandstats) of each in-stock run")
 	flag.StringVar(&cfg.costRef, "cost", "", "run only the cost comparison: the hot-SKU and many-SKU rows of the seckill tree at this directory (an earlier commit) and of -root, alternated, -cost-rounds times; prints now/then of the rate and of CPU per accepted order")
 	flag.IntVar(&cfg.costRounds, "cost-rounds", 3, "rounds of the -cost run")

@@ -34,18 +34,15 @@ const roomPollers = 20_000
 // hot-SKU buy without a room and with a waiting room pass. Rates are read
 // against the ceiling of their own round.
 func (b *bench) roomRuns(out io.Writer) error {
-	type round struct {
-		ceiling, soldOut, poll, rejoin, join, floor, plain, pass float64
-		// Redis CPU per order, from the start of the load until the last
-		// order was in SQL, of each variant (mean of its two runs).
-		plainRedis, passRedis float64
+	if b.cfg.roomBuys && b.cfg.roomLooks {
+		return errors.New("-room-buys and -room-looks each leave out what the other runs: give one")
 	}
-	var rounds []round
+	var rounds []roomRound
 	if b.cfg.roomBuys {
 		b.fastestBuy = 25_000 // no join run to size the first pool from
 	}
 	for i := range b.cfg.roomRounds {
-		var r round
+		var r roomRound
 		if !b.cfg.roomBuys {
 			if err := b.soldOutAndCeiling(out); err != nil {
 				return err
@@ -65,33 +62,9 @@ func (b *bench) roomRuns(out io.Writer) error {
 				return err
 			}
 		}
-		// Both servers first admit the same crowd to a room, so that the
-		// two differ by the pass alone. Each run leaves its orders, passes
-		// and shoppers in Redis, and a run pays for what Redis holds (the
-		// second of a pair took 5-8 µs more Redis per order, whichever
-		// variant it was): the pair runs in both orders (ABBA), which
-		// cancels that drift, and each variant's rate is its two runs' mean.
-		plain := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, roomBeside: true}
-		pass := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, room: true}
-		order := []variant{plain, pass, pass, plain}
-		if i%2 == 1 {
-			order = []variant{pass, plain, plain, pass}
-		}
-		// Enough passes for half again the fastest buy run so far (a run
-		// that ran out would send spent passes).
-		b.passPool = int(1.5*max(r.join, r.soldOut*0.5, b.fastestBuy)*b.cfg.duration.Seconds()) + 1000
-		for _, v := range order {
-			if err := b.inStock(out, v); err != nil {
+		if !b.cfg.roomLooks {
+			if err := b.roomBuyPair(out, i, &r); err != nil {
 				return err
-			}
-			last := b.rows[len(b.rows)-1]
-			b.fastestBuy = max(b.fastestBuy, last.rate)
-			if v.room {
-				r.pass += last.rate / 2
-				r.passRedis += last.redisPerOrder / 2
-			} else {
-				r.plain += last.rate / 2
-				r.plainRedis += last.redisPerOrder / 2
 			}
 		}
 		rounds = append(rounds, r)
@@ -100,38 +73,86 @@ func (b *bench) roomRuns(out io.Writer) error {
 				i+1, r.pass/r.plain, r.passRedis, r.plainRedis)
 			continue
 		}
-		fmt.Fprintf(out, "round %d: × ceiling: sold-out buy %.2f, look %.2f, join again %.2f, join %.2f (durable floor %.2f); buy with a pass / without %.3f\n",
-			i+1, r.soldOut/r.ceiling, r.poll/r.ceiling, r.rejoin/r.ceiling, r.join/r.ceiling, r.floor/r.ceiling, r.pass/r.plain)
-	}
-	var soldOut, poll, rejoin, join, floor, pass, passRedis []float64
-	for _, r := range rounds {
-		pass = append(pass, r.pass/r.plain)
-		passRedis = append(passRedis, r.passRedis/r.plainRedis)
-		if b.cfg.roomBuys {
-			continue
+		fmt.Fprintf(out, "round %d: × ceiling: sold-out buy %.2f, look %.2f, join again %.2f, join %.2f (durable floor %.2f); join / durable floor %.2f",
+			i+1, r.soldOut/r.ceiling, r.poll/r.ceiling, r.rejoin/r.ceiling, r.join/r.ceiling, r.floor/r.ceiling, r.join/r.floor)
+		if !b.cfg.roomLooks {
+			fmt.Fprintf(out, "; buy with a pass / without %.3f", r.pass/r.plain)
 		}
-		soldOut = append(soldOut, r.soldOut/r.ceiling)
-		poll = append(poll, r.poll/r.ceiling)
-		rejoin = append(rejoin, r.rejoin/r.ceiling)
-		floor = append(floor, r.floor/r.ceiling)
-		join = append(join, r.join/r.ceiling)
+		fmt.Fprintln(out)
+	}
+	// Each target is a ratio of two rows of one round (the machine's load
+	// moves both alike), and the median of the rounds' ratios.
+	var look, rejoin, join, pass, passRedis []float64
+	for _, r := range rounds {
+		if !b.cfg.roomLooks {
+			pass = append(pass, r.pass/r.plain)
+			passRedis = append(passRedis, r.passRedis/r.plainRedis)
+		}
+		if !b.cfg.roomBuys {
+			look = append(look, r.poll/r.soldOut)
+			rejoin = append(rejoin, r.rejoin/r.soldOut)
+			join = append(join, r.join/r.floor)
+		}
 	}
 	if !b.cfg.roomBuys {
-		so := median(soldOut)
 		b.checks = append(b.checks,
-			check{"a look at the room costs no more than the sold-out buy answer (× ceiling, median of rounds)",
-				fmt.Sprintf("%.2f vs %.2f (rounds: %s vs %s)", median(poll), so, joinRatios(poll), joinRatios(soldOut)), median(poll) >= so*0.97},
-			check{"a join by a shopper who holds a ticket costs no more than the sold-out buy answer (× ceiling, median of rounds)",
-				fmt.Sprintf("%.2f vs %.2f (rounds: %s)", median(rejoin), so, joinRatios(rejoin)), median(rejoin) >= so*0.97},
-			check{"a join that issues a ticket costs no more than the sold-out buy answer (× ceiling, median of rounds)",
-				fmt.Sprintf("%.2f vs %.2f (rounds: %s; the durable floor: %.2f, rounds %s)", median(join), so, joinRatios(join),
-					median(floor), joinRatios(floor)), median(join) >= so*0.97})
+			check{"a look at the room ≥ 0.95× the sold-out buy answer (median of the rounds' ratios)",
+				fmt.Sprintf("%.2f (rounds: %s)", median(look), joinRatios(look)), median(look) >= 0.95},
+			check{"a join by a shopper who holds a ticket ≥ 0.95× the sold-out buy answer (median of the rounds' ratios)",
+				fmt.Sprintf("%.2f (rounds: %s)", median(rejoin), joinRatios(rejoin)), median(rejoin) >= 0.95},
+			check{"a join that issues a ticket ≥ 0.8× the durable floor (median of the rounds' ratios)",
+				fmt.Sprintf("%.2f (rounds: %s)", median(join), joinRatios(join)), median(join) >= 0.8})
 	}
-	b.checks = append(b.checks,
-		check{"a buy with a pass within 5% of a buy without (hot SKU, lock, defaults; median of the rounds' ratios)",
-			fmt.Sprintf("%.3f (rounds: %s; Redis per order with / without: %.3f, rounds %s)", median(pass), joinRatios(pass),
-				median(passRedis), joinRatios(passRedis)), median(pass) >= 0.95})
+	if !b.cfg.roomLooks {
+		b.checks = append(b.checks,
+			check{"a buy with a pass ≥ 0.95× a buy without (hot SKU, lock, defaults; median of the rounds' ratios)",
+				fmt.Sprintf("%.3f (rounds: %s; Redis per order with / without: %.3f, rounds %s)", median(pass), joinRatios(pass),
+					median(passRedis), joinRatios(passRedis)), median(pass) >= 0.95})
+	}
 	return b.finish(out)
+}
+
+// roomRound is what one round of the -room run measured.
+type roomRound struct {
+	ceiling, soldOut, poll, rejoin, join, floor, plain, pass float64
+	// Redis CPU per order, from the start of the load until the last
+	// order was in SQL, of each variant (mean of its two runs).
+	plainRedis, passRedis float64
+}
+
+// roomBuyPair runs round i's hot-SKU buys without a room and with a pass,
+// ABBA, into r.
+func (b *bench) roomBuyPair(out io.Writer, i int, r *roomRound) error {
+	// Both servers first admit the same crowd to a room, so that the
+	// two differ by the pass alone. Each run leaves its orders, passes
+	// and shoppers in Redis, and a run pays for what Redis holds (the
+	// second of a pair took 5-8 µs more Redis per order, whichever
+	// variant it was): the pair runs in both orders (ABBA), which
+	// cancels that drift, and each variant's rate is its two runs' mean.
+	plain := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, roomBeside: true}
+	pass := variant{strategy: "lock", batch: 64, skus: 1, defaults: true, room: true}
+	order := []variant{plain, pass, pass, plain}
+	if i%2 == 1 {
+		order = []variant{pass, plain, plain, pass}
+	}
+	// Enough passes for half again the fastest buy run so far (a run
+	// that ran out would send spent passes).
+	b.passPool = int(1.5*max(r.join, r.soldOut*0.5, b.fastestBuy)*b.cfg.duration.Seconds()) + 1000
+	for _, v := range order {
+		if err := b.inStock(out, v); err != nil {
+			return err
+		}
+		last := b.rows[len(b.rows)-1]
+		b.fastestBuy = max(b.fastestBuy, last.rate)
+		if v.room {
+			r.pass += last.rate / 2
+			r.passRedis += last.redisPerOrder / 2
+		} else {
+			r.plain += last.rate / 2
+			r.plainRedis += last.redisPerOrder / 2
+		}
+	}
+	return nil
 }
 
 // roomLooks measures mode ("poll", "rejoin" or "join") on a SKU with a
