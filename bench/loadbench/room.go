@@ -31,8 +31,9 @@ const roomPollers = 20_000
 // out), then a crowd of shoppers waiting in a room looking at their place
 // (GET .../queue), the same crowd joining again (POST .../queue: a retry,
 // or a client that polls by joining), new shoppers joining, and the
-// hot-SKU buy without a room and with a waiting room pass. Rates are read
-// against the ceiling of their own round.
+// hot-SKU buy without a room and with a waiting room pass (-room-looks
+// leaves out the buys, -room-buys runs only them). Each target is a ratio
+// of two rows of the same round.
 func (b *bench) roomRuns(out io.Writer) error {
 	if b.cfg.roomBuys && b.cfg.roomLooks {
 		return errors.New("-room-buys and -room-looks each leave out what the other runs: give one")
