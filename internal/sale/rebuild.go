@@ -3,6 +3,7 @@ package sale
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -261,7 +262,15 @@ func (s *Service) OnStateLost(sku uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s.o.Log.Warn("redis has no state for a sku; rebuilding it from sql", "sku", sku)
-	if _, err := s.Reconcile(ctx, sku); err != nil {
+	_, err := s.Reconcile(ctx, sku)
+	switch {
+	case err == nil:
+	case errors.Is(err, stock.ErrBusy):
+		// Another instance, or an admin's change, holds the SKU: it
+		// leaves the state whole, and a buyer who still finds it missing
+		// triggers a rebuild again.
+		s.o.Log.Warn("rebuild of a sku left to the change already running", "sku", sku, "err", err.Error())
+	default:
 		s.o.Log.Error("rebuild failed", "sku", sku, "err", err.Error())
 	}
 }
