@@ -19,8 +19,13 @@
 // -cluster, and how its orders, script calls and Redis CPU spread over the
 // Cluster's masters.
 //
+// With -events it runs only the order events run (events.go): a sale of
+// one hot SKU per receiver of order events, and the events delivered per
+// second against the drain's orders per second.
+//
 //	cd bench && go run ./loadbench            # about 3 minutes
 //	cd bench && go run ./loadbench -buckets 1,3,6
+//	cd bench && go run ./loadbench -events all
 package main
 
 import (
@@ -85,6 +90,11 @@ type config struct {
 	costRef    string
 	costRounds int
 	rowsOut    *[]row
+	// events, eventRounds, natsURL and amqpURL: the -events run (events.go).
+	events      string
+	eventRounds int
+	natsURL     string
+	amqpURL     string
 }
 
 func main() {
@@ -126,6 +136,10 @@ func main() {
 	flag.BoolVar(&cfg.roomLooks, "room-looks", false, "with -room, run only the ceiling, the sold-out answer, the looks, the joins and the durable floor, in rounds (no buys)")
 	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print Redis's commands per accepted order (calls and µs, from INFO commandstats) of each in-stock run")
 	flag.StringVar(&cfg.costRef, "cost", "", "run only the cost comparison: the hot-SKU and many-SKU rows of the seckill tree at this directory (an earlier commit) and of -root, alternated, -cost-rounds times; prints now/then of the rate and of CPU per accepted order")
+	flag.StringVar(&cfg.events, "events", "", "run only the order events run: a hot-SKU sale per receiver (comma-separated, or all: "+strings.Join(eventReceiverNames, ", ")+"), events delivered per second against the drain's orders per second")
+	flag.IntVar(&cfg.eventRounds, "event-rounds", 1, "rounds of the -events run")
+	flag.StringVar(&cfg.natsURL, "nats", envOr("SECKILL_TEST_NATS_URL", "nats://127.0.0.1:4222"), "NATS server with JetStream of the -events run")
+	flag.StringVar(&cfg.amqpURL, "amqp", envOr("SECKILL_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ of the -events run; it makes a vhost of its own with rabbitmqctl")
 	flag.IntVar(&cfg.costRounds, "cost-rounds", 3, "rounds of the -cost run")
 	flag.Parse()
 	run := run
@@ -329,6 +343,9 @@ func run(cfg config, out io.Writer) error {
 	}
 	if cfg.room {
 		return b.roomRuns(out)
+	}
+	if cfg.events != "" {
+		return b.eventRuns(out, cfg.events)
 	}
 
 	if cfg.only != "" {
