@@ -109,10 +109,11 @@ loadtest-smoke: ## CI smoke: start seckill on the test services, run loadtest/fl
 bench: ## throughput benchmark with wrk (about 4 minutes); its table is in BENCHMARKS.md
 	./loadtest/bench.sh
 
-bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, interleaved, 8 rounds; then events delivered against events written per receiver, and a mass expiry (about 8 minutes)
+bench-events: ## the drain's SQL transaction with order events off, on, and on with a dispatcher beside it, 8 rounds; then a sale over HTTP per receiver, events delivered per second against the drain's orders per second (EVENT_ROUNDS=n, default 3); then a mass expiry (about 30 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
 		for i in 1 2 3 4 5 6 7 8; do $(GO) test -run '^$$' -bench 'BenchmarkDrainInsert' -benchtime 60x ./internal/order/ | grep orders/s; done && \
-		$(GO) test -run '^$$' -bench 'BenchmarkEventsKeepUp|BenchmarkMassExpiry' -benchtime 1x -count 3 ./internal/outbox/ | grep -E 'keep-up|s-to-deliver'
+		(cd bench && $(GO) run ./loadbench -events all -event-rounds $(or $(EVENT_ROUNDS),3) -d 5s) && \
+		$(GO) test -run '^$$' -bench 'BenchmarkMassExpiry' -benchtime 1x -count 3 ./internal/outbox/ | grep -E 's-to-deliver'
 
 bench-fair: ## bots' share of units with the waiting room, with the room and a proof of work, without, and with a drop of 5 sizes through one room: 10,000 shoppers (1,000 bots, 30 identities to an operator), 200 units; 20 runs per mode, 3 of them with the proof of work (RUNS=n, POW_RUNS=n to change; about 16 minutes)
 	eval "$$(./scripts/test-services.sh --env)" && \
