@@ -35,8 +35,7 @@ type eventReceiver struct {
 
 // eventRow is one sale of the -events run.
 type eventRow struct {
-	receiver string
-	orders   int64
+	orders int64
 	// drainRate is the orders over the time from the first buy to the last
 	// order in SQL; deliverRate the orders (one order.created each) over
 	// the time from the first buy to the last event delivered.
@@ -147,7 +146,7 @@ func (b *bench) eventSale(rc eventReceiver) (eventRow, error) {
 		return eventRow{}, fmt.Errorf("no order accepted")
 	}
 	return eventRow{
-		receiver: rc.name, orders: n,
+		orders:    n,
 		drainRate: float64(n) / drained.Seconds(), deliverRate: float64(n) / took.Seconds(),
 		serverUS: (c1.server - c0.server) / float64(n) * 1e6, mysqlUS: (c1.mysql - c0.mysql) / float64(n) * 1e6,
 	}, nil
