@@ -391,6 +391,7 @@ func TestDeadlinesPerSecondOfOrders(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	assert.Positive(t, paid.Load(), "no payment before the deadlines")
 	deadline := time.Now().Add(60 * time.Second)
 	rep := s.audit(sku)
 	for rep.PendingPayment > 0 && time.Now().Before(deadline) {
