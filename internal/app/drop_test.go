@@ -230,6 +230,9 @@ func TestADropIsRefusedWhatItCannotBe(t *testing.T) {
 func TestSeedADrop(t *testing.T) {
 	s := startSale(t, saleOpts{env: map[string]string{"SECKILL_ROOM_PASS_KEYS": roomKey}})
 	starts := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
+	// The room's opening is one instant: the file sent twice must be the
+	// same file, whichever second each send starts in.
+	opens := time.Now().UTC().Format(time.RFC3339)
 	file := func(start time.Time) string {
 		return fmt.Sprintf(`skus:
   - {id: 8101, name: Runner 41, price_cents: 12000, stock: 2, per_user_limit: 1, starts_at: %[1]s, ends_at: %[2]s}
@@ -239,7 +242,7 @@ drops:
     skus: [8101, 8102]
     per_user_limit: 1
     waiting_room: {opens_at: %[3]s}
-`, start.Format(time.RFC3339), starts.Add(time.Hour).Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+`, start.Format(time.RFC3339), starts.Add(time.Hour).Format(time.RFC3339), opens)
 	}
 	r := s.seedFile("application/yaml", file(time.Now().UTC().Add(-time.Minute)))
 	assert.Equal(t, http.StatusConflict, r.Status, r.Raw)
