@@ -62,13 +62,14 @@ func (d *Drainer) row(t stock.OrderTask, now time.Time) order.Order {
 }
 
 // scheduleDeadlines enqueues the payment deadlines of a batch's orders in
-// the queue of part p, which their orders came from (enqueueing one again
-// is a no-op; a deadline that finds its order paid does nothing).
+// the queue of part p, which their orders came from, with the ack of the
+// tasks they came in (enqueueing one again is a no-op; a deadline that finds
+// its order paid does nothing).
 func (d *Drainer) scheduleDeadlines(ctx context.Context, p stock.Part, rows []order.Order) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	if _, err := d.store.Queue(p).EnqueueBatch(ctx, order.Deadlines(rows)); err != nil {
+	if err := d.store.Queue(p).EnqueueOnAck(ctx, order.Deadlines(rows)); err != nil {
 		return fmt.Errorf("drain: schedule payment deadlines: %w", err)
 	}
 	return nil

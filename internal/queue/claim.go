@@ -185,14 +185,38 @@ func (q *Queue) Ack(ctx context.Context, c *Claimed) error {
 // AckBatch deletes many finished tasks in one script per MaxClaim tasks and
 // returns the ids whose claim was stale (those tasks are left untouched).
 func (q *Queue) AckBatch(ctx context.Context, cs []*Claimed) (stale []string, err error) {
+	return q.ackThen(ctx, cs, nil)
+}
+
+// ackThen is AckBatch that also enqueues then (groups of five enqueue
+// arguments, as enqueueArgs makes them) in the first script, whatever the
+// acks' outcome.
+func (q *Queue) ackThen(ctx context.Context, cs []*Claimed, then [][]any) (stale []string, err error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	stale, err = q.perTask(ctx, ackScript, nil, cs)
-	if err != nil {
-		return stale, fmt.Errorf("queue %s: ack: %w", q.name, err)
+	for start := 0; start < len(cs); start += MaxClaim {
+		chunk := cs[start:min(start+MaxClaim, len(cs))]
+		head := []any{ms(q.o.Now()), len(then)}
+		for _, a := range then {
+			head = append(head, a...)
+		}
+		then = nil
+		v, err := ackScript.Run(ctx, q.c, q.k.all(), tokenPairs(head, chunk)...).Slice()
+		if err != nil {
+			return stale, fmt.Errorf("queue %s: ack: %w", q.name, err)
+		}
+		q.o.Metrics.add(cEnqueued, q.name, int(v[1].(int64)))
+		n := 0
+		for i, r := range v[0].([]any) {
+			if r.(int64) == 0 {
+				stale = append(stale, chunk[i].ID)
+			} else {
+				n++
+			}
+		}
+		q.o.Metrics.add(cAcked, q.name, n)
 	}
-	q.o.Metrics.add(cAcked, q.name, len(cs)-len(stale))
 	return stale, nil
 }
 

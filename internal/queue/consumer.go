@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -95,7 +96,7 @@ func NewConsumer(q *Queue, h Handler, o ConsumerOptions) *Consumer {
 // returns. It returns nil after a shutdown, or the Waker's subscribe error.
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.o.Waker != nil {
-		stop, err := c.o.Waker.register(ctx, c.q.k.wake, c.wake)
+		stop, err := c.o.Waker.register(ctx, c.q.k.wake, c.wakeFor)
 		if err != nil {
 			return fmt.Errorf("queue %s: subscribe wake-ups: %w", c.q.name, err)
 		}
@@ -132,6 +133,18 @@ func (c *Consumer) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), c.o.OpTimeout)
 }
 
+// wakeFor wakes a worker for a task that became the queue's earliest, due
+// at the published Unix ms, unless it is due later than MaxIdle from now:
+// every idle worker claims again within MaxIdle and then sleeps until the
+// queue's earliest task, so waking it sooner would only cost a claim that
+// finds nothing due (the payment deadline a drained batch schedules, say).
+func (c *Consumer) wakeFor(payload string) {
+	if due, err := strconv.ParseInt(payload, 10, 64); err == nil && fromMS(due).After(c.q.o.Now().Add(c.o.MaxIdle)) {
+		return
+	}
+	c.signal()
+}
+
 func (c *Consumer) signal() {
 	select {
 	case c.wake <- struct{}{}:
@@ -152,11 +165,18 @@ func (c *Consumer) work(ctx, hctx context.Context) {
 			continue
 		}
 		if len(tasks) > 0 {
-			if len(tasks) == c.o.BatchSize {
+			full := len(tasks) == c.o.BatchSize
+			if full {
 				c.signal() // more may be due: let another idle worker claim too
 			}
 			c.process(hctx, tasks)
-			continue
+			if full || c.o.Waker == nil {
+				continue
+			}
+			// The claim took every task due then. One enqueued since, due
+			// before the rest, has woken the consumer through the Waker, so
+			// the worker sleeps as an idle one does rather than claim what
+			// is likely nothing.
 		}
 		d := c.o.MaxIdle
 		if !next.IsZero() {
@@ -189,7 +209,8 @@ func (c *Consumer) process(hctx context.Context, tasks []*Claimed) {
 	stopExtend := make(chan struct{})
 	var ext sync.WaitGroup
 	ext.Go(func() { c.extend(stopExtend, tasks) })
-	results := c.call(hctx, tasks)
+	then := &followUps{q: c.q}
+	results := c.call(context.WithValue(hctx, followKey{}, then), tasks)
 	close(stopExtend)
 	ext.Wait()
 
@@ -217,7 +238,15 @@ func (c *Consumer) process(hctx context.Context, tasks []*Claimed) {
 	log := c.q.o.Logger
 	octx, cancel := c.opCtx()
 	defer cancel()
-	if stale, err := c.q.AckBatch(octx, ack); err != nil || len(stale) > 0 {
+	next := then.take()
+	if len(ack) == 0 && len(next) > 0 {
+		// Nothing to ack: the follow-ups go on their own. A failure
+		// loses them only with tasks that are handled again or dead.
+		if _, err := c.q.enqueueMany(octx, c.q.o.Now(), next); err != nil {
+			log.Warn("queue: follow-up tasks not enqueued", "queue", c.q.name, "err", err)
+		}
+	}
+	if stale, err := c.q.ackThen(octx, ack, next); err != nil || len(stale) > 0 {
 		log.Warn("queue: ack incomplete; unacked tasks will be redelivered", "queue", c.q.name, "stale", stale, "err", err)
 	}
 	if len(nack) > 0 {

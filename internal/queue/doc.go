@@ -48,5 +48,7 @@
 //
 // EnqueueLua, EnqueueKeys and EnqueueArgs let another package enqueue inside
 // its own script, so a stock decrement and the order task commit together;
-// see the example.
+// see the example. A Consumer's handler whose work ends in new tasks of its
+// own queue leaves them with EnqueueOnAck, and the script that acks the
+// batch enqueues them: one round trip, not two.
 package queue

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -78,17 +79,26 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
 		return nil, nil
 	}
 	now := q.o.Now()
-	calls := make([][]any, 0, (len(ts)+enqueueChunk-1)/enqueueChunk)
-	for start := 0; start < len(ts); start += enqueueChunk {
-		chunk := ts[start:min(start+enqueueChunk, len(ts))]
-		argv := make([]any, 0, 1+5*len(chunk))
-		argv = append(argv, ms(now))
-		for i, t := range chunk {
-			a, err := q.enqueueArgs(t, now)
-			if err != nil {
-				return nil, fmt.Errorf("task %d (%q): %w", start+i, t.ID, err)
-			}
-			argv = append(argv, a[:5]...)
+	args := make([][]any, len(ts))
+	for i, t := range ts {
+		a, err := q.enqueueArgs(t, now)
+		if err != nil {
+			return nil, fmt.Errorf("task %d (%q): %w", i, t.ID, err)
+		}
+		args[i] = a[:5]
+	}
+	return q.enqueueMany(ctx, now, args)
+}
+
+// enqueueMany enqueues tasks given as groups of five enqueue arguments (id,
+// type, payload, due_ms, max_attempts), enqueueChunk to a script, in one
+// pipeline.
+func (q *Queue) enqueueMany(ctx context.Context, now time.Time, args [][]any) ([]bool, error) {
+	calls := make([][]any, 0, (len(args)+enqueueChunk-1)/enqueueChunk)
+	for start := 0; start < len(args); start += enqueueChunk {
+		argv := []any{ms(now)}
+		for _, a := range args[start:min(start+enqueueChunk, len(args))] {
+			argv = append(argv, a...)
 		}
 		calls = append(calls, argv)
 	}
@@ -96,7 +106,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: enqueue: %w", q.name, err)
 	}
-	added := make([]bool, 0, len(ts))
+	added := make([]bool, 0, len(args))
 	n := 0
 	for _, r := range replies {
 		for _, v := range r.([]any) {
@@ -109,6 +119,56 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
 	}
 	q.o.Metrics.add(cEnqueued, q.name, n)
 	return added, nil
+}
+
+// EnqueueOnAck enqueues ts when the batch being handled is settled, in the
+// script that acks it: one round trip fewer for a handler whose work ends
+// in new tasks of its own queue (a payment deadline per drained batch).
+// ctx must be the context a Consumer of this queue passed to its Handler;
+// with any other, ts are enqueued now, as EnqueueBatch does. The tasks are
+// enqueued whatever the batch's results (on their own when no task of it is
+// acked), so they must be right once the handler's work is done: if the
+// enqueue fails, it fails with the acks and the batch is handled again. It
+// returns only validation errors (see EnqueueArgs) and, without a
+// Consumer's context, EnqueueBatch's.
+func (q *Queue) EnqueueOnAck(ctx context.Context, ts []Task) error {
+	f, _ := ctx.Value(followKey{}).(*followUps)
+	if f == nil || f.q.k != q.k {
+		_, err := q.EnqueueBatch(ctx, ts)
+		return err
+	}
+	now := q.o.Now()
+	args := make([][]any, 0, len(ts))
+	for i, t := range ts {
+		a, err := q.enqueueArgs(t, now)
+		if err != nil {
+			return fmt.Errorf("task %d (%q): %w", i, t.ID, err)
+		}
+		args = append(args, a[:5])
+	}
+	f.mu.Lock()
+	f.args = append(f.args, args...)
+	f.mu.Unlock()
+	return nil
+}
+
+// followKey is the context key of a batch's followUps.
+type followKey struct{}
+
+// followUps are the tasks a handler left for the ack of its batch.
+type followUps struct {
+	q    *Queue
+	mu   sync.Mutex
+	args [][]any
+}
+
+// take returns the follow-ups left so far and forgets them.
+func (f *followUps) take() [][]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.args
+	f.args = nil
+	return a
 }
 
 // runMany runs script once per argv list in one pipeline. Enqueue is

@@ -64,7 +64,7 @@ var (
 var (
 	enqueueScript  = redis.NewScript(EnqueueLua + "\n" + enqueueBody)
 	claimScript    = withCommon(claimBody)
-	ackScript      = withCommon(ackBody)
+	ackScript      = withCommon(EnqueueLua + "\n" + ackBody)
 	nackScript     = withCommon(nackBody)
 	releaseScript  = withCommon(releaseBody)
 	extendScript   = withCommon(extendBody)
