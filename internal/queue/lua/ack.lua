@@ -39,19 +39,8 @@ if #ids > 0 then
 end
 local added = 0
 if k > 0 then
-  local first = queue_earliest(KEYS[1])
-  local earliest = nil
-  for i = 3, first_pair - 1, 5 do
-    local due = queue_add(KEYS[1], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now)
-    if due then
-      added = added + 1
-      if earliest == nil or due < earliest then
-        earliest = due
-      end
-    end
-  end
-  if earliest ~= nil and (first == nil or earliest < first) then
-    redis.call('PUBLISH', KEYS[7], string.format('%d', earliest))
+  for _, r in ipairs(queue_add_all(KEYS[1], KEYS[3], KEYS[4], KEYS[7], ARGV, 3, first_pair - 1, now)) do
+    added = added + r
   end
 end
 return {out, added}

@@ -26,6 +26,11 @@
 --   of the added task. queue_earliest(ready) is the due time of the queue's
 --   first task, or nil. A batch calls queue_earliest once and queue_add per
 --   task, saving a read per task.
+--
+-- queue_add_all(ready, data, meta, wake, args, i, j, now_ms)
+--   queue_add for each group of five values of args[i..j] (id, typ, payload,
+--   due_ms, max_attempts), with one publish for the batch; returns 1 or 0
+--   per task.
 
 local function queue_earliest(ready)
   local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
@@ -76,4 +81,28 @@ local function queue_enqueue(ready, data, meta, wake, id, typ, payload, due_ms, 
     return 1
   end
   return r
+end
+
+-- queue_add_all adds the tasks in args[i..j], groups of five (id, type,
+-- payload, due_ms, max_attempts), at now_ms, and publishes once on wake
+-- the earliest new due time when a new task became the queue's earliest.
+-- Returns one integer per task: 1 added, 0 duplicate id (left untouched).
+local function queue_add_all(ready, data, meta, wake, args, i, j, now_ms)
+  local first = queue_earliest(ready)
+  local out, earliest = {}, nil
+  for k = i, j, 5 do
+    local due = queue_add(ready, data, meta, args[k], args[k + 1], args[k + 2], args[k + 3], args[k + 4], now_ms)
+    if not due then
+      out[#out + 1] = 0
+    else
+      out[#out + 1] = 1
+      if earliest == nil or due < earliest then
+        earliest = due
+      end
+    end
+  end
+  if earliest ~= nil and (first == nil or earliest < first) then
+    redis.call('PUBLISH', wake, string.format('%d', earliest))
+  end
+  return out
 end
