@@ -79,6 +79,16 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
 		return nil, nil
 	}
 	now := q.o.Now()
+	args, err := q.batchArgs(ts, now)
+	if err != nil {
+		return nil, err
+	}
+	return q.enqueueMany(ctx, now, args)
+}
+
+// batchArgs validates ts and returns the five enqueue arguments of each
+// (id, type, payload, due_ms, max_attempts), at now.
+func (q *Queue) batchArgs(ts []Task, now time.Time) ([][]any, error) {
 	args := make([][]any, len(ts))
 	for i, t := range ts {
 		a, err := q.enqueueArgs(t, now)
@@ -87,7 +97,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, ts []Task) ([]bool, error) {
 		}
 		args[i] = a[:5]
 	}
-	return q.enqueueMany(ctx, now, args)
+	return args, nil
 }
 
 // enqueueMany enqueues tasks given as groups of five enqueue arguments (id,
@@ -137,14 +147,9 @@ func (q *Queue) EnqueueOnAck(ctx context.Context, ts []Task) error {
 		_, err := q.EnqueueBatch(ctx, ts)
 		return err
 	}
-	now := q.o.Now()
-	args := make([][]any, 0, len(ts))
-	for i, t := range ts {
-		a, err := q.enqueueArgs(t, now)
-		if err != nil {
-			return fmt.Errorf("task %d (%q): %w", i, t.ID, err)
-		}
-		args = append(args, a[:5])
+	args, err := q.batchArgs(ts, q.o.Now())
+	if err != nil {
+		return err
 	}
 	f.mu.Lock()
 	f.args = append(f.args, args...)
